@@ -1,0 +1,9 @@
+// Package events holds Trellis's event log: the envelope every event is
+// wrapped in, the event types and their versioned payloads, the JetStream
+// stream and subject definitions, the Store (append with an expected last
+// sequence for the whole aggregate, load an aggregate, read a stream from a
+// sequence), and the embedded nats-server start-up.
+//
+// Rule of the house: the log is the truth. Every state change is an event
+// appended here; every read model is a projection of these events.
+package events

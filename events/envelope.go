@@ -1,0 +1,64 @@
+package events
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Envelope wraps every event on the log. It is the JSON body of the
+// JetStream message; ID is also sent as Nats-Msg-Id so a retried append is
+// stored once.
+type Envelope struct {
+	ID            string          `json:"id"`
+	Type          string          `json:"type"`
+	AggregateID   string          `json:"aggregate_id"`
+	Time          time.Time       `json:"time"`
+	Actor         string          `json:"actor,omitempty"`
+	CausationID   string          `json:"causation_id,omitempty"`
+	CorrelationID string          `json:"correlation_id,omitempty"`
+	Schema        int             `json:"schema"`
+	Payload       json.RawMessage `json:"payload"`
+}
+
+// Recorded is an envelope as stored: with its stream, subject and sequence.
+type Recorded struct {
+	Envelope
+	Stream  string `json:"stream"`
+	Subject string `json:"subject"`
+	Seq     uint64 `json:"seq"`
+}
+
+// NewID returns a fresh ULID string (monotonic within a process is not
+// required: ULIDs from crypto/rand entropy sort by millisecond).
+func NewID(now time.Time) string {
+	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
+}
+
+// NewEnvelope builds an envelope with a new ULID and the payload encoded.
+func NewEnvelope(now time.Time, typ, aggregateID, actor string, schema int, payload any) (Envelope, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("encode %s payload: %w", typ, err)
+	}
+	return Envelope{
+		ID:          NewID(now),
+		Type:        typ,
+		AggregateID: aggregateID,
+		Time:        now.UTC(),
+		Actor:       actor,
+		Schema:      schema,
+		Payload:     raw,
+	}, nil
+}
+
+// DecodePayload decodes the payload into v.
+func (e Envelope) DecodePayload(v any) error {
+	if err := json.Unmarshal(e.Payload, v); err != nil {
+		return fmt.Errorf("decode %s payload of event %s: %w", e.Type, e.ID, err)
+	}
+	return nil
+}

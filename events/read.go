@@ -1,0 +1,121 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Read calls fn for every event of stream matching filter (all subjects when
+// empty) from sequence from (1 when 0) up to the stream's last sequence at
+// the time of the call, in order. It stops at the first error fn returns.
+func (s *Store) Read(ctx context.Context, stream, filter string, from uint64, fn func(Recorded) error) error {
+	last, err := s.LastSeq(ctx, stream)
+	if err != nil {
+		return err
+	}
+	if from == 0 {
+		from = 1
+	}
+	if last < from {
+		return nil
+	}
+	cons, err := s.orderedConsumer(ctx, stream, filter, from)
+	if err != nil {
+		return err
+	}
+	for {
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(s.cfg.RequestTimeout))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", stream, err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			meta, err := msg.Metadata()
+			if err != nil {
+				return fmt.Errorf("read %s: %w", stream, err)
+			}
+			rec, err := Decode(stream, msg.Subject(), meta.Sequence.Stream, msg.Data())
+			if err != nil {
+				return err
+			}
+			if rec.Seq > last {
+				return nil
+			}
+			if err := fn(rec); err != nil {
+				return err
+			}
+			if rec.Seq == last || meta.NumPending == 0 {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("read %s: %w", stream, err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+func (s *Store) orderedConsumer(ctx context.Context, stream, filter string, from uint64) (jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:   from,
+	}
+	if filter != "" {
+		cfg.FilterSubjects = []string{filter}
+	}
+	cons, err := s.js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ordered consumer on %s: %w", stream, err)
+	}
+	return cons, nil
+}
+
+// Subscription is a live feed of a stream started by Subscribe.
+type Subscription struct {
+	cc jetstream.ConsumeContext
+}
+
+// Stop ends the feed; no callback starts after it returns.
+func (s *Subscription) Stop() { s.cc.Stop() }
+
+// Subscribe delivers every event of stream from sequence from (1 when 0) on,
+// in order, to fn, and keeps delivering new events until Stop. The feed
+// survives reconnects (an ordered consumer recreates itself). A decode
+// error or an error from fn is passed to onErr and the event is skipped by
+// the feed: fn must make its own state durable before returning.
+func (s *Store) Subscribe(ctx context.Context, stream string, from uint64, fn func(Recorded) error, onErr func(error)) (*Subscription, error) {
+	if from == 0 {
+		from = 1
+	}
+	cons, err := s.orderedConsumer(ctx, stream, "", from)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		meta, err := msg.Metadata()
+		if err != nil {
+			onErr(fmt.Errorf("subscribe %s: %w", stream, err))
+			return
+		}
+		rec, err := Decode(stream, msg.Subject(), meta.Sequence.Stream, msg.Data())
+		if err != nil {
+			onErr(err)
+			return
+		}
+		if err := fn(rec); err != nil {
+			onErr(err)
+		}
+	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		onErr(fmt.Errorf("subscribe %s: %w", stream, err))
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", stream, err)
+	}
+	return &Subscription{cc: cc}, nil
+}

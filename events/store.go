@@ -1,0 +1,259 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrWrongLastSequence reports that an append's expected last sequence for
+// its aggregate was stale: someone else appended first. The caller reloads
+// and decides again, or reports a conflict.
+var ErrWrongLastSequence = errors.New("aggregate changed concurrently (wrong last sequence)")
+
+// ErrNotFound reports an aggregate or message with no events.
+var ErrNotFound = errors.New("no events")
+
+// StoreConfig configures the Store. The zero value is usable.
+type StoreConfig struct {
+	// Replicas is the number of stream replicas (default 1; use 3 on a
+	// cluster).
+	Replicas int
+	// DuplicateWindow is how long JetStream remembers message ids for
+	// de-duplication (default 2 minutes). Idempotency keys are honoured
+	// within this window.
+	DuplicateWindow time.Duration
+	// RequestTimeout bounds each JetStream API call (default 5 s).
+	RequestTimeout time.Duration
+}
+
+func (c StoreConfig) withDefaults() StoreConfig {
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.DuplicateWindow <= 0 {
+		c.DuplicateWindow = 2 * time.Minute
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 5 * time.Second
+	}
+	return c
+}
+
+// Store is the event log on JetStream: checked appends, aggregate loads and
+// stream reads. It is safe for concurrent use.
+type Store struct {
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	cfg StoreConfig
+}
+
+// NewStore wraps a NATS connection. Call Ensure once to create the streams.
+func NewStore(nc *nats.Conn, cfg StoreConfig) (*Store, error) {
+	cfg = cfg.withDefaults()
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(cfg.RequestTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	return &Store{nc: nc, js: js, cfg: cfg}, nil
+}
+
+// Conn returns the underlying NATS connection.
+func (s *Store) Conn() *nats.Conn { return s.nc }
+
+// JetStream returns the JetStream handle (consumers, raw benchmarks).
+func (s *Store) JetStream() jetstream.JetStream { return s.js }
+
+// Config returns the store's configuration with defaults applied.
+func (s *Store) Config() StoreConfig { return s.cfg }
+
+// Ensure creates or updates every domain stream.
+func (s *Store) Ensure(ctx context.Context) error {
+	for _, spec := range Streams() {
+		cfg := jetstream.StreamConfig{
+			Name:        spec.Name,
+			Description: spec.Description,
+			Subjects:    []string{spec.Subjects()},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    s.cfg.Replicas,
+			Duplicates:  s.cfg.DuplicateWindow,
+			AllowDirect: true,
+			Discard:     jetstream.DiscardOld,
+		}
+		if _, err := s.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("create stream %s: %w", spec.Name, err)
+		}
+	}
+	return nil
+}
+
+// Expect is the concurrency check of an append.
+type Expect struct {
+	// Filter is the aggregate's subject filter (e.g. trellis.queue.*.<id>.>).
+	Filter string
+	// LastSeq is the stream sequence of the aggregate's last event as the
+	// caller saw it; 0 means "the aggregate must not exist yet".
+	LastSeq uint64
+}
+
+// Appended is the result of an append.
+type Appended struct {
+	// Seq is the stream sequence of the stored event.
+	Seq uint64
+	// Duplicate is true when JetStream had already stored a message with the
+	// same message id: Seq is then the original's sequence.
+	Duplicate bool
+}
+
+// Append stores env on subject if the aggregate's last sequence is still
+// expect.LastSeq. msgID overrides the Nats-Msg-Id (default env.ID). A stale
+// expectation returns an error wrapping ErrWrongLastSequence.
+func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect Expect, msgID string) (Appended, error) {
+	body, err := json.Marshal(env)
+	if err != nil {
+		return Appended{}, fmt.Errorf("encode event %s: %w", env.Type, err)
+	}
+	if msgID == "" {
+		msgID = env.ID
+	}
+	opts := []jetstream.PublishOpt{
+		jetstream.WithMsgID(msgID),
+		jetstream.WithExpectLastSequenceForSubject(expect.LastSeq, expect.Filter),
+	}
+	ack, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: body}, opts...)
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return Appended{}, fmt.Errorf("append %s: %w", subject, ErrWrongLastSequence)
+		}
+		return Appended{}, fmt.Errorf("append %s: %w", subject, err)
+	}
+	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// loadBatch is how many events one direct-get round trip returns.
+const loadBatch = 512
+
+// Load returns every event of the aggregate whose subjects match filter, in
+// order, and the sequence of the last one (0 and no events when the
+// aggregate does not exist). It uses batched direct gets: one round trip per
+// 512 events.
+func (s *Store) Load(ctx context.Context, stream, filter string) ([]Recorded, uint64, error) {
+	var out []Recorded
+	var from uint64 = 1
+	for {
+		batch, more, err := s.directBatch(ctx, stream, filter, from)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, batch...)
+		if !more || len(batch) == 0 {
+			break
+		}
+		from = batch[len(batch)-1].Seq + 1
+	}
+	var last uint64
+	if len(out) > 0 {
+		last = out[len(out)-1].Seq
+	}
+	return out, last, nil
+}
+
+// directBatch fetches up to loadBatch messages matching filter from seq on.
+func (s *Store) directBatch(ctx context.Context, stream, filter string, from uint64) ([]Recorded, bool, error) {
+	req, err := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": loadBatch})
+	if err != nil {
+		return nil, false, err
+	}
+	inbox := s.nc.NewInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, false, fmt.Errorf("load %s: subscribe: %w", filter, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+		return nil, false, fmt.Errorf("load %s: %w", filter, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var out []Recorded
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, false, fmt.Errorf("load %s: %w", filter, err)
+		}
+		if len(msg.Data) == 0 && msg.Header != nil {
+			switch msg.Header.Get("Status") {
+			case "404":
+				return nil, false, nil
+			case "204": // end of batch
+				np, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+				return out, np > 0, nil
+			case "503":
+				return nil, false, fmt.Errorf("load %s: %w", filter, nats.ErrNoResponders)
+			case "":
+			default:
+				return nil, false, fmt.Errorf("load %s: direct get status %s %s", filter, msg.Header.Get("Status"), msg.Header.Get("Description"))
+			}
+		}
+		rec, err := decodeDirect(msg)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, rec)
+	}
+}
+
+func decodeDirect(msg *nats.Msg) (Recorded, error) {
+	seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
+	if err != nil {
+		return Recorded{}, fmt.Errorf("direct get: bad sequence header: %w", err)
+	}
+	return Decode(msg.Header.Get("Nats-Stream"), msg.Header.Get("Nats-Subject"), seq, msg.Data)
+}
+
+// Decode parses a stored message body into a Recorded event.
+func Decode(stream, subject string, seq uint64, data []byte) (Recorded, error) {
+	var env Envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return Recorded{}, fmt.Errorf("decode event %s #%d: %w", subject, seq, err)
+	}
+	return Recorded{Envelope: env, Stream: stream, Subject: subject, Seq: seq}, nil
+}
+
+// LastSeq returns the stream's last sequence (0 for an empty stream).
+func (s *Store) LastSeq(ctx context.Context, stream string) (uint64, error) {
+	st, err := s.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s info: %w", stream, err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// Get returns the event at seq.
+func (s *Store) Get(ctx context.Context, stream string, seq uint64) (Recorded, error) {
+	st, err := s.js.Stream(ctx, stream)
+	if err != nil {
+		return Recorded{}, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	raw, err := st.GetMsg(ctx, seq)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return Recorded{}, fmt.Errorf("%s #%d: %w", stream, seq, ErrNotFound)
+		}
+		return Recorded{}, fmt.Errorf("%s #%d: %w", stream, seq, err)
+	}
+	return Decode(stream, raw.Subject, raw.Sequence, raw.Data)
+}

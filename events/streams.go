@@ -1,0 +1,69 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Stream names, one per domain. Each stream holds the subjects
+// trellis.<domain>.>, uses limits retention and file storage, and has the
+// duplicate window on (Nats-Msg-Id = event id).
+const (
+	StreamQueue  = "TRELLIS_QUEUE"
+	StreamVine   = "TRELLIS_VINE"
+	StreamChunks = "TRELLIS_CHUNKS"
+	StreamMemory = "TRELLIS_MEMORY"
+	StreamTasks  = "TRELLIS_TASKS"
+)
+
+// StreamSpec describes one domain stream.
+type StreamSpec struct {
+	// Name is the JetStream stream name.
+	Name string
+	// Domain is the second subject token (queue, vine, ...).
+	Domain string
+	// Description is what the stream holds; it is written to the stream config.
+	Description string
+}
+
+// Subjects is the subject filter the stream captures.
+func (s StreamSpec) Subjects() string { return "trellis." + s.Domain + ".>" }
+
+// Streams lists every domain stream Trellis creates.
+func Streams() []StreamSpec {
+	return []StreamSpec{
+		{Name: StreamQueue, Domain: "queue", Description: "Trellis task queue: trellis.queue.<queue>.<task_id>.<event>"},
+		{Name: StreamVine, Domain: "vine", Description: "Trellis VINE graphs: trellis.vine.<graph_id>.<event>"},
+		{Name: StreamChunks, Domain: "chunks", Description: "Trellis code memory: trellis.chunks.<repo>.<event>"},
+		{Name: StreamMemory, Domain: "memory", Description: "Trellis agent memory: observations, facts, consolidation runs"},
+		{Name: StreamTasks, Domain: "tasks", Description: "Trellis agent tasks: tasks, agents, objectives"},
+	}
+}
+
+// StreamFor returns the spec of the stream whose subjects include subject.
+func StreamFor(subject string) (StreamSpec, error) {
+	parts := strings.SplitN(subject, ".", 3)
+	if len(parts) >= 2 && parts[0] == "trellis" {
+		for _, s := range Streams() {
+			if s.Domain == parts[1] {
+				return s, nil
+			}
+		}
+	}
+	return StreamSpec{}, fmt.Errorf("no Trellis stream holds subject %q", subject)
+}
+
+// ValidToken reports whether s can be used as one subject token: non-empty,
+// no '.', '*', '>' or whitespace.
+func ValidToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r == '.' || r == '*' || r == '>' || r <= ' ' || r == 0x7f:
+			return false
+		}
+	}
+	return true
+}

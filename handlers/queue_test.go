@@ -1,0 +1,217 @@
+package handlers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/handlers"
+)
+
+func setupQueue(t *testing.T) (*handlers.Queue, *eventstest.Bundle) {
+	t.Helper()
+	b := eventstest.Start(t)
+	return handlers.NewQueue(b.Store, handlers.QueueConfig{}), b
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestQueueLifecycle(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	added, err := q.Add(ctx, trellis.AddTaskRequest{Objective: "Refactor auth", Inputs: []string{"auth.py"}, MaxToolCalls: 5, MaxSteps: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added.Status != trellis.StatusQueued || added.Queue != "default" || added.Budget.MaxSteps != 3 {
+		t.Fatalf("added = %+v", added)
+	}
+	got, err := q.Next(ctx, trellis.NextRequest{Worker: "w1"})
+	if err != nil || got == nil || got.TaskID != added.TaskID || got.Status != trellis.StatusClaimed || got.ClaimedBy != "w1" {
+		t.Fatalf("next = %+v, %v", got, err)
+	}
+	none, err := q.Next(ctx, trellis.NextRequest{Worker: "w1"})
+	if err != nil || none != nil {
+		t.Fatalf("second next = %+v, %v; want nil", none, err)
+	}
+	if _, err := q.Done(ctx, trellis.DoneRequest{TaskID: added.TaskID, Worker: "w2", WhatWasDone: "x"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("done by other worker: %v; want conflict", err)
+	}
+	done, err := q.Done(ctx, trellis.DoneRequest{TaskID: added.TaskID, Worker: "w1", WhatWasDone: "did it", StepsUsed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != trellis.StatusDone || !done.BudgetExhausted || done.Checkpoint.WhatWasDone != "did it" {
+		t.Fatalf("done = %+v", done)
+	}
+	if _, err := q.Done(ctx, trellis.DoneRequest{TaskID: added.TaskID, Worker: "w1", WhatWasDone: "again"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("done twice: %v; want conflict", err)
+	}
+	if _, err := q.Fail(ctx, trellis.FailRequest{TaskID: added.TaskID, Worker: "w1", Error: "late"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("fail after done: %v; want conflict", err)
+	}
+	hist, err := q.History(ctx, added.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range hist {
+		types = append(types, r.Type)
+	}
+	if fmt.Sprint(types) != "[added claimed completed]" {
+		t.Fatalf("history = %v", types)
+	}
+	shown, err := q.Show(ctx, added.TaskID)
+	if err != nil || shown.Status != trellis.StatusDone {
+		t.Fatalf("show = %+v, %v", shown, err)
+	}
+	_ = b
+}
+
+func TestQueueNotFoundAndInvalid(t *testing.T) {
+	t.Parallel()
+	q, _ := setupQueue(t)
+	ctx := ctxT(t)
+	unknown := events.NewID(time.Now())
+	if _, err := q.Show(ctx, unknown); trellis.ErrorCode(err) != trellis.CodeNotFound {
+		t.Fatalf("show unknown: %v", err)
+	}
+	if _, err := q.Done(ctx, trellis.DoneRequest{TaskID: unknown, Worker: "w", WhatWasDone: "x"}); trellis.ErrorCode(err) != trellis.CodeNotFound {
+		t.Fatalf("done unknown: %v", err)
+	}
+	if _, err := q.Add(ctx, trellis.AddTaskRequest{Objective: "x", ParentID: unknown}); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		t.Fatalf("unknown parent: %v", err)
+	}
+	cases := []trellis.AddTaskRequest{
+		{Objective: ""},
+		{Objective: "  "},
+		{Objective: "x", MaxSteps: -1},
+		{Objective: "x", MaxToolCalls: -5},
+		{Objective: "x", Queue: "bad.queue"},
+		{Objective: "x", ParentID: "nope"},
+		{Objective: "bad \xff utf8"},
+	}
+	for _, c := range cases {
+		_, err := q.Add(ctx, c)
+		var te *trellis.Error
+		if !errors.As(err, &te) || te.Code != trellis.CodeInvalid || te.Field == "" {
+			t.Errorf("add %+v: %v; want invalid with a field", c, err)
+		}
+	}
+}
+
+func TestQueueIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	q, _ := setupQueue(t)
+	ctx := ctxT(t)
+	a, err := q.Add(ctx, trellis.AddTaskRequest{Objective: "once", IdempotencyKey: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := q.Add(ctx, trellis.AddTaskRequest{Objective: "once", IdempotencyKey: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.TaskID != b.TaskID {
+		t.Fatalf("idempotent add created two tasks: %s, %s", a.TaskID, b.TaskID)
+	}
+}
+
+// TestQueueConcurrentNext: 50 concurrent claimants, every task claimed
+// exactly once.
+func TestQueueConcurrentNext(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	const tasks = 200
+	for i := 0; i < tasks; i++ {
+		if _, err := q.Add(ctx, trellis.AddTaskRequest{Objective: fmt.Sprintf("t%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	claimed := map[string]string{}
+	var wg sync.WaitGroup
+	for w := 0; w < 50; w++ {
+		// Each claimant has its own handler, as separate processes would.
+		wq := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+		worker := fmt.Sprintf("w%d", w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				task, err := wq.Next(ctx, trellis.NextRequest{Worker: worker})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if task == nil {
+					return
+				}
+				mu.Lock()
+				if prev, dup := claimed[task.TaskID]; dup {
+					t.Errorf("task %s claimed by %s and %s", task.TaskID, prev, worker)
+				}
+				claimed[task.TaskID] = worker
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(claimed) != tasks {
+		t.Fatalf("claimed %d of %d tasks", len(claimed), tasks)
+	}
+	// The log agrees: exactly one claimed event per task.
+	n := 0
+	if err := b.Store.Read(ctx, events.StreamQueue, "trellis.queue.*.*.claimed", 0, func(events.Recorded) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != tasks {
+		t.Fatalf("%d claimed events; want %d", n, tasks)
+	}
+	_ = q
+}
+
+// TestQueueRacingFinish: a done and a fail racing on one task cannot both
+// pass (the check covers the whole aggregate, not one subject).
+func TestQueueRacingFinish(t *testing.T) {
+	t.Parallel()
+	_, b := setupQueue(t)
+	ctx := ctxT(t)
+	for i := 0; i < 20; i++ {
+		q := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+		task, err := q.Add(ctx, trellis.AddTaskRequest{Objective: "race", Queue: "race"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Next(ctx, trellis.NextRequest{Queue: "race", Worker: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		q1 := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+		q2 := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+		var wg sync.WaitGroup
+		var errDone, errFail error
+		wg.Add(2)
+		go func() { defer wg.Done(); _, errDone = q1.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: "w", WhatWasDone: "d"}) }()
+		go func() { defer wg.Done(); _, errFail = q2.Fail(ctx, trellis.FailRequest{TaskID: task.TaskID, Worker: "w", Error: "f"}) }()
+		wg.Wait()
+		if (errDone == nil) == (errFail == nil) {
+			t.Fatalf("done err %v, fail err %v: exactly one must win", errDone, errFail)
+		}
+		hist, err := q.History(ctx, task.TaskID)
+		if err != nil || len(hist) != 3 {
+			t.Fatalf("history has %d events (%v); want 3", len(hist), err)
+		}
+	}
+}

@@ -1,0 +1,355 @@
+package trellis
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Defaults and limits of the task queue. They are part of the contract and
+// documented in the README.
+const (
+	// DefaultQueue is the queue used when a request names none.
+	DefaultQueue = "default"
+	// DefaultMaxToolCalls is the tool-call budget of a task added without one
+	// (seed 000's example packet).
+	DefaultMaxToolCalls = 20
+	// DefaultMaxSteps is the step budget of a task added without one.
+	DefaultMaxSteps = 10
+	// DefaultMaxAttempts is how many claims a task gets before a worker pool
+	// declares it dead.
+	DefaultMaxAttempts = 3
+
+	// MaxTextBytes bounds free-text fields (objective, acceptance, what was
+	// done, error, what next).
+	MaxTextBytes = 64 << 10
+	// MaxListItems bounds list fields (inputs, changed paths, blockers,
+	// citations) and metadata entries.
+	MaxListItems = 256
+	// MaxItemBytes bounds one list item, metadata key or value.
+	MaxItemBytes = 4 << 10
+	// MaxBudget bounds budgets and usage counters.
+	MaxBudget = 1_000_000
+	// MaxAttemptsLimit bounds max_attempts.
+	MaxAttemptsLimit = 1000
+)
+
+var (
+	queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	workerIDRE  = regexp.MustCompile(`^[A-Za-z0-9_.:@/+-]{1,128}$`)
+	metaKeyRE   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+)
+
+// QueueService is the task queue as every transport sees it. The in-process
+// service and the NATS client both implement it, so the CLI, the HTTP API
+// and the MCP server share one code path.
+type QueueService interface {
+	// Add appends a new task and returns its packet.
+	Add(ctx context.Context, req AddTaskRequest) (*Task, error)
+	// Next claims the oldest queued task of a queue; nil when none is queued.
+	Next(ctx context.Context, req NextRequest) (*Task, error)
+	// Done finishes a claimed task with a checkpoint.
+	Done(ctx context.Context, req DoneRequest) (*Task, error)
+	// Fail ends a claimed task as failed with a checkpoint.
+	Fail(ctx context.Context, req FailRequest) (*Task, error)
+	// Show returns one task, folded from the log.
+	Show(ctx context.Context, taskID string) (*Task, error)
+	// List returns the queue board's rows and counts.
+	List(ctx context.Context, req ListRequest) (*TaskList, error)
+}
+
+// AddTaskRequest is queue_add's input.
+type AddTaskRequest struct {
+	Queue          string            `json:"queue,omitempty"`
+	Objective      string            `json:"objective"`
+	Inputs         []string          `json:"inputs,omitempty"`
+	Acceptance     string            `json:"acceptance,omitempty"`
+	MaxToolCalls   int               `json:"max_tool_calls,omitempty"`
+	MaxSteps       int               `json:"max_steps,omitempty"`
+	ParentID       string            `json:"parent_id,omitempty"`
+	MaxAttempts    int               `json:"max_attempts,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+}
+
+// Normalize fills defaults and validates the request.
+func (r *AddTaskRequest) Normalize() error {
+	if r.Queue == "" {
+		r.Queue = DefaultQueue
+	}
+	if err := ValidateQueueName(r.Queue); err != nil {
+		return err
+	}
+	if strings.TrimSpace(r.Objective) == "" {
+		return FieldError("objective", "must not be empty")
+	}
+	if err := checkText("objective", r.Objective); err != nil {
+		return err
+	}
+	if err := checkText("acceptance", r.Acceptance); err != nil {
+		return err
+	}
+	if err := checkList("inputs", r.Inputs); err != nil {
+		return err
+	}
+	var err error
+	if r.MaxToolCalls, err = checkCount("max_tool_calls", r.MaxToolCalls, DefaultMaxToolCalls, MaxBudget); err != nil {
+		return err
+	}
+	if r.MaxSteps, err = checkCount("max_steps", r.MaxSteps, DefaultMaxSteps, MaxBudget); err != nil {
+		return err
+	}
+	if r.MaxAttempts, err = checkCount("max_attempts", r.MaxAttempts, DefaultMaxAttempts, MaxAttemptsLimit); err != nil {
+		return err
+	}
+	if r.ParentID != "" {
+		if err := ValidateTaskID("parent_id", r.ParentID); err != nil {
+			return err
+		}
+	}
+	if len(r.Metadata) > MaxListItems {
+		return FieldError("metadata", "has %d entries; at most %d allowed", len(r.Metadata), MaxListItems)
+	}
+	for k, v := range r.Metadata {
+		if !metaKeyRE.MatchString(k) {
+			return FieldError("metadata", "key %q must match %s", k, metaKeyRE)
+		}
+		if err := checkItem("metadata."+k, v); err != nil {
+			return err
+		}
+	}
+	if r.IdempotencyKey != "" {
+		if err := checkItem("idempotency_key", r.IdempotencyKey); err != nil {
+			return err
+		}
+		if len(r.IdempotencyKey) > 256 {
+			return FieldError("idempotency_key", "is %d bytes; at most 256 allowed", len(r.IdempotencyKey))
+		}
+	}
+	return nil
+}
+
+// NextRequest is queue_next's input.
+type NextRequest struct {
+	Queue  string `json:"queue,omitempty"`
+	Worker string `json:"worker"`
+}
+
+// Normalize fills defaults and validates the request.
+func (r *NextRequest) Normalize() error {
+	if r.Queue == "" {
+		r.Queue = DefaultQueue
+	}
+	if err := ValidateQueueName(r.Queue); err != nil {
+		return err
+	}
+	return ValidateWorkerID(r.Worker)
+}
+
+// DoneRequest is queue_done's input: the checkpoint of a finished task.
+type DoneRequest struct {
+	TaskID        string   `json:"task_id"`
+	Worker        string   `json:"worker"`
+	WhatWasDone   string   `json:"what_was_done"`
+	WhatChanged   []string `json:"what_changed,omitempty"`
+	WhatNext      string   `json:"what_next,omitempty"`
+	Blockers      []string `json:"blockers,omitempty"`
+	Citations     []string `json:"citations,omitempty"`
+	StepsUsed     int      `json:"steps_used,omitempty"`
+	ToolCallsUsed int      `json:"tool_calls_used,omitempty"`
+}
+
+// Normalize validates the request.
+func (r *DoneRequest) Normalize() error {
+	if err := ValidateTaskID("task_id", r.TaskID); err != nil {
+		return err
+	}
+	if err := ValidateWorkerID(r.Worker); err != nil {
+		return err
+	}
+	if strings.TrimSpace(r.WhatWasDone) == "" {
+		return FieldError("what_was_done", "must not be empty")
+	}
+	for _, f := range []struct{ name, v string }{{"what_was_done", r.WhatWasDone}, {"what_next", r.WhatNext}} {
+		if err := checkText(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for _, l := range []struct {
+		name string
+		v    []string
+	}{{"what_changed", r.WhatChanged}, {"blockers", r.Blockers}, {"citations", r.Citations}} {
+		if err := checkList(l.name, l.v); err != nil {
+			return err
+		}
+	}
+	return checkUsage(r.StepsUsed, r.ToolCallsUsed)
+}
+
+// FailRequest is queue_fail's input.
+type FailRequest struct {
+	TaskID        string   `json:"task_id"`
+	Worker        string   `json:"worker"`
+	Error         string   `json:"error"`
+	WhatWasDone   string   `json:"what_was_done,omitempty"`
+	Blockers      []string `json:"blockers,omitempty"`
+	StepsUsed     int      `json:"steps_used,omitempty"`
+	ToolCallsUsed int      `json:"tool_calls_used,omitempty"`
+}
+
+// Normalize validates the request.
+func (r *FailRequest) Normalize() error {
+	if err := ValidateTaskID("task_id", r.TaskID); err != nil {
+		return err
+	}
+	if err := ValidateWorkerID(r.Worker); err != nil {
+		return err
+	}
+	if strings.TrimSpace(r.Error) == "" {
+		return FieldError("error", "must not be empty")
+	}
+	if err := checkText("error", r.Error); err != nil {
+		return err
+	}
+	if err := checkText("what_was_done", r.WhatWasDone); err != nil {
+		return err
+	}
+	if err := checkList("blockers", r.Blockers); err != nil {
+		return err
+	}
+	return checkUsage(r.StepsUsed, r.ToolCallsUsed)
+}
+
+// ListRequest filters the queue board.
+type ListRequest struct {
+	Queue  string `json:"queue,omitempty"`
+	Status Status `json:"status,omitempty"`
+}
+
+// Normalize validates the request.
+func (r *ListRequest) Normalize() error {
+	if r.Queue != "" {
+		if err := ValidateQueueName(r.Queue); err != nil {
+			return err
+		}
+	}
+	if r.Status != "" && !r.Status.Valid() {
+		return FieldError("status", "unknown status %q; one of queued, claimed, done, failed, dead", r.Status)
+	}
+	return nil
+}
+
+// TaskRow is one row of the queue board.
+type TaskRow struct {
+	TaskID          string `json:"task_id"`
+	Queue           string `json:"queue"`
+	Status          Status `json:"status"`
+	Objective       string `json:"objective"`
+	ClaimedBy       string `json:"claimed_by,omitempty"`
+	Attempts        int    `json:"attempts"`
+	BudgetExhausted bool   `json:"budget_exhausted"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
+}
+
+// TaskList is the answer to a list request: the matching rows, oldest first,
+// and the counts per queue and status over the whole board.
+type TaskList struct {
+	Tasks  []TaskRow                 `json:"tasks"`
+	Counts map[string]map[Status]int `json:"counts"`
+}
+
+// ValidateQueueName checks a queue name: 1–64 of A–Z a–z 0–9 _ -.
+func ValidateQueueName(q string) error {
+	if !queueNameRE.MatchString(q) {
+		return FieldError("queue", "%q is not a queue name: use 1-64 characters of A-Z a-z 0-9 _ -", q)
+	}
+	return nil
+}
+
+// ValidateWorkerID checks a worker id: 1–128 of A–Z a–z 0–9 _ . : @ / + -.
+func ValidateWorkerID(w string) error {
+	if w == "" {
+		return FieldError("worker", "must not be empty")
+	}
+	if !workerIDRE.MatchString(w) {
+		return FieldError("worker", "%q is not a worker id: use 1-128 characters of A-Z a-z 0-9 _ . : @ / + -", w)
+	}
+	return nil
+}
+
+// ValidateTaskID checks that id is a ULID (26 Crockford base32 characters).
+func ValidateTaskID(field, id string) error {
+	if id == "" {
+		return FieldError(field, "must not be empty")
+	}
+	if _, err := ulid.ParseStrict(id); err != nil || len(id) != ulid.EncodedSize || strings.ToUpper(id) != id {
+		return FieldError(field, "%q is not a task id (a 26-character ULID)", truncate(id, 64))
+	}
+	return nil
+}
+
+func checkText(field, v string) error {
+	if len(v) > MaxTextBytes {
+		return FieldError(field, "is %d bytes; at most %d allowed", len(v), MaxTextBytes)
+	}
+	if !utf8.ValidString(v) {
+		return FieldError(field, "is not valid UTF-8")
+	}
+	return nil
+}
+
+func checkItem(field, v string) error {
+	if len(v) > MaxItemBytes {
+		return FieldError(field, "is %d bytes; at most %d allowed", len(v), MaxItemBytes)
+	}
+	if !utf8.ValidString(v) {
+		return FieldError(field, "is not valid UTF-8")
+	}
+	return nil
+}
+
+func checkList(field string, vs []string) error {
+	if len(vs) > MaxListItems {
+		return FieldError(field, "has %d items; at most %d allowed", len(vs), MaxListItems)
+	}
+	for _, v := range vs {
+		if strings.TrimSpace(v) == "" {
+			return FieldError(field, "must not contain empty items")
+		}
+		if err := checkItem(field, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkCount(field string, v, def, max int) (int, error) {
+	switch {
+	case v < 0:
+		return 0, FieldError(field, "must not be negative (got %d)", v)
+	case v == 0:
+		return def, nil
+	case v > max:
+		return 0, FieldError(field, "is %d; at most %d allowed", v, max)
+	}
+	return v, nil
+}
+
+func checkUsage(steps, calls int) error {
+	if _, err := checkCount("steps_used", steps, 0, MaxBudget); err != nil {
+		return err
+	}
+	_, err := checkCount("tool_calls_used", calls, 0, MaxBudget)
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
