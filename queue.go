@@ -256,7 +256,8 @@ type TaskRow struct {
 }
 
 // TaskList is the answer to a list request: the matching rows, oldest first,
-// and the counts per queue and status over the whole board.
+// and the counts per queue and status (of every queue, or of the requested
+// queue; the status filter does not narrow the counts).
 type TaskList struct {
 	Tasks  []TaskRow                 `json:"tasks"`
 	Counts map[string]map[Status]int `json:"counts"`

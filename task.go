@@ -1,6 +1,9 @@
 package trellis
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Status is a task's place in its lifecycle.
 type Status string
@@ -100,7 +103,7 @@ func (t *Task) Clone() *Task {
 		p := *t.ParentID
 		c.ParentID = &p
 	}
-	c.Inputs = append([]string(nil), t.Inputs...)
+	c.Inputs = slices.Clone(t.Inputs)
 	if t.Metadata != nil {
 		c.Metadata = make(map[string]string, len(t.Metadata))
 		for k, v := range t.Metadata {
@@ -113,9 +116,9 @@ func (t *Task) Clone() *Task {
 	}
 	if t.Checkpoint != nil {
 		cp := *t.Checkpoint
-		cp.WhatChanged = append([]string(nil), t.Checkpoint.WhatChanged...)
-		cp.Blockers = append([]string(nil), t.Checkpoint.Blockers...)
-		cp.Citations = append([]string(nil), t.Checkpoint.Citations...)
+		cp.WhatChanged = slices.Clone(t.Checkpoint.WhatChanged)
+		cp.Blockers = slices.Clone(t.Checkpoint.Blockers)
+		cp.Citations = slices.Clone(t.Checkpoint.Citations)
 		c.Checkpoint = &cp
 	}
 	return &c

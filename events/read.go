@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -81,8 +82,14 @@ type Subscription struct {
 	cc jetstream.ConsumeContext
 }
 
-// Stop ends the feed; no callback starts after it returns.
-func (s *Subscription) Stop() { s.cc.Stop() }
+// Stop ends the feed and waits (up to 5 s) until it has closed.
+func (s *Subscription) Stop() {
+	s.cc.Stop()
+	select {
+	case <-s.cc.Closed():
+	case <-time.After(5 * time.Second):
+	}
+}
 
 // Subscribe delivers every event of stream from sequence from (1 when 0) on,
 // in order, to fn, and keeps delivering new events until Stop. The feed

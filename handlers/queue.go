@@ -21,6 +21,12 @@ type QueueConfig struct {
 	ClaimAckWait time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// NextWait is how long queue next waits for a dispatch before answering
+	// "nothing queued" (default 100 ms). A claimable task is returned as
+	// soon as it is there; the wait covers the moment between an add being
+	// acknowledged and the consumer learning of it, so a next right after
+	// an add always sees the task.
+	NextWait time.Duration
 	// CacheSize bounds the per-process cache of recently touched tasks used
 	// to skip a load before an append (default 65,536; the cache is only a
 	// hint: a stale entry costs one rejected append and a reload).
@@ -36,6 +42,9 @@ func (c QueueConfig) withDefaults() QueueConfig {
 	}
 	if c.CacheSize <= 0 {
 		c.CacheSize = 65536
+	}
+	if c.NextWait <= 0 {
+		c.NextWait = 100 * time.Millisecond
 	}
 	return c
 }
@@ -131,7 +140,7 @@ func (q *Queue) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Tas
 		return nil, err
 	}
 	for {
-		msg, err := fetchOne(cons)
+		msg, err := fetchOne(cons, q.cfg.NextWait)
 		if err != nil {
 			return nil, storeError("fetch from queue "+req.Queue, err)
 		}
@@ -154,9 +163,12 @@ func (q *Queue) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Tas
 	}
 }
 
-// fetchOne returns one dispatch message without waiting, or nil.
-func fetchOne(cons jetstream.Consumer) (jetstream.Msg, error) {
-	batch, err := cons.FetchNoWait(1)
+// fetchOne returns one dispatch message, waiting at most wait for one, or
+// nil. (A no-wait fetch is not enough: the server answers it from the
+// consumer's pending count, which learns of a just-stored message
+// asynchronously.)
+func fetchOne(cons jetstream.Consumer, wait time.Duration) (jetstream.Msg, error) {
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(wait))
 	if err != nil {
 		return nil, err
 	}

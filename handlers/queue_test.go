@@ -203,8 +203,14 @@ func TestQueueRacingFinish(t *testing.T) {
 		var wg sync.WaitGroup
 		var errDone, errFail error
 		wg.Add(2)
-		go func() { defer wg.Done(); _, errDone = q1.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: "w", WhatWasDone: "d"}) }()
-		go func() { defer wg.Done(); _, errFail = q2.Fail(ctx, trellis.FailRequest{TaskID: task.TaskID, Worker: "w", Error: "f"}) }()
+		go func() {
+			defer wg.Done()
+			_, errDone = q1.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: "w", WhatWasDone: "d"})
+		}()
+		go func() {
+			defer wg.Done()
+			_, errFail = q2.Fail(ctx, trellis.FailRequest{TaskID: task.TaskID, Worker: "w", Error: "f"})
+		}()
 		wg.Wait()
 		if (errDone == nil) == (errFail == nil) {
 			t.Fatalf("done err %v, fail err %v: exactly one must win", errDone, errFail)
@@ -212,6 +218,31 @@ func TestQueueRacingFinish(t *testing.T) {
 		hist, err := q.History(ctx, task.TaskID)
 		if err != nil || len(hist) != 3 {
 			t.Fatalf("history has %d events (%v); want 3", len(hist), err)
+		}
+	}
+}
+
+// TestQueueNextSeesJustAddedTask: with the claim consumer already in
+// place, a next straight after an acknowledged add must claim that task,
+// never answer "nothing queued" (read-your-writes).
+func TestQueueNextSeesJustAddedTask(t *testing.T) {
+	t.Parallel()
+	q, _ := setupQueue(t)
+	ctx := ctxT(t)
+	if got, err := q.Next(ctx, trellis.NextRequest{Worker: "w"}); err != nil || got != nil {
+		t.Fatalf("empty queue: %v, %v", got, err)
+	}
+	for i := 0; i < 200; i++ {
+		added, err := q.Add(ctx, trellis.AddTaskRequest{Objective: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.Next(ctx, trellis.NextRequest{Worker: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || got.TaskID != added.TaskID {
+			t.Fatalf("round %d: next after add returned %v; want task %s", i, got, added.TaskID)
 		}
 	}
 }

@@ -1,0 +1,106 @@
+// Command trellis is the one Trellis binary: the server (serve), the MCP
+// stdio server (mcp), and the CLI over the task queue, audit and replay.
+// Run `trellis --help` for the commands; exit codes are documented in the
+// README and in trellis.ExitCode.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trellis/trellis"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := newApp(stdin, stdout, stderr)
+	root := app.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var usage *usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(stderr, "trellis: invalid: %v\n", usage.err)
+		return trellis.ExitCode(trellis.CodeInvalid)
+	}
+	te := trellis.AsError(err)
+	fmt.Fprintf(stderr, "trellis: %v\n", te)
+	return trellis.ExitCode(te.Code)
+}
+
+// usageError marks command-line mistakes (unknown flags, missing
+// arguments): exit code 2 like invalid input.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// app holds the CLI's streams and global flags.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	dataDir        string
+	natsURL        string
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr}
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "trellis",
+		Short:         "Event-sourced workflow engine for fleets of AI agents and programs, on NATS JetStream",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.PersistentFlags().StringVar(&a.dataDir, "data", envOr("TRELLIS_DATA", "data"), "data directory (env TRELLIS_DATA)")
+	root.PersistentFlags().StringVar(&a.natsURL, "nats-url", os.Getenv("TRELLIS_NATS_URL"), "connect to this NATS server or cluster instead of the embedded one (env TRELLIS_NATS_URL)")
+	root.AddCommand(a.serveCommand(), a.queueCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand())
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs turns positional-argument errors into usage errors.
+func wrapArgs(c *cobra.Command) {
+	if c.Args != nil {
+		check := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/server"
+)
+
+// cli runs the trellis CLI in-process and returns exit code, stdout, stderr.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func mustJSON(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, s)
+	}
+}
+
+// TestCLIQueueLifecycleInProcess: with no server running, every command
+// starts Trellis in-process on the data dir for its duration.
+func TestCLIQueueLifecycleInProcess(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	d := "--data=" + data
+	code, out, errs := cli(t, "queue", "add", d, "--objective", "Refactor authentication module", "--input", "auth.py",
+		"--acceptance", "tests pass", "--max-tool-calls", "3", "--max-steps", "2", "--metadata", "team=core", "--json")
+	if code != 0 {
+		t.Fatalf("add: exit %d: %s", code, errs)
+	}
+	var task trellis.Task
+	mustJSON(t, out, &task)
+	if task.TaskID == "" || task.Status != trellis.StatusQueued || task.Metadata["team"] != "core" || task.Budget.MaxSteps != 2 || task.ParentID != nil {
+		t.Fatalf("add printed %+v", task)
+	}
+	if code, out, _ = cli(t, "queue", "next", d, "--worker", "agent-1", "--json"); code != 0 {
+		t.Fatalf("next: exit %d", code)
+	}
+	var claimed trellis.Task
+	mustJSON(t, out, &claimed)
+	if claimed.TaskID != task.TaskID || claimed.ClaimedBy != "agent-1" {
+		t.Fatalf("next printed %+v", claimed)
+	}
+	if code, out, _ = cli(t, "queue", "next", d, "--worker", "agent-1"); code != 0 || strings.TrimSpace(out) != "null" {
+		t.Fatalf("empty next: exit %d, %q; want null", code, out)
+	}
+	code, out, errs = cli(t, "queue", "done", task.TaskID, d, "--worker", "agent-1", "--what-was-done", "Refactored",
+		"--changed", "auth/core.py", "--next", "docs", "--citation", "chunk_abc123", "--steps-used", "5")
+	if code != 0 {
+		t.Fatalf("done: exit %d: %s", code, errs)
+	}
+	cpPath := filepath.Join(data, "checkpoints", task.TaskID+".md")
+	if !strings.Contains(out, cpPath) || !strings.Contains(out, "BUDGET EXHAUSTED") {
+		t.Fatalf("done output lacks checkpoint path or budget flag:\n%s", out)
+	}
+	md, err := os.ReadFile(cpPath)
+	if err != nil || !strings.Contains(string(md), "# Checkpoint: "+task.TaskID) {
+		t.Fatalf("checkpoint file: %v\n%s", err, md)
+	}
+	if code, _, errs = cli(t, "queue", "done", task.TaskID, d, "--worker", "agent-1", "--what-was-done", "again"); code != 4 || !strings.Contains(errs, "conflict") {
+		t.Fatalf("done twice: exit %d (%s); want 4 conflict", code, errs)
+	}
+	code, out, _ = cli(t, "queue", "list", d, "--status", "done", "--json")
+	var list trellis.TaskList
+	mustJSON(t, out, &list)
+	if code != 0 || len(list.Tasks) != 1 || list.Tasks[0].TaskID != task.TaskID || list.Counts["default"][trellis.StatusDone] != 1 {
+		t.Fatalf("list: exit %d, %+v", code, list)
+	}
+	code, out, _ = cli(t, "audit", task.TaskID, d, "--json")
+	var evs []map[string]any
+	mustJSON(t, out, &evs)
+	if code != 0 || len(evs) != 3 || evs[0]["type"] != "added" || evs[1]["type"] != "claimed" || evs[2]["type"] != "completed" {
+		t.Fatalf("audit: exit %d, %v", code, evs)
+	}
+	exp := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if code, _, errs = cli(t, "queue", "export", d, "--out", exp); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	lines, _ := os.ReadFile(exp)
+	rows := strings.Split(strings.TrimSpace(string(lines)), "\n")
+	if len(rows) != 3 || !strings.Contains(rows[2], `"status":"done"`) || !strings.Contains(rows[0], `"status":"queued"`) {
+		t.Fatalf("export wrote %d lines:\n%s", len(rows), lines)
+	}
+	if code, out, _ = cli(t, "replay", d); code != 0 || !strings.Contains(out, "rebuilt board") {
+		t.Fatalf("replay: exit %d\n%s", code, out)
+	}
+	if code, out, _ = cli(t, "queue", "show", task.TaskID, d); code != 0 || !strings.Contains(out, "[done]") {
+		t.Fatalf("show: exit %d\n%s", code, out)
+	}
+}
+
+// TestCLIExitCodes: documented, distinct exit codes; bad input never
+// reaches the log.
+func TestCLIExitCodes(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	d := "--data=" + data
+	unknown := events.NewID(time.Now())
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"empty objective", []string{"queue", "add", d, "--objective", ""}, 2, "objective"},
+		{"negative budget", []string{"queue", "add", d, "--objective", "x", "--max-steps", "-1"}, 2, "max_steps"},
+		{"bad metadata", []string{"queue", "add", d, "--objective", "x", "--metadata", "novalue"}, 2, "metadata"},
+		{"bad queue", []string{"queue", "add", d, "--objective", "x", "--queue", "a.b"}, 2, "queue"},
+		{"non-utf8", []string{"queue", "add", d, "--objective", "bad \xff"}, 2, "UTF-8"},
+		{"unknown flag", []string{"queue", "add", d, "--objectiv", "x"}, 2, "unknown flag"},
+		{"missing arg", []string{"queue", "show", d}, 2, "arg"},
+		{"invalid id", []string{"queue", "show", "not-an-id", d}, 2, "task_id"},
+		{"unknown id", []string{"queue", "show", unknown, d}, 3, "not_found"},
+		{"done unknown", []string{"queue", "done", unknown, d, "--worker", "w", "--what-was-done", "x"}, 3, "not_found"},
+		{"next without worker", []string{"queue", "next", d}, 2, "worker"},
+		{"audit unknown", []string{"audit", unknown, d}, 3, "not_found"},
+		{"bad status", []string{"queue", "list", d, "--status", "nope"}, 2, "status"},
+	}
+	for _, c := range cases {
+		code, _, errs := cli(t, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d mentioning %q", c.name, code, errs, c.code, c.want)
+		}
+	}
+	// Nothing reached the log.
+	code, out, _ := cli(t, "queue", "export", d)
+	if code != 0 || strings.TrimSpace(out) != "" {
+		t.Fatalf("log is not empty after bad input: %q", out)
+	}
+}
+
+// TestCLIUsesRunningServer: with `trellis serve` running on the data dir,
+// commands go to it over NATS (found through serve.json), and with the
+// lock held but no server answering, the CLI says the data dir is locked.
+func TestCLIUsesRunningServer(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := server.Start(ctx, server.Config{DataDir: data, NATSAddr: "127.0.0.1:0", ServeAPI: true, WriteInfo: true, SyncInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	code, out, errs := cli(t, "queue", "add", "--data", data, "--objective", "via server", "--json")
+	if code != 0 {
+		t.Fatalf("add through server: exit %d: %s", code, errs)
+	}
+	var task trellis.Task
+	mustJSON(t, out, &task)
+	if got := srv.Service().Board(); got == nil {
+		t.Fatal("no board")
+	}
+	if err := srv.Service().CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Service().Board().Task(task.TaskID) == nil {
+		t.Fatal("the running server's board does not have the task the CLI added")
+	}
+	// Same through TRELLIS_NATS_URL semantics (--nats-url).
+	if code, _, errs = cli(t, "queue", "show", task.TaskID, "--data", t.TempDir(), "--nats-url", srv.Info().NATSURL); code != 0 {
+		t.Fatalf("show via --nats-url: exit %d: %s", code, errs)
+	}
+	// The lock is held but no server answers (serve.json gone).
+	if err := os.Remove(server.InfoPath(data)); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = cli(t, "queue", "list", "--data", data)
+	if code != 7 || !strings.Contains(errs, "locked") {
+		t.Fatalf("locked data dir: exit %d, %q; want 7 and 'locked'", code, errs)
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trellis/trellis"
+)
+
+// printJSON writes v as indented JSON and a newline.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printTask writes a task packet for people.
+func printTask(w io.Writer, t *trellis.Task) {
+	fmt.Fprintf(w, "Task %s  [%s]  queue=%s\n", t.TaskID, t.Status, t.Queue)
+	fmt.Fprintf(w, "  Objective:  %s\n", t.Objective)
+	if len(t.Inputs) > 0 {
+		fmt.Fprintf(w, "  Inputs:     %s\n", strings.Join(t.Inputs, ", "))
+	}
+	if t.Acceptance != "" {
+		fmt.Fprintf(w, "  Acceptance: %s\n", t.Acceptance)
+	}
+	fmt.Fprintf(w, "  Budget:     %d tool calls, %d steps\n", t.Budget.MaxToolCalls, t.Budget.MaxSteps)
+	if t.ParentID != nil {
+		fmt.Fprintf(w, "  Parent:     %s\n", *t.ParentID)
+	}
+	if len(t.Metadata) > 0 {
+		keys := make([]string, 0, len(t.Metadata))
+		for k := range t.Metadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "  Metadata:   %s=%s\n", k, t.Metadata[k])
+		}
+	}
+	if t.ClaimedBy != "" {
+		fmt.Fprintf(w, "  Claimed by: %s (attempt %d)\n", t.ClaimedBy, t.Attempts)
+	}
+	fmt.Fprintf(w, "  Created:    %s   Updated: %s\n", t.CreatedAt.Format(time.RFC3339), t.UpdatedAt.Format(time.RFC3339))
+	if cp := t.Checkpoint; cp != nil {
+		fmt.Fprintf(w, "  What was done: %s\n", cp.WhatWasDone)
+		if cp.Error != "" {
+			fmt.Fprintf(w, "  Error:      %s\n", cp.Error)
+		}
+		if len(cp.WhatChanged) > 0 {
+			fmt.Fprintf(w, "  Changed:    %s\n", strings.Join(cp.WhatChanged, ", "))
+		}
+		if cp.WhatNext != "" {
+			fmt.Fprintf(w, "  Next:       %s\n", cp.WhatNext)
+		}
+		if len(cp.Blockers) > 0 {
+			fmt.Fprintf(w, "  Blockers:   %s\n", strings.Join(cp.Blockers, "; "))
+		}
+		if len(cp.Citations) > 0 {
+			fmt.Fprintf(w, "  Citations:  %s\n", strings.Join(cp.Citations, ", "))
+		}
+		fmt.Fprintf(w, "  Usage:      %d steps, %d tool calls\n", cp.Usage.StepsUsed, cp.Usage.ToolCallsUsed)
+	}
+	if t.BudgetExhausted {
+		fmt.Fprintln(w, "  BUDGET EXHAUSTED")
+	}
+}
+
+// printList writes the board for people.
+func printList(w io.Writer, l *trellis.TaskList) {
+	if len(l.Tasks) == 0 {
+		fmt.Fprintln(w, "no tasks")
+	}
+	for _, r := range l.Tasks {
+		obj := r.Objective
+		if len(obj) > 60 {
+			obj = obj[:57] + "..."
+		}
+		fmt.Fprintf(w, "%s  %-8s  %-12s  %-16s  %s\n", r.TaskID, r.Status, r.Queue, r.ClaimedBy, obj)
+	}
+	queues := make([]string, 0, len(l.Counts))
+	for q := range l.Counts {
+		queues = append(queues, q)
+	}
+	sort.Strings(queues)
+	for _, q := range queues {
+		var parts []string
+		for _, s := range trellis.Statuses() {
+			if n := l.Counts[q][s]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s=%d", s, n))
+			}
+		}
+		fmt.Fprintf(w, "queue %s: %s\n", q, strings.Join(parts, " "))
+	}
+}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/handlers"
+)
+
+func (a *app) queueCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "queue",
+		Short: "The task queue: add bounded tasks, claim the next, finish with a checkpoint or fail",
+	}
+	c.AddCommand(a.queueAdd(), a.queueNext(), a.queueDone(), a.queueFail(), a.queueList(), a.queueShow(), a.queueExport())
+	return c
+}
+
+func (a *app) queueAdd() *cobra.Command {
+	var req trellis.AddTaskRequest
+	var meta []string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "add --objective TEXT",
+		Short: "Add a task to a queue and print its packet",
+		Example: `  trellis queue add --objective "Refactor authentication module" \
+    --input chunk_abc123 --input auth.py --acceptance "All tests pass" \
+    --max-tool-calls 20 --max-steps 10 --metadata team=core`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := parseMetadata(meta)
+			if err != nil {
+				return err
+			}
+			req.Metadata = m
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			t, err := s.queue.Add(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, t)
+			}
+			printTask(a.stdout, t)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.Objective, "objective", "", "what the task must achieve (required)")
+	f.StringVar(&req.Queue, "queue", trellis.DefaultQueue, "queue name")
+	f.StringArrayVar(&req.Inputs, "input", nil, "an input (chunk id, path, ...); repeatable")
+	f.StringVar(&req.Acceptance, "acceptance", "", "how to tell the task is done")
+	f.IntVar(&req.MaxToolCalls, "max-tool-calls", trellis.DefaultMaxToolCalls, "tool-call budget")
+	f.IntVar(&req.MaxSteps, "max-steps", trellis.DefaultMaxSteps, "step budget")
+	f.StringVar(&req.ParentID, "parent", "", "parent task id")
+	f.IntVar(&req.MaxAttempts, "max-attempts", trellis.DefaultMaxAttempts, "claims before a worker pool declares the task dead")
+	f.StringArrayVar(&meta, "metadata", nil, "metadata key=value; repeatable")
+	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "repeat-safe key: a second add with the same key (within the duplicate window) returns the first task")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// parseMetadata turns k=v pairs into a map.
+func parseMetadata(pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, trellis.FieldError("metadata", "%q is not key=value", p)
+		}
+		if _, dup := m[k]; dup {
+			return nil, trellis.FieldError("metadata", "key %q given twice", k)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func (a *app) queueNext() *cobra.Command {
+	var req trellis.NextRequest
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "next --worker W",
+		Short:   "Claim the oldest queued task and print it; prints null when nothing is queued",
+		Example: "  trellis queue next --worker agent-1 --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			t, err := s.queue.Next(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if t == nil {
+				fmt.Fprintln(a.stdout, "null")
+				return nil
+			}
+			if asJSON {
+				return printJSON(a.stdout, t)
+			}
+			printTask(a.stdout, t)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&req.Queue, "queue", trellis.DefaultQueue, "queue name")
+	c.Flags().StringVar(&req.Worker, "worker", "", "worker id (required)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) queueDone() *cobra.Command {
+	var req trellis.DoneRequest
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "done TASK_ID --worker W --what-was-done TEXT",
+		Short: "Finish a claimed task with a checkpoint",
+		Example: `  trellis queue done 01J... --worker agent-1 --what-was-done "Fixed the null check" \
+    --changed payment.py --next "Deploy to staging" --citation chunk_xyz123 --steps-used 4`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.TaskID = args[0]
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			t, err := s.queue.Done(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return a.printFinished(s, t, asJSON)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.Worker, "worker", "", "worker id that claimed the task (required)")
+	f.StringVar(&req.WhatWasDone, "what-was-done", "", "what was done (required)")
+	f.StringArrayVar(&req.WhatChanged, "changed", nil, "a changed path; repeatable")
+	f.StringVar(&req.WhatNext, "next", "", "what should happen next")
+	f.StringArrayVar(&req.Blockers, "blocker", nil, "a blocker; repeatable")
+	f.StringArrayVar(&req.Citations, "citation", nil, "a cited chunk id; repeatable")
+	f.IntVar(&req.StepsUsed, "steps-used", 0, "steps used")
+	f.IntVar(&req.ToolCallsUsed, "tool-calls-used", 0, "tool calls used")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) queueFail() *cobra.Command {
+	var req trellis.FailRequest
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "fail TASK_ID --worker W --error TEXT",
+		Short:   "End a claimed task as failed with a checkpoint",
+		Example: `  trellis queue fail 01J... --worker agent-1 --error "Database unreachable" --blocker "Missing .env file"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.TaskID = args[0]
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			t, err := s.queue.Fail(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return a.printFinished(s, t, asJSON)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.Worker, "worker", "", "worker id that claimed the task (required)")
+	f.StringVar(&req.Error, "error", "", "what went wrong (required)")
+	f.StringVar(&req.WhatWasDone, "what-was-done", "", "what was done before failing")
+	f.StringArrayVar(&req.Blockers, "blocker", nil, "a blocker; repeatable")
+	f.IntVar(&req.StepsUsed, "steps-used", 0, "steps used")
+	f.IntVar(&req.ToolCallsUsed, "tool-calls-used", 0, "tool calls used")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) printFinished(s *session, t *trellis.Task, asJSON bool) error {
+	if asJSON {
+		return printJSON(a.stdout, t)
+	}
+	printTask(a.stdout, t)
+	fmt.Fprintf(a.stdout, "  Checkpoint: %s\n", filepath.Join(s.dataDir, "checkpoints", t.TaskID+".md"))
+	return nil
+}
+
+func (a *app) queueList() *cobra.Command {
+	var req trellis.ListRequest
+	var status string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "list",
+		Short:   "List tasks from the queue board, oldest first, with counts per queue",
+		Example: "  trellis queue list --status queued --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req.Status = trellis.Status(status)
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			l, err := s.queue.List(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, l)
+			}
+			printList(a.stdout, l)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&req.Queue, "queue", "", "only this queue")
+	c.Flags().StringVar(&status, "status", "", "only this status: queued, claimed, done, failed, dead")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) queueShow() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "show TASK_ID",
+		Short:   "Show one task's packet, folded from the log",
+		Example: "  trellis queue show 01J... --json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			t, err := s.queue.Show(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, t)
+			}
+			printTask(a.stdout, t)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) queueExport() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:     "export",
+		Short:   "Write the JSONL task-packet log: one packet per queue event, as it stood after the event",
+		Example: "  trellis queue export --out tasks.jsonl",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if out == "" {
+				_, err := handlers.ExportTasks(cmd.Context(), s.store, a.stdout)
+				return err
+			}
+			var buf bytes.Buffer
+			n, err := handlers.ExportTasks(cmd.Context(), s.store, &buf)
+			if err != nil {
+				return err
+			}
+			tmp := out + ".tmp"
+			if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+				return trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+			}
+			if err := os.Rename(tmp, out); err != nil {
+				return trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+			}
+			fmt.Fprintf(a.stderr, "wrote %d task packets to %s\n", n, out)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write to this file instead of stdout")
+	return c
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/server"
+)
+
+// session is how one CLI command reaches Trellis: a running server over the
+// NATS API when one answers, else an in-process server for the duration of
+// the command.
+type session struct {
+	queue   trellis.QueueService
+	store   *events.Store
+	replay  func(context.Context) (*handlers.ReplayResult, error)
+	dataDir string // where checkpoints are written
+	remote  bool
+	close   func()
+}
+
+// pingTimeout bounds the discovery of a running server.
+const pingTimeout = 2 * time.Second
+
+// openSession finds a running server through --nats-url / TRELLIS_NATS_URL
+// or the data directory's serve.json, and otherwise starts Trellis
+// in-process (on an embedded NATS server unless a URL was given).
+func (a *app) openSession(ctx context.Context) (*session, error) {
+	url := a.natsURL
+	if url == "" {
+		info, err := server.ReadInfo(a.dataDir)
+		if err != nil {
+			return nil, err
+		}
+		if info != nil {
+			url = info.NATSURL
+			if s, err := a.remoteSession(ctx, url); err == nil {
+				return s, nil
+			}
+			url = "" // stale serve.json: the server is gone
+		}
+	} else if s, err := a.remoteSession(ctx, url); err == nil {
+		return s, nil
+	} else if trellis.ErrorCode(err) != trellis.CodeUnavailable || errors.Is(err, errNoNATS) {
+		return nil, err
+	}
+	return a.localSession(ctx, url)
+}
+
+var errNoNATS = errors.New("cannot connect to NATS")
+
+func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
+	nc, err := nats.Connect(url, nats.Name("trellis-cli"), nats.Timeout(pingTimeout))
+	if err != nil {
+		return nil, &trellis.Error{Code: trellis.CodeUnavailable, Message: fmt.Sprintf("connect to NATS %s: %v", url, err), Err: errors.Join(errNoNATS, err)}
+	}
+	client := natsapi.NewClient(nc, 0)
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	info, err := client.Ping(pctx)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &session{
+		queue:   client,
+		store:   store,
+		replay:  client.Replay,
+		dataDir: info.DataDir,
+		remote:  true,
+		close:   nc.Close,
+	}, nil
+}
+
+func (a *app) localSession(ctx context.Context, url string) (*session, error) {
+	srv, err := server.Start(ctx, server.Config{
+		DataDir:  a.dataDir,
+		NATSURL:  url,
+		NATSAddr: "-",
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		if errors.Is(err, server.ErrLocked) {
+			return nil, &trellis.Error{Code: trellis.CodeUnavailable, Err: err, Message: fmt.Sprintf(
+				"%v, and no running trellis server answered: if `trellis serve` is starting, retry in a moment; "+
+					"otherwise point TRELLIS_NATS_URL at the server or use another --data", err)}
+		}
+		return nil, &trellis.Error{Code: trellis.CodeUnavailable, Message: err.Error(), Err: err}
+	}
+	dataDir, _ := filepath.Abs(a.dataDir)
+	return &session{
+		queue:   srv.Service(),
+		store:   srv.Store(),
+		replay:  srv.Service().Replay,
+		dataDir: dataDir,
+		close:   srv.Close,
+	}, nil
+}

@@ -1,0 +1,34 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+)
+
+// DefaultMaxBodyBytes is the request body limit used when
+// Config.MaxBodyBytes is not positive: 1 MiB.
+const DefaultMaxBodyBytes int64 = 1 << 20
+
+// Config configures the HTTP API. The zero value is usable.
+type Config struct {
+	// MaxBodyBytes bounds a request body; a larger body is answered with
+	// 413 (default DefaultMaxBodyBytes, 1 MiB).
+	MaxBodyBytes int64
+	// Mounts are extra handlers served as they are (no body limit, no error
+	// rewriting), keyed by their http.ServeMux pattern, e.g. "/mcp" or
+	// "GET /metrics". A pattern must not overlap a built-in route.
+	Mounts map[string]http.Handler
+	// Logger receives internal errors and recovered panics (default
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

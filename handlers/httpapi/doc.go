@@ -1,0 +1,32 @@
+// Package httpapi is Trellis's HTTP JSON API: a thin transport over
+// handlers.Service. It decodes requests strictly, calls the service, and
+// answers with JSON; every failure has one shape,
+//
+//	{"error":{"code":"invalid","field":"objective","message":"must not be empty"}}
+//
+// whose code is one of Trellis's stable error codes and whose HTTP status is
+// trellis.HTTPStatus(code). Two transport-level failures use their own
+// status with code "invalid": an oversized body (413, field "body") and a
+// method a route does not allow (405, with an Allow header).
+//
+// Routes:
+//
+//	POST /v1/queue/tasks            trellis.AddTaskRequest       201 task
+//	POST /v1/queue/next             trellis.NextRequest          200 task, or null when none is queued
+//	POST /v1/queue/tasks/{id}/done  trellis.DoneRequest fields   200 task
+//	POST /v1/queue/tasks/{id}/fail  trellis.FailRequest fields   200 task
+//	GET  /v1/queue/tasks?queue=&status=                          200 trellis.TaskList
+//	GET  /v1/queue/tasks/{id}                                    200 task
+//	GET  /v1/queue/export                                        200 application/x-ndjson task packets
+//	GET  /v1/audit/{id}                                          200 AuditResponse
+//	POST /v1/replay                 {} or no body                200 handlers.ReplayResult
+//	GET  /healthz                                                200 {"status":"ok"}
+//
+// plus the handlers of Config.Mounts, served as they are.
+//
+// Request bodies are decoded strictly: at most Config.MaxBodyBytes bytes of
+// valid UTF-8 holding exactly one JSON object, whose keys are the request
+// type's field names exactly (case-sensitive, each at most once); unknown
+// fields and trailing data are rejected. The Content-Type header is not
+// checked.
+package httpapi

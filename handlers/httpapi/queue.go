@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/handlers"
+)
+
+// addTask serves POST /v1/queue/tasks: 201 and the new task packet.
+func (s *server) addTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	var req trellis.AddTaskRequest
+	if err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	task, err := s.svc.Add(r.Context(), req)
+	if err != nil {
+		return fmt.Errorf("add task: %w", err)
+	}
+	w.Header().Set("Location", "/v1/queue/tasks/"+task.TaskID)
+	return s.writeJSON(w, r, http.StatusCreated, task)
+}
+
+// nextTask serves POST /v1/queue/next: 200 and the claimed task, or null
+// when the queue has nothing to claim.
+func (s *server) nextTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	var req trellis.NextRequest
+	if err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	task, err := s.svc.Next(r.Context(), req)
+	if err != nil {
+		return fmt.Errorf("claim next task: %w", err)
+	}
+	return s.writeJSON(w, r, http.StatusOK, task) // a nil task encodes as null
+}
+
+// doneTask serves POST /v1/queue/tasks/{id}/done.
+func (s *server) doneTask(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.finishPrologue(r)
+	if err != nil {
+		return err
+	}
+	var req trellis.DoneRequest
+	if err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	if req.TaskID, err = bodyTaskID(id, req.TaskID); err != nil {
+		return err
+	}
+	task, err := s.svc.Done(r.Context(), req)
+	if err != nil {
+		return fmt.Errorf("finish task %s: %w", id, err)
+	}
+	return s.writeJSON(w, r, http.StatusOK, task)
+}
+
+// failTask serves POST /v1/queue/tasks/{id}/fail.
+func (s *server) failTask(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.finishPrologue(r)
+	if err != nil {
+		return err
+	}
+	var req trellis.FailRequest
+	if err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	if req.TaskID, err = bodyTaskID(id, req.TaskID); err != nil {
+		return err
+	}
+	task, err := s.svc.Fail(r.Context(), req)
+	if err != nil {
+		return fmt.Errorf("fail task %s: %w", id, err)
+	}
+	return s.writeJSON(w, r, http.StatusOK, task)
+}
+
+// finishPrologue checks what done and fail share: no query, a task id path.
+func (s *server) finishPrologue(r *http.Request) (string, error) {
+	if _, err := queryParams(r); err != nil {
+		return "", err
+	}
+	return pathID(r)
+}
+
+// bodyTaskID reconciles the path's task id with an optional task_id in the
+// body: when given, it must be the same.
+func bodyTaskID(pathID, bodyID string) (string, error) {
+	if bodyID != "" && bodyID != pathID {
+		return "", trellis.FieldError("task_id", "%q differs from the task id in the path (%s); omit it or send the same id", bodyID, pathID)
+	}
+	return pathID, nil
+}
+
+// listTasks serves GET /v1/queue/tasks?queue=Q&status=S.
+func (s *server) listTasks(w http.ResponseWriter, r *http.Request) error {
+	q, err := queryParams(r, "queue", "status")
+	if err != nil {
+		return err
+	}
+	list, err := s.svc.List(r.Context(), trellis.ListRequest{Queue: q["queue"], Status: trellis.Status(q["status"])})
+	if err != nil {
+		return fmt.Errorf("list tasks: %w", err)
+	}
+	return s.writeJSON(w, r, http.StatusOK, list)
+}
+
+// showTask serves GET /v1/queue/tasks/{id}.
+func (s *server) showTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	task, err := s.svc.Show(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("show task %s: %w", id, err)
+	}
+	return s.writeJSON(w, r, http.StatusOK, task)
+}
+
+// exportTasks serves GET /v1/queue/export: seed 000's JSONL task log, one
+// task packet per queue event, streamed as application/x-ndjson. A failure
+// before the first byte is answered in the error shape; a failure later
+// cuts the response, so a client never mistakes a partial export for a
+// whole one.
+func (s *server) exportTasks(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	nw := &ndjsonWriter{w: w}
+	if _, err := handlers.ExportTasks(r.Context(), s.svc.Store(), nw); err != nil {
+		return fmt.Errorf("export tasks: %w", err)
+	}
+	nw.start()
+	return nil
+}
+
+// ndjsonWriter sends the NDJSON headers and status 200 before the first
+// byte, so nothing is committed until the export has produced output.
+type ndjsonWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (n *ndjsonWriter) start() {
+	if n.started {
+		return
+	}
+	n.started = true
+	n.w.Header().Set("Content-Type", "application/x-ndjson")
+	n.w.Header().Set("X-Content-Type-Options", "nosniff")
+	n.w.WriteHeader(http.StatusOK)
+}
+
+// Write implements io.Writer.
+func (n *ndjsonWriter) Write(p []byte) (int, error) {
+	n.start()
+	return n.w.Write(p)
+}
+
+var _ io.Writer = (*ndjsonWriter)(nil)

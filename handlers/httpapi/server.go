@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/handlers"
+)
+
+// server is the API: the routes over one service.
+type server struct {
+	svc *handlers.Service
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// apiFunc is a route's handler: it writes a successful response itself and
+// returns any failure for the server to answer in the error shape.
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+// New returns the HTTP API over svc (see the package documentation for the
+// routes). Like http.ServeMux.Handle, it panics when a pattern of
+// cfg.Mounts is invalid or overlaps a built-in route.
+func New(svc *handlers.Service, cfg Config) http.Handler {
+	cfg = cfg.withDefaults()
+	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+
+	s.handle("POST /v1/queue/tasks", s.addTask)
+	s.handle("POST /v1/queue/next", s.nextTask)
+	s.handle("POST /v1/queue/tasks/{id}/done", s.doneTask)
+	s.handle("POST /v1/queue/tasks/{id}/fail", s.failTask)
+	s.handle("GET /v1/queue/tasks", s.listTasks)
+	s.handle("GET /v1/queue/tasks/{id}", s.showTask)
+	s.handle("GET /v1/queue/export", s.exportTasks)
+	s.handle("GET /v1/audit/{id}", s.audit)
+	s.handle("POST /v1/replay", s.replay)
+	s.handle("GET /healthz", s.healthz)
+
+	for pattern, h := range cfg.Mounts {
+		s.mux.Handle(pattern, h)
+	}
+	return s
+}
+
+// handle registers fn under pattern, answering its errors and panics in
+// the error shape.
+func (s *server) handle(pattern string, fn apiFunc) {
+	s.mux.Handle(pattern, s.wrap(fn))
+}
+
+// wrap turns an apiFunc into an http.Handler.
+func (s *server) wrap(fn apiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tw := &trackingWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("http handler panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			if tw.started {
+				panic(http.ErrAbortHandler) // too late for an error body: cut the response
+			}
+			s.writeError(tw, r, trellis.Errorf(trellis.CodeInternal, "panic: %v", v))
+		}()
+		if err := fn(tw, r); err != nil {
+			if tw.started {
+				s.log.Error("http handler failed after responding", "method", r.Method, "path", r.URL.Path, "err", err)
+				panic(http.ErrAbortHandler)
+			}
+			s.writeError(tw, r, err)
+		}
+	})
+}
+
+// ServeHTTP implements http.Handler. Requests no route matches are answered
+// in the error shape: 405 when the path exists with other methods, else 404.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	// No pattern: the mux would answer a plain-text 404 or 405. Ask it which,
+	// and answer in the error shape instead.
+	probe := &probeWriter{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		allow := probe.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		s.writeError(w, r, &statusError{
+			status: http.StatusMethodNotAllowed,
+			err:    trellis.Errorf(trellis.CodeInvalid, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow),
+		})
+		return
+	}
+	s.writeError(w, r, trellis.Errorf(trellis.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+// statusError is an error answered with a status other than its code's
+// (413 for an oversized body, 405 for a method a route does not allow).
+type statusError struct {
+	status int
+	err    *trellis.Error
+}
+
+// Error implements error.
+func (e *statusError) Error() string { return e.err.Error() }
+
+// Unwrap returns the coded error.
+func (e *statusError) Unwrap() error { return e.err }
+
+// trackingWriter records whether a response has started, so a late failure
+// is not answered with a second status line.
+type trackingWriter struct {
+	http.ResponseWriter
+	started bool
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (w *trackingWriter) WriteHeader(status int) {
+	if status >= 200 {
+		w.started = true
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// Write implements http.ResponseWriter.
+func (w *trackingWriter) Write(p []byte) (int, error) {
+	w.started = true
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *trackingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// probeWriter captures the status and headers of the mux's own 404/405
+// answer and discards its body.
+type probeWriter struct {
+	header http.Header
+	status int
+}
+
+func (p *probeWriter) Header() http.Header { return p.header }
+
+func (p *probeWriter) WriteHeader(status int) {
+	if p.status == 0 {
+		p.status = status
+	}
+}
+
+func (p *probeWriter) Write(b []byte) (int, error) {
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	return len(b), nil
+}
+
+// pathID returns the {id} path value after checking it is a task id.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if err := trellis.ValidateTaskID("id", id); err != nil {
+		return "", err
+	}
+	return id, nil
+}

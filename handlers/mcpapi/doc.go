@@ -1,0 +1,21 @@
+// Package mcpapi is Trellis's MCP server: the task queue's tools (queue_add,
+// queue_next, queue_done, queue_fail, queue_list, queue_show) over the
+// official MCP Go SDK, as a thin transport over a trellis.QueueService.
+//
+// The tools keep seed 000's names and argument names. Every result carries
+// the task packet (or the board listing) as structured content plus a text
+// rendering an agent can read. A failure the service reports is a tool
+// error (IsError) whose text starts with its stable error code, for example
+// "invalid: objective: must not be empty" or "conflict: task ... is already
+// done"; it is never turned into a protocol error, so the agent sees it and
+// can correct itself. Unknown arguments are rejected the same way.
+//
+// A claim belongs to a worker. The worker argument is optional: without it
+// the worker is "mcp:" plus the MCP session id, or "mcp" for a transport
+// without session ids (stdio), so queue_next and queue_done in one session
+// match and another session cannot finish the task.
+//
+// NewServer builds the server; HTTPHandler serves it over streamable HTTP
+// (mounted at /mcp by `trellis serve`) and ServeStdio over stdin/stdout
+// (`trellis mcp`).
+package mcpapi

@@ -1,0 +1,135 @@
+package natsapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/handlers"
+)
+
+// Client calls a running Trellis server over NATS. It implements
+// trellis.QueueService.
+type Client struct {
+	nc      *nats.Conn
+	timeout time.Duration
+}
+
+var _ trellis.QueueService = (*Client)(nil)
+
+// NewClient returns a client with the given per-request timeout (default
+// 30 s).
+func NewClient(nc *nats.Conn, timeout time.Duration) *Client {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &Client{nc: nc, timeout: timeout}
+}
+
+// call sends req to op and decodes the result into out (which may be a
+// pointer to a pointer, left nil for a null result).
+func (c *Client) call(ctx context.Context, op string, req, out any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode %s request: %w", op, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	msg, err := c.nc.RequestWithContext(ctx, Prefix+op, data)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return &trellis.Error{Code: trellis.CodeUnavailable, Message: "no trellis server answers on " + Prefix + op, Err: err}
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			return &trellis.Error{Code: trellis.CodeUnavailable, Message: "trellis server did not answer " + op + " in time", Err: err}
+		}
+		return &trellis.Error{Code: trellis.CodeUnavailable, Message: op + ": " + err.Error(), Err: err}
+	}
+	var body struct {
+		Result json.RawMessage `json:"result"`
+		Error  *replyError     `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &body); err != nil {
+		return trellis.Errorf(trellis.CodeInternal, "decode %s reply: %w", op, err)
+	}
+	if body.Error != nil {
+		return &trellis.Error{Code: trellis.Code(body.Error.Code), Field: body.Error.Field, Message: body.Error.Message}
+	}
+	if out == nil || len(body.Result) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body.Result, out); err != nil {
+		return trellis.Errorf(trellis.CodeInternal, "decode %s result: %w", op, err)
+	}
+	return nil
+}
+
+// Ping asks a server who it is.
+func (c *Client) Ping(ctx context.Context) (*PingInfo, error) {
+	var info PingInfo
+	if err := c.call(ctx, OpPing, struct{}{}, &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// Add implements trellis.QueueService.
+func (c *Client) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpQueueAdd, req)
+}
+
+// Next implements trellis.QueueService.
+func (c *Client) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpQueueNext, req)
+}
+
+// Done implements trellis.QueueService.
+func (c *Client) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpQueueDone, req)
+}
+
+// Fail implements trellis.QueueService.
+func (c *Client) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpQueueFail, req)
+}
+
+// Show implements trellis.QueueService.
+func (c *Client) Show(ctx context.Context, taskID string) (*trellis.Task, error) {
+	return c.task(ctx, OpQueueShow, showRequest{TaskID: taskID})
+}
+
+// List implements trellis.QueueService.
+func (c *Client) List(ctx context.Context, req trellis.ListRequest) (*trellis.TaskList, error) {
+	var out trellis.TaskList
+	if err := c.call(ctx, OpQueueList, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Replay asks the server to rebuild its projections.
+func (c *Client) Replay(ctx context.Context) (*handlers.ReplayResult, error) {
+	var out handlers.ReplayResult
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := c.call(ctx, OpReplay, struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (c *Client) task(ctx context.Context, op string, req any) (*trellis.Task, error) {
+	var out *trellis.Task
+	if err := c.call(ctx, op, req, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

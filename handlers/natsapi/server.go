@@ -1,0 +1,143 @@
+package natsapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/handlers"
+)
+
+// Responder answers API requests for one Service until Stop.
+type Responder struct {
+	subs []*nats.Subscription
+	sem  chan struct{}
+}
+
+// ServeConfig configures Serve.
+type ServeConfig struct {
+	// Info is returned by ping.
+	Info PingInfo
+	// Concurrency bounds requests handled at once (default 256).
+	Concurrency int
+	// Timeout bounds one request (default 30 s).
+	Timeout time.Duration
+	// Logger receives internal errors.
+	Logger *slog.Logger
+}
+
+// Serve subscribes the API subjects on nc and answers them with svc.
+func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, error) {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 256
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Responder{sem: make(chan struct{}, cfg.Concurrency)}
+	ops := map[string]func(ctx context.Context, data []byte) (any, error){
+		OpPing: func(context.Context, []byte) (any, error) { return cfg.Info, nil },
+		OpQueueAdd: func(ctx context.Context, data []byte) (any, error) {
+			var req trellis.AddTaskRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.Add(ctx, req)
+		},
+		OpQueueNext: func(ctx context.Context, data []byte) (any, error) {
+			var req trellis.NextRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.Next(ctx, req)
+		},
+		OpQueueDone: func(ctx context.Context, data []byte) (any, error) {
+			var req trellis.DoneRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.Done(ctx, req)
+		},
+		OpQueueFail: func(ctx context.Context, data []byte) (any, error) {
+			var req trellis.FailRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.Fail(ctx, req)
+		},
+		OpQueueShow: func(ctx context.Context, data []byte) (any, error) {
+			var req showRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.Show(ctx, req.TaskID)
+		},
+		OpQueueList: func(ctx context.Context, data []byte) (any, error) {
+			var req trellis.ListRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.List(ctx, req)
+		},
+		OpReplay: func(ctx context.Context, _ []byte) (any, error) { return svc.Replay(ctx) },
+	}
+	for op, fn := range ops {
+		fn := fn
+		sub, err := nc.QueueSubscribe(Prefix+op, QueueGroup, func(m *nats.Msg) {
+			r.sem <- struct{}{}
+			go func() {
+				defer func() { <-r.sem }()
+				timeout := cfg.Timeout
+				if m.Subject == Prefix+OpReplay {
+					timeout = 10 * time.Minute
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				res, err := fn(ctx, m.Data)
+				respond(m, res, err, cfg.Logger)
+			}()
+		})
+		if err != nil {
+			r.Stop()
+			return nil, fmt.Errorf("subscribe %s: %w", Prefix+op, err)
+		}
+		r.subs = append(r.subs, sub)
+	}
+	return r, nil
+}
+
+func respond(m *nats.Msg, res any, err error, log *slog.Logger) {
+	var body reply
+	if err != nil {
+		te := trellis.AsError(err)
+		if te.Code == trellis.CodeInternal {
+			log.Error("api request failed", "subject", m.Subject, "err", err)
+		}
+		body.Error = &replyError{Code: string(te.Code), Field: te.Field, Message: te.Message}
+	} else {
+		body.Result = res
+	}
+	data, mErr := json.Marshal(body)
+	if mErr != nil {
+		data, _ = json.Marshal(reply{Error: &replyError{Code: string(trellis.CodeInternal), Message: mErr.Error()}})
+	}
+	if err := m.Respond(data); err != nil {
+		log.Warn("api respond", "subject", m.Subject, "err", err)
+	}
+}
+
+// Stop unsubscribes; requests in flight finish.
+func (r *Responder) Stop() {
+	for _, s := range r.subs {
+		_ = s.Drain()
+	}
+	r.subs = nil
+}

@@ -1,0 +1,43 @@
+package natsapi
+
+// Subject prefix and operations of the NATS API.
+const (
+	// Prefix starts every API subject.
+	Prefix = "trellis.api.v1."
+	// QueueGroup is the queue group every server subscribes with.
+	QueueGroup = "trellis-api"
+
+	OpPing      = "ping"
+	OpQueueAdd  = "queue.add"
+	OpQueueNext = "queue.next"
+	OpQueueDone = "queue.done"
+	OpQueueFail = "queue.fail"
+	OpQueueShow = "queue.show"
+	OpQueueList = "queue.list"
+	OpReplay    = "replay"
+)
+
+// reply is the body of every answer.
+type reply struct {
+	Result any         `json:"result,omitempty"`
+	Error  *replyError `json:"error,omitempty"`
+}
+
+type replyError struct {
+	Code    string `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+// showRequest names one task.
+type showRequest struct {
+	TaskID string `json:"task_id"`
+}
+
+// PingInfo is what a server answers to ping.
+type PingInfo struct {
+	Version string `json:"version"`
+	PID     int    `json:"pid"`
+	DataDir string `json:"data_dir"`
+	HTTPURL string `json:"http_url,omitempty"`
+}

@@ -1,0 +1,226 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/projections"
+)
+
+// ServiceConfig configures a Service.
+type ServiceConfig struct {
+	// DataDir holds the projections' files: <data>/projections/ and
+	// <data>/checkpoints/.
+	DataDir string
+	// Queue configures the queue handler.
+	Queue QueueConfig
+	// ReadTimeout bounds how long a read waits for a projection to catch up
+	// with the log (default 10 s).
+	ReadTimeout time.Duration
+	// Logger receives projection warnings (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Service is Trellis's API: the command handlers plus the projections
+// behind reads. It implements trellis.QueueService; every transport (CLI,
+// HTTP, MCP, NATS) calls it.
+type Service struct {
+	store       *events.Store
+	cfg         ServiceConfig
+	queue       *Queue
+	board       *projections.Board
+	checkpoints *projections.Checkpoints
+	runners     []*projections.Runner
+	boardRunner *projections.Runner
+}
+
+var _ trellis.QueueService = (*Service)(nil)
+
+// NewService builds the service; Start runs its projections.
+func NewService(store *events.Store, cfg ServiceConfig) *Service {
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	projDir := filepath.Join(cfg.DataDir, "projections")
+	s := &Service{
+		store:       store,
+		cfg:         cfg,
+		queue:       NewQueue(store, cfg.Queue),
+		board:       projections.NewBoard(projDir),
+		checkpoints: projections.NewCheckpoints(filepath.Join(cfg.DataDir, "checkpoints"), projDir),
+	}
+	s.boardRunner = projections.NewRunner(store, s.board, cfg.Logger)
+	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger)}
+	return s
+}
+
+// Start resumes every projection after its last applied sequence.
+func (s *Service) Start(ctx context.Context) error {
+	for _, r := range s.runners {
+		if err := r.Start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops the projections and saves their state.
+func (s *Service) Close() error {
+	var first error
+	for _, r := range s.runners {
+		if err := r.Stop(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Store returns the event store.
+func (s *Service) Store() *events.Store { return s.store }
+
+// QueueHandler returns the queue command handler.
+func (s *Service) QueueHandler() *Queue { return s.queue }
+
+// Board returns the queue board projection.
+func (s *Service) Board() *projections.Board { return s.board }
+
+// Checkpoints returns the checkpoint projection.
+func (s *Service) Checkpoints() *projections.Checkpoints { return s.checkpoints }
+
+// Add implements trellis.QueueService.
+func (s *Service) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.Task, error) {
+	return s.queue.Add(ctx, req)
+}
+
+// Next implements trellis.QueueService.
+func (s *Service) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
+	return s.queue.Next(ctx, req)
+}
+
+// Done implements trellis.QueueService.
+func (s *Service) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error) {
+	return s.queue.Done(ctx, req)
+}
+
+// Fail implements trellis.QueueService.
+func (s *Service) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error) {
+	return s.queue.Fail(ctx, req)
+}
+
+// Show implements trellis.QueueService: the task folded from the log.
+func (s *Service) Show(ctx context.Context, taskID string) (*trellis.Task, error) {
+	return s.queue.Show(ctx, taskID)
+}
+
+// List implements trellis.QueueService. It first waits until the board has
+// applied everything the log held when the call began, so a list after an
+// add always shows the task.
+func (s *Service) List(ctx context.Context, req trellis.ListRequest) (*trellis.TaskList, error) {
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	if err := s.catchUp(ctx, s.boardRunner); err != nil {
+		return nil, err
+	}
+	return s.board.List(req), nil
+}
+
+func (s *Service) catchUp(ctx context.Context, r *projections.Runner) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadTimeout)
+	defer cancel()
+	if err := r.CatchUp(ctx); err != nil {
+		return storeError("projection catch-up", err)
+	}
+	return nil
+}
+
+// Audit returns every event of the aggregate with the given id, in order.
+func (s *Service) Audit(ctx context.Context, id string) ([]events.Recorded, error) {
+	return Audit(ctx, s.store, id)
+}
+
+// ReplayResult reports a rebuild.
+type ReplayResult struct {
+	Projections []ReplayedProjection `json:"projections"`
+	Millis      int64                `json:"millis"`
+}
+
+// ReplayedProjection is one rebuilt projection.
+type ReplayedProjection struct {
+	Name    string `json:"name"`
+	Stream  string `json:"stream"`
+	LastSeq uint64 `json:"last_seq"`
+}
+
+// Replay drops every projection and rebuilds it from the log.
+func (s *Service) Replay(ctx context.Context) (*ReplayResult, error) {
+	start := time.Now()
+	res := &ReplayResult{Projections: []ReplayedProjection{}}
+	for _, r := range s.runners {
+		if err := r.Rebuild(ctx); err != nil {
+			return nil, storeError("replay "+r.Projection().Name(), err)
+		}
+		res.Projections = append(res.Projections, ReplayedProjection{Name: r.Projection().Name(), Stream: r.Projection().Stream(), LastSeq: r.Applied()})
+	}
+	res.Millis = time.Since(start).Milliseconds()
+	return res, nil
+}
+
+// CatchUp waits until every projection has applied the whole log.
+func (s *Service) CatchUp(ctx context.Context) error {
+	for _, r := range s.runners {
+		if err := s.catchUp(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Audit returns every event of the aggregate with the given id, in order.
+// Today task ids (queue stream) are auditable; other domains add theirs.
+func Audit(ctx context.Context, store *events.Store, id string) ([]events.Recorded, error) {
+	if err := trellis.ValidateTaskID("id", id); err != nil {
+		return nil, err
+	}
+	recs, _, err := store.Load(ctx, events.StreamQueue, events.TaskFilter(id))
+	if err != nil {
+		return nil, storeError("audit", err)
+	}
+	if len(recs) == 0 {
+		return nil, trellis.Errorf(trellis.CodeNotFound, "no events for id %s", id)
+	}
+	return recs, nil
+}
+
+// ExportTasks writes seed 000's JSONL task-packet log: one line per queue
+// event, holding the task packet as it stood after that event, in log order.
+func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, error) {
+	tasks := map[string]*trellis.Task{}
+	n := 0
+	enc := newJSONLWriter(w)
+	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
+		t, err := events.ApplyTask(tasks[rec.AggregateID], rec)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if t == nil {
+			return nil
+		}
+		tasks[rec.AggregateID] = t
+		n++
+		return enc.write(t)
+	})
+	if err != nil {
+		return n, storeError("export", err)
+	}
+	return n, enc.flush()
+}

@@ -1,0 +1,163 @@
+package projections
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+)
+
+// Checkpoints writes seed 000's Markdown checkpoint of every finished task
+// to <dir>/<task_id>.md. Rendering depends only on the finishing event, so
+// applying an event twice rewrites the same bytes.
+type Checkpoints struct {
+	dir     string
+	posPath string
+}
+
+// NewCheckpoints returns the projection writing into dir and keeping its
+// position in posDir/checkpoints.pos.
+func NewCheckpoints(dir, posDir string) *Checkpoints {
+	return &Checkpoints{dir: dir, posPath: filepath.Join(posDir, "checkpoints.pos")}
+}
+
+// Dir is where the Markdown files are written.
+func (c *Checkpoints) Dir() string { return c.dir }
+
+// Path is the checkpoint file of a task.
+func (c *Checkpoints) Path(taskID string) string { return filepath.Join(c.dir, taskID+".md") }
+
+// Name implements Projection.
+func (c *Checkpoints) Name() string { return "checkpoints" }
+
+// Stream implements Projection.
+func (c *Checkpoints) Stream() string { return events.StreamQueue }
+
+// Load implements Projection.
+func (c *Checkpoints) Load() (uint64, error) {
+	data, err := os.ReadFile(c.posPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	seq, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint position %s is corrupt: %w", c.posPath, err)
+	}
+	return seq, nil
+}
+
+// Apply implements Projection.
+func (c *Checkpoints) Apply(rec events.Recorded) error {
+	var cp trellis.Checkpoint
+	var status trellis.Status
+	var worker string
+	switch rec.Type {
+	case events.TaskCompleted:
+		var p events.TaskCompletedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return err
+		}
+		status, worker = trellis.StatusDone, p.Worker
+		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, WhatChanged: p.WhatChanged, WhatNext: p.WhatNext,
+			Blockers: p.Blockers, Citations: p.Citations, BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
+	case events.TaskFailed:
+		var p events.TaskFailedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return err
+		}
+		status, worker = trellis.StatusFailed, p.Worker
+		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, Blockers: p.Blockers, Error: p.Error,
+			BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
+	default:
+		return nil
+	}
+	cp.CreatedAt = rec.Time
+	return writeFileAtomic(c.Path(rec.AggregateID), []byte(RenderCheckpoint(rec.AggregateID, status, worker, cp)))
+}
+
+// Save implements Projection.
+func (c *Checkpoints) Save(seq uint64) error {
+	return writeFileAtomic(c.posPath, []byte(strconv.FormatUint(seq, 10)+"\n"))
+}
+
+// Reset implements Projection: removes every checkpoint file and the
+// position.
+func (c *Checkpoints) Reset() error {
+	entries, err := os.ReadDir(c.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".md") {
+			if err := os.Remove(filepath.Join(c.dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Remove(c.posPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// RenderCheckpoint renders a checkpoint in seed 000's Markdown format.
+func RenderCheckpoint(taskID string, status trellis.Status, worker string, cp trellis.Checkpoint) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Checkpoint: %s\n\n", taskID)
+	fmt.Fprintf(&b, "**Created:** %s\n", cp.CreatedAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "**Status:** %s\n", status)
+	if worker != "" {
+		fmt.Fprintf(&b, "**Worker:** %s\n", worker)
+	}
+	fmt.Fprintf(&b, "**Usage:** %d steps, %d tool calls\n", cp.Usage.StepsUsed, cp.Usage.ToolCallsUsed)
+	if cp.BudgetExhausted {
+		b.WriteString("**Budget exhausted:** yes\n")
+	}
+	b.WriteString("\n## What Was Done\n\n")
+	b.WriteString(orNone(cp.WhatWasDone))
+	b.WriteString("\n\n## What Changed\n\n")
+	b.WriteString(bullets(cp.WhatChanged))
+	b.WriteString("\n## What's Next\n\n")
+	b.WriteString(orNone(cp.WhatNext))
+	b.WriteString("\n\n## Blockers/Errors\n\n")
+	var blockers []string
+	if cp.Error != "" {
+		blockers = append(blockers, "Error: "+cp.Error)
+	}
+	if cp.BudgetExhausted {
+		blockers = append(blockers, "Budget exhausted")
+	}
+	b.WriteString(bullets(append(blockers, cp.Blockers...)))
+	b.WriteString("\n## Citations Used\n\n")
+	b.WriteString(bullets(cp.Citations))
+	return b.String()
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "None"
+	}
+	return strings.TrimRight(s, "\n")
+}
+
+func bullets(items []string) string {
+	if len(items) == 0 {
+		return "- None\n"
+	}
+	var b strings.Builder
+	for _, it := range items {
+		b.WriteString("- ")
+		b.WriteString(strings.ReplaceAll(strings.TrimRight(it, "\n"), "\n", "\n  "))
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,244 @@
+package projections_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/projections"
+)
+
+type bundle struct {
+	*eventstest.Bundle
+	dataDir string
+	svc     *handlers.Service
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	b := &bundle{Bundle: eventstest.Start(t), dataDir: t.TempDir()}
+	b.svc = handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: b.dataDir})
+	if err := b.svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.svc.Close() })
+	return b
+}
+
+// randomWorkload adds, claims, finishes and fails tasks at random across
+// three queues and returns how many tasks it added.
+func randomWorkload(t *testing.T, ctx context.Context, svc *handlers.Service, seed int64, n int) int {
+	t.Helper()
+	rng := rand.New(rand.NewSource(seed))
+	queues := []string{"alpha", "beta", "gamma"}
+	var claimed []*trellis.Task
+	added := 0
+	for i := 0; i < n; i++ {
+		switch op := rng.Intn(10); {
+		case op < 4:
+			_, err := svc.Add(ctx, trellis.AddTaskRequest{
+				Queue: queues[rng.Intn(3)], Objective: fmt.Sprintf("objective %d", i),
+				Inputs: []string{fmt.Sprintf("in%d", i)}, MaxSteps: 1 + rng.Intn(5),
+				Metadata: map[string]string{"i": fmt.Sprint(i)},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			added++
+		case op < 7:
+			task, err := svc.Next(ctx, trellis.NextRequest{Queue: queues[rng.Intn(3)], Worker: fmt.Sprintf("w%d", rng.Intn(4))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if task != nil {
+				claimed = append(claimed, task)
+			}
+		default:
+			if len(claimed) == 0 {
+				continue
+			}
+			k := rng.Intn(len(claimed))
+			task := claimed[k]
+			claimed = append(claimed[:k], claimed[k+1:]...)
+			var err error
+			if rng.Intn(3) == 0 {
+				_, err = svc.Fail(ctx, trellis.FailRequest{TaskID: task.TaskID, Worker: task.ClaimedBy, Error: "boom",
+					Blockers: []string{"blocker " + task.TaskID}, StepsUsed: rng.Intn(8)})
+			} else {
+				_, err = svc.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: task.ClaimedBy, WhatWasDone: "did " + task.Objective,
+					WhatChanged: []string{"a.go"}, Citations: []string{"chunk_0123456789abcdef"}, StepsUsed: rng.Intn(8), ToolCallsUsed: rng.Intn(30)})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return added
+}
+
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(data)
+	}
+	return out
+}
+
+// TestReplayEqualsLive: a randomized workload, then replay; the rebuilt
+// board and checkpoint files equal the live ones.
+func TestReplayEqualsLive(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for seed := int64(1); seed <= 3; seed++ {
+		added := randomWorkload(t, ctx, b.svc, seed, 300)
+		if err := b.svc.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		live := b.svc.Board().Tasks()
+		liveList, err := b.svc.List(ctx, trellis.ListRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		liveFiles := readDir(t, b.svc.Checkpoints().Dir())
+		if len(live) == 0 || added == 0 || len(liveFiles) == 0 {
+			t.Fatalf("workload too small: %d tasks, %d checkpoints", len(live), len(liveFiles))
+		}
+		res, err := b.svc.Replay(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Projections) != 2 {
+			t.Fatalf("replayed %d projections", len(res.Projections))
+		}
+		rebuilt := b.svc.Board().Tasks()
+		if !reflect.DeepEqual(live, rebuilt) {
+			t.Fatalf("seed %d: rebuilt board differs from live board (%d vs %d tasks)", seed, len(live), len(rebuilt))
+		}
+		rebuiltList, err := b.svc.List(ctx, trellis.ListRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(liveList, rebuiltList) {
+			t.Fatalf("seed %d: rebuilt list/counts differ", seed)
+		}
+		if got := readDir(t, b.svc.Checkpoints().Dir()); !reflect.DeepEqual(liveFiles, got) {
+			t.Fatalf("seed %d: rebuilt checkpoints differ (%d vs %d files)", seed, len(liveFiles), len(got))
+		}
+	}
+}
+
+// TestProjectionResumesAfterRestart: a restarted service resumes each
+// projection from its saved position and ends equal to a full rebuild.
+func TestProjectionResumesAfterRestart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	randomWorkload(t, ctx, b.svc, 7, 150)
+	if err := b.svc.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The position and state were persisted together.
+	saved := projections.NewBoard(filepath.Join(b.dataDir, "projections"))
+	seq, err := saved.Load()
+	if err != nil || seq == 0 || len(saved.Tasks()) != len(b.svc.Board().Tasks()) {
+		t.Fatalf("board snapshot not saved: seq %d, %d tasks, %v", seq, len(saved.Tasks()), err)
+	}
+	// More events while the service is down.
+	other := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir()})
+	randomWorkload(t, ctx, other, 8, 150)
+
+	restarted := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: b.dataDir})
+	if err := restarted.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Close()
+	if err := restarted.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resumed := restarted.Board().Tasks()
+	fresh := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir()})
+	if err := fresh.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if err := fresh.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(resumed, fresh.Board().Tasks()) {
+		t.Fatal("resumed board differs from a board built from scratch")
+	}
+}
+
+func TestCheckpointMarkdown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	task, err := b.svc.Add(ctx, trellis.AddTaskRequest{Objective: "Fix bug in payment processing", MaxSteps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Next(ctx, trellis.NextRequest{Worker: "agent-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: "agent-1",
+		WhatWasDone: "Fixed null pointer bug in payment handler", WhatChanged: []string{"payment.py", "tests/test_payment.py"},
+		WhatNext: "Deploy to staging", Citations: []string{"chunk_xyz123"}, StepsUsed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(b.svc.Checkpoints().Path(task.TaskID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(data)
+	want := []string{
+		"# Checkpoint: " + task.TaskID + "\n",
+		"**Created:** ",
+		"## What Was Done\n\nFixed null pointer bug in payment handler\n",
+		"## What Changed\n\n- payment.py\n- tests/test_payment.py\n",
+		"## What's Next\n\nDeploy to staging\n",
+		"## Blockers/Errors\n\n- Budget exhausted\n",
+		"## Citations Used\n\n- chunk_xyz123\n",
+		"**Budget exhausted:** yes",
+	}
+	for _, w := range want {
+		if !strings.Contains(md, w) {
+			t.Errorf("checkpoint lacks %q:\n%s", w, md)
+		}
+	}
+	order := []string{"## What Was Done", "## What Changed", "## What's Next", "## Blockers/Errors", "## Citations Used"}
+	idx := make([]int, len(order))
+	for i, h := range order {
+		idx[i] = strings.Index(md, h)
+	}
+	if !sort.IntsAreSorted(idx) {
+		t.Errorf("sections out of order: %v", idx)
+	}
+}

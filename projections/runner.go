@@ -1,0 +1,224 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/trellis/trellis/events"
+)
+
+// Projection is a read model fed by one stream.
+type Projection interface {
+	// Name identifies the projection in logs and file names.
+	Name() string
+	// Stream is the stream the projection folds.
+	Stream() string
+	// Load restores the persisted state and returns the last applied
+	// sequence (0 when there is none).
+	Load() (uint64, error)
+	// Apply folds one event. It is called in stream order, once per
+	// sequence after the loaded one.
+	Apply(rec events.Recorded) error
+	// Save persists the state as of sequence seq.
+	Save(seq uint64) error
+	// Reset drops all state, persisted and in memory.
+	Reset() error
+}
+
+// Runner feeds a projection from its stream, persists it periodically and
+// lets readers wait until it has caught up with a sequence.
+type Runner struct {
+	store     *events.Store
+	proj      Projection
+	log       *slog.Logger
+	saveEvery time.Duration
+
+	// applyMu serializes folding with stop and reset.
+	applyMu sync.Mutex
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	applied uint64
+	saved   uint64
+	sub     *events.Subscription
+	failed  error
+	stopped bool
+	done    chan struct{}
+}
+
+// NewRunner returns a runner; call Start.
+func NewRunner(store *events.Store, proj Projection, log *slog.Logger) *Runner {
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &Runner{store: store, proj: proj, log: log.With("projection", proj.Name()), saveEvery: time.Second}
+	r.cond = sync.NewCond(&r.mu)
+	return r
+}
+
+// Projection returns the projection the runner feeds.
+func (r *Runner) Projection() Projection { return r.proj }
+
+// Start loads the persisted state and subscribes after its sequence.
+func (r *Runner) Start(ctx context.Context) error {
+	seq, err := r.proj.Load()
+	if err != nil {
+		return fmt.Errorf("projection %s: load: %w", r.proj.Name(), err)
+	}
+	r.mu.Lock()
+	r.applied, r.saved, r.failed, r.stopped = seq, seq, nil, false
+	r.done = make(chan struct{})
+	r.mu.Unlock()
+	sub, err := r.store.Subscribe(ctx, r.proj.Stream(), seq+1, r.apply, func(err error) {
+		r.log.Warn("projection feed", "err", err)
+	})
+	if err != nil {
+		return fmt.Errorf("projection %s: %w", r.proj.Name(), err)
+	}
+	r.mu.Lock()
+	r.sub = sub
+	r.mu.Unlock()
+	go r.saveLoop(r.done)
+	return nil
+}
+
+func (r *Runner) apply(rec events.Recorded) error {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	r.mu.Lock()
+	if r.stopped || r.failed != nil || rec.Seq <= r.applied {
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.Unlock()
+	if err := r.proj.Apply(rec); err != nil {
+		// A projection that cannot apply an event must not silently skip
+		// it: record the failure so readers see it, and keep the position
+		// so a restart retries.
+		r.mu.Lock()
+		r.failed = fmt.Errorf("projection %s: apply %s #%d: %w", r.proj.Name(), rec.Type, rec.Seq, err)
+		r.cond.Broadcast()
+		r.mu.Unlock()
+		return r.failed
+	}
+	r.mu.Lock()
+	r.applied = rec.Seq
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Runner) saveLoop(done chan struct{}) {
+	t := time.NewTicker(r.saveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if err := r.Save(); err != nil {
+				r.log.Error("projection save", "err", err)
+			}
+		}
+	}
+}
+
+// Save persists the state now if it changed since the last save.
+func (r *Runner) Save() error {
+	r.mu.Lock()
+	seq := r.applied
+	dirty := seq != r.saved
+	r.mu.Unlock()
+	if !dirty {
+		return nil
+	}
+	if err := r.proj.Save(seq); err != nil {
+		return fmt.Errorf("projection %s: save: %w", r.proj.Name(), err)
+	}
+	r.mu.Lock()
+	if seq > r.saved {
+		r.saved = seq
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// Applied returns the last applied sequence.
+func (r *Runner) Applied() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied
+}
+
+// WaitFor blocks until the projection has applied sequence seq, the
+// projection failed, or ctx ends.
+func (r *Runner) WaitFor(ctx context.Context, seq uint64) error {
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.applied < seq {
+		if r.failed != nil {
+			return r.failed
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("projection %s at #%d, waiting for #%d: %w", r.proj.Name(), r.applied, seq, err)
+		}
+		r.cond.Wait()
+	}
+	return nil
+}
+
+// CatchUp waits until the projection has applied everything the stream
+// holds now.
+func (r *Runner) CatchUp(ctx context.Context) error {
+	last, err := r.store.LastSeq(ctx, r.proj.Stream())
+	if err != nil {
+		return err
+	}
+	return r.WaitFor(ctx, last)
+}
+
+// Stop ends the feed and saves the state.
+func (r *Runner) Stop() error {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopped = true
+	sub, done := r.sub, r.done
+	r.mu.Unlock()
+	if sub != nil {
+		sub.Stop()
+	}
+	if done != nil {
+		close(done)
+	}
+	// Wait for a fold in flight to finish before the final save.
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	return r.Save()
+}
+
+// Rebuild drops the projection's state and replays the whole stream into
+// it, returning once it has caught up with the stream's current end.
+func (r *Runner) Rebuild(ctx context.Context) error {
+	if err := r.Stop(); err != nil {
+		r.log.Warn("projection stop before rebuild", "err", err)
+	}
+	if err := r.proj.Reset(); err != nil {
+		return fmt.Errorf("projection %s: reset: %w", r.proj.Name(), err)
+	}
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	return r.CatchUp(ctx)
+}
