@@ -31,6 +31,9 @@ type StoreConfig struct {
 	DuplicateWindow time.Duration
 	// RequestTimeout bounds each JetStream API call (default 5 s).
 	RequestTimeout time.Duration
+	// AppendTimeout bounds an append and its retries when the caller's
+	// context has no deadline (default 30 s).
+	AppendTimeout time.Duration
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
@@ -42,6 +45,9 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 5 * time.Second
+	}
+	if c.AppendTimeout <= 0 {
+		c.AppendTimeout = 30 * time.Second
 	}
 	return c
 }
@@ -115,6 +121,13 @@ type Appended struct {
 // Append stores env on subject if the aggregate's last sequence is still
 // expect.LastSeq. msgID overrides the Nats-Msg-Id (default env.ID). A stale
 // expectation returns an error wrapping ErrWrongLastSequence.
+//
+// Appends are idempotent: when no acknowledgement arrives (a timeout, a
+// leader election, a reconnect) the same message is sent again until ctx
+// ends, and JetStream's duplicate window stores it once. A retry whose first
+// attempt was in fact stored fails the sequence check (the aggregate moved
+// on by our own event); Append recognises its own event id among the
+// aggregate's events and reports the original sequence as a duplicate.
 func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect Expect, msgID string) (Appended, error) {
 	body, err := json.Marshal(env)
 	if err != nil {
@@ -127,16 +140,69 @@ func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect
 		jetstream.WithMsgID(msgID),
 		jetstream.WithExpectLastSequenceForSubject(expect.LastSeq, expect.Filter),
 	}
-	ack, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: body}, opts...)
-	if err != nil {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.AppendTimeout)
+		defer cancel()
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		actx, acancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		ack, err := s.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: body}, opts...)
+		acancel()
+		if err == nil {
+			return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+		}
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			if seq, ok := s.findOwn(ctx, subject, expect.Filter, env.ID); ok {
+				return Appended{Seq: seq, Duplicate: true}, nil
+			}
 			return Appended{}, fmt.Errorf("append %s: %w", subject, ErrWrongLastSequence)
 		}
-		return Appended{}, fmt.Errorf("append %s: %w", subject, err)
+		if !retryable(err) || ctx.Err() != nil {
+			return Appended{}, fmt.Errorf("append %s: %w", subject, err)
+		}
+		select {
+		case <-ctx.Done():
+			return Appended{}, fmt.Errorf("append %s: %w (last error: %v)", subject, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
 	}
-	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// retryable reports errors after which the append may or may not have been
+// stored and sending it again is safe (the message id de-duplicates).
+func retryable(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+}
+
+// findOwn looks for an event with id among the aggregate's events (all
+// subjects of filter, or the subject alone).
+func (s *Store) findOwn(ctx context.Context, subject, filter, id string) (uint64, bool) {
+	if filter == "" {
+		filter = subject
+	}
+	spec, err := StreamFor(subject)
+	if err != nil {
+		return 0, false
+	}
+	recs, _, err := s.Load(ctx, spec.Name, filter)
+	if err != nil {
+		return 0, false
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].ID == id {
+			return recs[i].Seq, true
+		}
+	}
+	return 0, false
 }
 
 // loadBatch is how many events one direct-get round trip returns.

@@ -45,6 +45,10 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 	}
 	msg, err := c.nc.RequestWithContext(ctx, Prefix+op, data)
 	if err != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return &trellis.Error{Code: trellis.CodeInvalid, Field: "body", Err: err,
+				Message: fmt.Sprintf("request is %d bytes; the NATS server accepts at most %d", len(data), c.nc.MaxPayload())}
+		}
 		if errors.Is(err, nats.ErrNoResponders) {
 			return &trellis.Error{Code: trellis.CodeUnavailable, Message: "no trellis server answers on " + Prefix + op, Err: err}
 		}
