@@ -198,6 +198,9 @@ type FailRequest struct {
 	Blockers      []string `json:"blockers,omitempty"`
 	StepsUsed     int      `json:"steps_used,omitempty"`
 	ToolCallsUsed int      `json:"tool_calls_used,omitempty"`
+	// Retry asks for another attempt (with backoff) instead of ending the
+	// task; once its attempts are used up the task is dead.
+	Retry bool `json:"retry,omitempty"`
 }
 
 // Normalize validates the request.

@@ -91,6 +91,20 @@ type Task struct {
 	IdempotencyKey  string            `json:"idempotency_key,omitempty"`
 	BudgetExhausted bool              `json:"budget_exhausted"`
 	Checkpoint      *Checkpoint       `json:"checkpoint,omitempty"`
+	// LastError is the error of the last failed attempt.
+	LastError string `json:"last_error,omitempty"`
+	// RetryAt is when a task queued for another attempt may be claimed.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
+	// Lease is set while a worker pool holds the task under a lease.
+	Lease *Lease `json:"lease,omitempty"`
+}
+
+// Lease identifies the dispatch a worker pool holds while it works on a
+// task: the JetStream message (by stream sequence) and its delivery count.
+// A redelivery of the same dispatch means the lease expired.
+type Lease struct {
+	DispatchSeq uint64 `json:"dispatch_seq"`
+	Delivery    uint64 `json:"delivery"`
 }
 
 // Clone returns a deep copy of t.
@@ -113,6 +127,14 @@ func (t *Task) Clone() *Task {
 	if t.ClaimedAt != nil {
 		at := *t.ClaimedAt
 		c.ClaimedAt = &at
+	}
+	if t.RetryAt != nil {
+		at := *t.RetryAt
+		c.RetryAt = &at
+	}
+	if t.Lease != nil {
+		l := *t.Lease
+		c.Lease = &l
 	}
 	if t.Checkpoint != nil {
 		cp := *t.Checkpoint

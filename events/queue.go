@@ -2,6 +2,8 @@ package events
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/trellis/trellis"
 )
@@ -14,9 +16,52 @@ const (
 	TaskClaimed = "claimed"
 	// TaskCompleted records queue done with its checkpoint.
 	TaskCompleted = "completed"
-	// TaskFailed records queue fail with its checkpoint.
+	// TaskFailed records a terminal failure with its checkpoint.
 	TaskFailed = "failed"
+	// TaskAttemptFailed records a failed attempt that will be retried: the
+	// task is queued again, claimable from retry_at on.
+	TaskAttemptFailed = "attempt_failed"
+	// TaskDead records the dead letter: the task used up its attempts.
+	TaskDead = "dead"
+	// TaskLeaseExpired records that a worker pool's claimant stopped
+	// heartbeating and its lease ran out; the task is queued again.
+	TaskLeaseExpired = "lease_expired"
+	// TaskReleased records a claimant giving a task back unfinished (a
+	// draining worker); the attempt does not count.
+	TaskReleased = "released"
+	// TaskRequeued records an explicit retry (queue retry): the task is
+	// queued again with fresh attempts.
+	TaskRequeued = "requeued"
 )
+
+// Queue control event types, on trellis.queue.<queue>._control.<type>.
+const (
+	// QueuePaused stops all claims on a queue, cluster-wide.
+	QueuePaused = "paused"
+	// QueueResumed lets claims on a paused queue resume.
+	QueueResumed = "resumed"
+	// QueueLimitSet sets the queue's global concurrency limit.
+	QueueLimitSet = "limit_set"
+)
+
+// ControlID is the aggregate id (subject token) of a queue's controls.
+const ControlID = "_control"
+
+// IsControlSubject reports whether subject belongs to a queue's control
+// aggregate rather than to a task.
+func IsControlSubject(subject string) bool {
+	return strings.Contains(subject, "."+ControlID+".")
+}
+
+// ControlSubject is the subject of a queue control event.
+func ControlSubject(queue, typ string) string {
+	return "trellis.queue." + queue + "." + ControlID + "." + typ
+}
+
+// ControlFilter is the subject filter of a queue's control aggregate.
+func ControlFilter(queue string) string {
+	return "trellis.queue." + queue + "." + ControlID + ".>"
+}
 
 // QueueSchema is the current schema version of every queue payload.
 const QueueSchema = 1
@@ -32,10 +77,29 @@ func TaskFilter(taskID string) string {
 	return "trellis.queue.*." + taskID + ".>"
 }
 
+// DispatchTypes are the event types that make a task claimable; each is a
+// dispatch the queue's claim consumer delivers.
+func DispatchTypes() []string {
+	return []string{TaskAdded, TaskAttemptFailed, TaskReleased, TaskRequeued}
+}
+
+// IsDispatch reports whether events of type typ are dispatches.
+func IsDispatch(typ string) bool {
+	switch typ {
+	case TaskAdded, TaskAttemptFailed, TaskReleased, TaskRequeued:
+		return true
+	}
+	return false
+}
+
 // QueueDispatchSubjects are the subjects a queue's durable claim consumer
 // delivers: events that make a task claimable.
 func QueueDispatchSubjects(queue string) []string {
-	return []string{"trellis.queue." + queue + ".*." + TaskAdded}
+	var out []string
+	for _, t := range DispatchTypes() {
+		out = append(out, "trellis.queue."+queue+".*."+t)
+	}
+	return out
 }
 
 // TaskAddedPayload is the payload of an added event (schema 1).
@@ -51,10 +115,58 @@ type TaskAddedPayload struct {
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 }
 
-// TaskClaimedPayload is the payload of a claimed event (schema 1).
+// TaskClaimedPayload is the payload of a claimed event (schema 1). Leased
+// claims (worker pools) name the dispatch message they hold.
 type TaskClaimedPayload struct {
+	Worker      string `json:"worker"`
+	Attempt     int    `json:"attempt"`
+	Leased      bool   `json:"leased,omitempty"`
+	DispatchSeq uint64 `json:"dispatch_seq,omitempty"`
+	Delivery    uint64 `json:"delivery,omitempty"`
+}
+
+// TaskAttemptFailedPayload is the payload of attempt_failed and dead
+// events (schema 1).
+type TaskAttemptFailedPayload struct {
+	Worker          string        `json:"worker,omitempty"`
+	Attempt         int           `json:"attempt"`
+	Error           string        `json:"error"`
+	WhatWasDone     string        `json:"what_was_done,omitempty"`
+	Blockers        []string      `json:"blockers,omitempty"`
+	Usage           trellis.Usage `json:"usage"`
+	BudgetExhausted bool          `json:"budget_exhausted"`
+	RetryAt         *time.Time    `json:"retry_at,omitempty"`
+}
+
+// TaskLeaseExpiredPayload is the payload of a lease_expired event.
+type TaskLeaseExpiredPayload struct {
+	// Worker is the claimant whose lease expired.
 	Worker  string `json:"worker"`
 	Attempt int    `json:"attempt"`
+	// Delivery is the redelivery that revealed the expiry.
+	Delivery uint64 `json:"delivery"`
+}
+
+// TaskReleasedPayload is the payload of a released event.
+type TaskReleasedPayload struct {
+	Worker string `json:"worker"`
+	Reason string `json:"reason"`
+}
+
+// TaskRequeuedPayload is the payload of a requeued event.
+type TaskRequeuedPayload struct {
+	Reason string `json:"reason"`
+}
+
+// QueueLimitPayload is the payload of a limit_set event: the maximum number
+// of leased tasks in flight across all workers (0 = unlimited).
+type QueueLimitPayload struct {
+	MaxInFlight int `json:"max_in_flight"`
+}
+
+// QueueControlPayload is the payload of paused and resumed events.
+type QueueControlPayload struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 // TaskCompletedPayload is the payload of a completed event (schema 1).
@@ -87,6 +199,9 @@ type TaskFailedPayload struct {
 func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 	if rec.Schema > QueueSchema {
 		return t, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, QueueSchema)
+	}
+	if IsControlSubject(rec.Subject) {
+		return t, nil
 	}
 	at := rec.Time.UTC()
 	if rec.Type != TaskAdded && t == nil {
@@ -129,6 +244,11 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 		t.ClaimedBy = p.Worker
 		t.ClaimedAt = &at
 		t.Attempts = p.Attempt
+		t.RetryAt = nil
+		t.Lease = nil
+		if p.Leased {
+			t.Lease = &trellis.Lease{DispatchSeq: p.DispatchSeq, Delivery: p.Delivery}
+		}
 	case TaskCompleted:
 		var p TaskCompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
@@ -163,6 +283,44 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 			Usage:           p.Usage,
 			CreatedAt:       at,
 		}
+	case TaskAttemptFailed, TaskDead:
+		var p TaskAttemptFailedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		t.LastError = p.Error
+		t.BudgetExhausted = p.BudgetExhausted
+		t.Lease = nil
+		if rec.Type == TaskDead {
+			t.Status = trellis.StatusDead
+			t.RetryAt = nil
+			t.Checkpoint = &trellis.Checkpoint{
+				WhatWasDone: p.WhatWasDone, WhatChanged: []string{}, Blockers: nonNil(p.Blockers), Citations: []string{},
+				Error: p.Error, BudgetExhausted: p.BudgetExhausted, Usage: p.Usage, CreatedAt: at,
+			}
+		} else {
+			t.Status = trellis.StatusQueued
+			t.ClaimedBy, t.ClaimedAt = "", nil
+			if p.RetryAt != nil {
+				r := p.RetryAt.UTC()
+				t.RetryAt = &r
+			}
+		}
+	case TaskLeaseExpired:
+		t.Status = trellis.StatusQueued
+		t.ClaimedBy, t.ClaimedAt, t.Lease = "", nil, nil
+	case TaskReleased:
+		t.Status = trellis.StatusQueued
+		t.ClaimedBy, t.ClaimedAt, t.Lease = "", nil, nil
+		if t.Attempts > 0 {
+			t.Attempts-- // a released claim is not an attempt
+		}
+	case TaskRequeued:
+		t.Status = trellis.StatusQueued
+		t.ClaimedBy, t.ClaimedAt, t.Lease, t.RetryAt = "", nil, nil, nil
+		t.Attempts = 0
+		t.BudgetExhausted = false
+		t.Checkpoint = nil
 	default:
 		return t, nil
 	}

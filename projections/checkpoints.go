@@ -77,6 +77,14 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 		status, worker = trellis.StatusFailed, p.Worker
 		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, Blockers: p.Blockers, Error: p.Error,
 			BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
+	case events.TaskDead:
+		var p events.TaskAttemptFailedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return err
+		}
+		status, worker = trellis.StatusDead, p.Worker
+		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, Blockers: p.Blockers, Error: p.Error,
+			BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
 	default:
 		return nil
 	}

@@ -31,7 +31,7 @@ func TestToolsList(t *testing.T) {
 		"queue_done": {[]string{"task_id", "what_was_done", "what_changed", "what_next", "citations",
 			"blockers", "steps_used", "tool_calls_used", "worker"}, []string{"task_id", "what_was_done"}, true},
 		"queue_fail": {[]string{"task_id", "error", "what_was_done", "blockers",
-			"steps_used", "tool_calls_used", "worker"}, []string{"task_id", "error"}, true},
+			"steps_used", "tool_calls_used", "worker", "retry"}, []string{"task_id", "error"}, true},
 		"queue_list": {[]string{"queue", "status"}, nil, true},
 		"queue_show": {[]string{"task_id"}, []string{"task_id"}, true},
 	}

@@ -196,6 +196,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService) {
 			{name: "steps_used", desc: descStepsUsed, refine: budgetRange},
 			{name: "tool_calls_used", desc: descToolCallsUsed, refine: budgetRange},
 			{name: "worker", desc: descWorker},
+			{name: "retry", desc: "Ask for another attempt instead of ending the task: it is queued again after a backoff (exponential with jitter), or becomes dead once its max_attempts are used up. Default false: failing is terminal."},
 		},
 		req: []string{"task_id", "error"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.FailRequest) (*mcp.CallToolResult, error) {
@@ -204,7 +205,10 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService) {
 			if err != nil {
 				return nil, fmt.Errorf("queue_fail: %w", err)
 			}
-			return taskResult(fmt.Sprintf("Task %s is failed and its checkpoint is recorded. Stop here.", t.TaskID), t), nil
+			if t.Status == trellis.StatusQueued {
+				return taskResult(fmt.Sprintf("Task %s failed this attempt and is queued again for attempt %d of %d. Stop here.", t.TaskID, t.Attempts+1, t.MaxAttempts), t), nil
+			}
+			return taskResult(fmt.Sprintf("Task %s is %s and its checkpoint is recorded. Stop here.", t.TaskID, t.Status), t), nil
 		},
 	}.register(srv)
 

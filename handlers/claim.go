@@ -1,0 +1,184 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+)
+
+// Next claims the oldest claimable task of the queue for the worker, or
+// returns nil when none is queued. Tasks are dispatched by the queue's
+// durable JetStream consumer, so concurrent callers receive distinct tasks;
+// the claim itself is a checked append, so a task is claimed exactly once
+// even if a dispatch is delivered twice. A claim made here holds no lease:
+// the dispatch is acknowledged at once and the task stays claimed until
+// the worker finishes or fails it.
+func (q *Queue) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	cons, err := q.Consumer(ctx, req.Queue)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		msg, err := fetchOne(ctx, cons, q.cfg.NextWait)
+		if err != nil {
+			return nil, storeError("fetch from queue "+req.Queue, err)
+		}
+		if msg == nil {
+			return nil, nil
+		}
+		task, err := q.ClaimDispatched(ctx, msg, req.Worker, false)
+		if err != nil {
+			return nil, err
+		}
+		if task == nil {
+			continue // the dispatch was stale or not due yet; it is handled
+		}
+		// The claim is recorded; a lost ack only means the dispatch is
+		// delivered again later and skipped as stale.
+		_ = msg.Ack()
+		return task, nil
+	}
+}
+
+// fetchOne returns one dispatch message, waiting at most wait for one, or
+// nil. (A no-wait fetch is not enough: the server answers it from the
+// consumer's pending count, which learns of a just-stored message
+// asynchronously.)
+func fetchOne(ctx context.Context, cons jetstream.Consumer, wait time.Duration) (jetstream.Msg, error) {
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(wait))
+	// A consumer that was just created or moved (a cluster electing its
+	// leader, a restarting server) answers no responders for a moment.
+	for tries := 0; errors.Is(err, nats.ErrNoResponders) && tries < 40 && ctx.Err() == nil; tries++ {
+		time.Sleep(50 * time.Millisecond)
+		batch, err = cons.Fetch(1, jetstream.FetchMaxWait(wait))
+	}
+	if err != nil {
+		return nil, err
+	}
+	for msg := range batch.Messages() {
+		return msg, nil
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// notYet reports a queued task whose retry is not due: its dispatch is
+// delivered again after wait.
+type notYet struct{ wait time.Duration }
+
+func (n notYet) Error() string { return fmt.Sprintf("retry not due for %s", n.wait) }
+
+var errNotClaimable = errors.New("task is not claimable")
+
+// ClaimDispatched claims the task a dispatch message names for worker.
+//
+// It returns the claimed task, or nil when the message is handled without
+// a claim: a stale dispatch (the task was claimed through another dispatch
+// or has ended) is acknowledged; a retry that is not due yet is delivered
+// again when it is (NakWithDelay); a task whose lease ran out too often is
+// declared dead. With leased, the claim records the dispatch it holds: the
+// caller keeps the message unacknowledged as the lease (heartbeating with
+// InProgress) and acknowledges it when the task ends; a later redelivery of
+// the same dispatch then reveals that the lease expired, and the history
+// shows "lease_expired" before the next claim. Without leased the caller
+// acknowledges the message at once.
+func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker string, leased bool) (*trellis.Task, error) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return nil, storeError("dispatch metadata", err)
+	}
+	rec, err := events.Decode(events.StreamQueue, msg.Subject(), meta.Sequence.Stream, msg.Data())
+	if err != nil {
+		_ = msg.Term() // not an event: never deliver it again
+		return nil, trellis.Errorf(trellis.CodeInternal, "undecodable dispatch %s: %w", msg.Subject(), err)
+	}
+	dispatch, delivery := rec.Seq, meta.NumDelivered
+	task, seq, err := q.dispatchedState(ctx, rec, delivery)
+	if err != nil {
+		if trellis.ErrorCode(err) == trellis.CodeNotFound {
+			_ = msg.Term()
+			return nil, nil
+		}
+		return nil, err
+	}
+	for {
+		var expired *trellis.Task
+		claimed, cseq, err := q.decideAndAppend(ctx, task, seq, worker, func(t *trellis.Task) (decision, error) {
+			expired = nil
+			switch t.Status {
+			case trellis.StatusQueued:
+				if t.RetryAt != nil {
+					if wait := t.RetryAt.Sub(q.cfg.Now()); wait > 0 {
+						return decision{}, notYet{wait}
+					}
+				}
+				return decision{events.TaskClaimed, events.TaskClaimedPayload{
+					Worker: worker, Attempt: t.Attempts + 1, Leased: leased, DispatchSeq: dispatch, Delivery: delivery,
+				}}, nil
+			case trellis.StatusClaimed:
+				if t.Lease == nil || t.Lease.DispatchSeq != dispatch || delivery <= t.Lease.Delivery {
+					return decision{}, errNotClaimable
+				}
+				// The dispatch the claimant held came back: its lease expired.
+				expired = t
+				if t.Attempts >= t.MaxAttempts {
+					return decision{events.TaskDead, events.TaskAttemptFailedPayload{
+						Worker: t.ClaimedBy, Attempt: t.Attempts,
+						Error: fmt.Sprintf("lease of worker %s expired on attempt %d of %d", t.ClaimedBy, t.Attempts, t.MaxAttempts),
+					}}, nil
+				}
+				return decision{events.TaskLeaseExpired, events.TaskLeaseExpiredPayload{
+					Worker: t.ClaimedBy, Attempt: t.Attempts, Delivery: delivery,
+				}}, nil
+			}
+			return decision{}, errNotClaimable
+		})
+		var ny notYet
+		switch {
+		case errors.As(err, &ny):
+			_ = msg.NakWithDelay(ny.wait)
+			return nil, nil
+		case errors.Is(err, errNotClaimable):
+			_ = msg.Ack()
+			return nil, nil
+		case err != nil:
+			return nil, err
+		case expired != nil && claimed.Status == trellis.StatusDead:
+			_ = msg.Term()
+			return nil, nil
+		case expired != nil:
+			task, seq = claimed, cseq // queued again: now claim it
+			continue
+		}
+		return claimed, nil
+	}
+}
+
+// dispatchedState returns the task a dispatch names and its last sequence.
+// A first delivery of an add is usually the task's only event, so its
+// sequence is the aggregate's last sequence and no load is needed.
+func (q *Queue) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (*trellis.Task, uint64, error) {
+	if cached, cseq, ok := q.cache.get(rec.AggregateID); ok && cseq >= rec.Seq {
+		return cached, cseq, nil
+	}
+	if rec.Type == events.TaskAdded && delivery == 1 {
+		task, err := events.ApplyTask(nil, rec)
+		if err != nil {
+			return nil, 0, trellis.Errorf(trellis.CodeInternal, "dispatch %s: %w", rec.Subject, err)
+		}
+		return task, rec.Seq, nil
+	}
+	return q.load(ctx, rec.AggregateID)
+}

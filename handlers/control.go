@@ -1,0 +1,198 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+)
+
+// QueueControls is the state of a queue's cluster-wide controls, folded
+// from its control events.
+type QueueControls struct {
+	Queue string `json:"queue"`
+	// Paused stops every claim on the queue.
+	Paused bool `json:"paused"`
+	// MaxInFlight caps the leased tasks in flight across all workers
+	// (0 = unlimited).
+	MaxInFlight int `json:"max_in_flight"`
+}
+
+// defaultMaxAckPending is the claim consumer's cap when no limit is set.
+const defaultMaxAckPending = 100000
+
+// Controls returns a queue's controls and the control aggregate's last
+// sequence.
+func (q *Queue) Controls(ctx context.Context, queue string) (*QueueControls, uint64, error) {
+	if err := trellis.ValidateQueueName(queue); err != nil {
+		return nil, 0, err
+	}
+	recs, last, err := q.store.Load(ctx, events.StreamQueue, events.ControlFilter(queue))
+	if err != nil {
+		return nil, 0, storeError("load queue controls", err)
+	}
+	c := &QueueControls{Queue: queue}
+	for _, r := range recs {
+		switch r.Type {
+		case events.QueuePaused:
+			c.Paused = true
+		case events.QueueResumed:
+			c.Paused = false
+		case events.QueueLimitSet:
+			var p events.QueueLimitPayload
+			if err := r.DecodePayload(&p); err != nil {
+				return nil, 0, trellis.Errorf(trellis.CodeInternal, "queue %s controls: %w", queue, err)
+			}
+			c.MaxInFlight = p.MaxInFlight
+		}
+	}
+	return c, last, nil
+}
+
+// Pause stops every claim on a queue across the cluster (an event; the
+// claim consumer is paused by the server).
+func (q *Queue) Pause(ctx context.Context, queue, actor, reason string) (*QueueControls, error) {
+	return q.control(ctx, queue, actor, events.QueuePaused, events.QueueControlPayload{Reason: reason})
+}
+
+// Resume lets claims on a paused queue resume.
+func (q *Queue) Resume(ctx context.Context, queue, actor string) (*QueueControls, error) {
+	return q.control(ctx, queue, actor, events.QueueResumed, events.QueueControlPayload{})
+}
+
+// SetLimit sets the queue's global concurrency limit: the maximum number of
+// leased tasks in flight across all workers (0 removes the limit).
+func (q *Queue) SetLimit(ctx context.Context, queue, actor string, maxInFlight int) (*QueueControls, error) {
+	if maxInFlight < 0 || maxInFlight > defaultMaxAckPending {
+		return nil, trellis.FieldError("max_in_flight", "must be between 0 (unlimited) and %d, got %d", defaultMaxAckPending, maxInFlight)
+	}
+	return q.control(ctx, queue, actor, events.QueueLimitSet, events.QueueLimitPayload{MaxInFlight: maxInFlight})
+}
+
+func (q *Queue) control(ctx context.Context, queue, actor, typ string, payload any) (*QueueControls, error) {
+	if err := trellis.ValidateQueueName(queue); err != nil {
+		return nil, err
+	}
+	for attempt := 0; attempt < maxDecideAttempts; attempt++ {
+		_, last, err := q.Controls(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		env, err := events.NewEnvelope(q.cfg.Now(), typ, queue, actor, events.QueueSchema, payload)
+		if err != nil {
+			return nil, err
+		}
+		_, err = q.store.Append(ctx, events.ControlSubject(queue, typ), env, events.Expect{Filter: events.ControlFilter(queue), LastSeq: last}, "")
+		if errors.Is(err, events.ErrWrongLastSequence) {
+			continue
+		}
+		if err != nil {
+			return nil, storeError("append "+typ, err)
+		}
+		c, _, err := q.Controls(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	return nil, trellis.Errorf(trellis.CodeConflict, "queue %s controls keep changing concurrently; try again", queue)
+}
+
+// Consumer returns the durable claim consumer of a queue, creating it with
+// the queue's controls when it does not exist. It does not change an
+// existing consumer's lease (AckWait).
+func (q *Queue) Consumer(ctx context.Context, queue string) (jetstream.Consumer, error) {
+	// One lookup or creation at a time per process: concurrent first
+	// claims would otherwise race to create the consumer.
+	q.consumerMu.Lock()
+	defer q.consumerMu.Unlock()
+	q.mu.Lock()
+	c, ok := q.consumers[queue]
+	q.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := q.store.JetStream().Consumer(ctx, events.StreamQueue, ConsumerName(queue))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return q.ensureConsumer(ctx, queue, 0)
+	}
+	if err != nil {
+		return nil, storeError("claim consumer for queue "+queue, err)
+	}
+	q.mu.Lock()
+	q.consumers[queue] = c
+	q.mu.Unlock()
+	return c, nil
+}
+
+// EnsureConsumer creates or updates a queue's durable claim consumer so it
+// matches the queue's controls (pause, global limit). lease > 0 sets the
+// AckWait: how long a worker pool's claim survives without a heartbeat;
+// 0 keeps the current lease (30 s for a new consumer).
+func (q *Queue) EnsureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
+	q.consumerMu.Lock()
+	defer q.consumerMu.Unlock()
+	return q.ensureConsumer(ctx, queue, lease)
+}
+
+func (q *Queue) ensureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
+	controls, _, err := q.Controls(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	js := q.store.JetStream()
+	if lease <= 0 {
+		lease = q.cfg.ClaimAckWait
+		if cur, err := js.Consumer(ctx, events.StreamQueue, ConsumerName(queue)); err == nil {
+			lease = cur.CachedInfo().Config.AckWait
+		}
+	}
+	maxAck := defaultMaxAckPending
+	if controls.MaxInFlight > 0 {
+		maxAck = controls.MaxInFlight
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:        ConsumerName(queue),
+		Description:    "Trellis claim dispatch for queue " + queue,
+		FilterSubjects: events.QueueDispatchSubjects(queue),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        lease,
+		MaxAckPending:  maxAck,
+		MaxWaiting:     4096,
+		Replicas:       q.store.Config().Replicas,
+	}
+	if controls.Paused {
+		forever := time.Now().Add(100 * 365 * 24 * time.Hour)
+		cfg.PauseUntil = &forever
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx, events.StreamQueue, cfg)
+	if err != nil {
+		return nil, storeError("claim consumer for queue "+queue, err)
+	}
+	// PauseUntil in an update is not applied to a running consumer; use
+	// the pause API so the state always matches the events.
+	if controls.Paused {
+		_, err = js.PauseConsumer(ctx, events.StreamQueue, ConsumerName(queue), *cfg.PauseUntil)
+	} else if info := c.CachedInfo(); info.Paused {
+		_, err = js.ResumeConsumer(ctx, events.StreamQueue, ConsumerName(queue))
+	}
+	if err != nil {
+		return nil, storeError(fmt.Sprintf("pause state of queue %s", queue), err)
+	}
+	q.mu.Lock()
+	q.consumers[queue] = c
+	q.mu.Unlock()
+	return c, nil
+}
+
+// ConsumerName is the durable consumer name of a queue's claim dispatch.
+func ConsumerName(queue string) string { return "queue-" + queue }

@@ -1,0 +1,153 @@
+package handlers
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+)
+
+// Done finishes a claimed task with a checkpoint. Only the claimant may
+// finish it; finishing twice is a conflict. Usage beyond the budget is
+// recorded as budget_exhausted.
+func (q *Queue) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error) {
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	usage := trellis.Usage{StepsUsed: req.StepsUsed, ToolCallsUsed: req.ToolCallsUsed}
+	return q.finish(ctx, req.TaskID, req.Worker, func(t *trellis.Task) decision {
+		return decision{events.TaskCompleted, events.TaskCompletedPayload{
+			Worker:          req.Worker,
+			WhatWasDone:     req.WhatWasDone,
+			WhatChanged:     req.WhatChanged,
+			WhatNext:        req.WhatNext,
+			Blockers:        req.Blockers,
+			Citations:       req.Citations,
+			Usage:           usage,
+			BudgetExhausted: usage.Exceeds(t.Budget),
+		}}
+	})
+}
+
+// Fail ends a claimed task as failed with a checkpoint. Only the claimant
+// may fail it. An explicit fail is terminal unless req.Retry asks for
+// another attempt: then the task is queued again after a backoff, or is
+// dead when its attempts are used up.
+func (q *Queue) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error) {
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	usage := trellis.Usage{StepsUsed: req.StepsUsed, ToolCallsUsed: req.ToolCallsUsed}
+	return q.finish(ctx, req.TaskID, req.Worker, func(t *trellis.Task) decision {
+		exhausted := usage.Exceeds(t.Budget)
+		if req.Retry {
+			return q.failedAttempt(t, req.Worker, req.Error, req.WhatWasDone, req.Blockers, usage)
+		}
+		return decision{events.TaskFailed, events.TaskFailedPayload{
+			Worker:          req.Worker,
+			Error:           req.Error,
+			WhatWasDone:     req.WhatWasDone,
+			Blockers:        req.Blockers,
+			Usage:           usage,
+			BudgetExhausted: exhausted,
+		}}
+	})
+}
+
+// failedAttempt decides what a failed attempt leads to: another attempt
+// after a backoff, or the dead letter once the attempts are used up.
+func (q *Queue) failedAttempt(t *trellis.Task, worker, msg, whatWasDone string, blockers []string, usage trellis.Usage) decision {
+	p := events.TaskAttemptFailedPayload{
+		Worker: worker, Attempt: t.Attempts, Error: msg, WhatWasDone: whatWasDone,
+		Blockers: blockers, Usage: usage, BudgetExhausted: usage.Exceeds(t.Budget),
+	}
+	if t.Attempts >= t.MaxAttempts {
+		return decision{events.TaskDead, p}
+	}
+	at := q.cfg.Now().Add(q.cfg.RetryBackoff(t.Attempts)).UTC()
+	p.RetryAt = &at
+	return decision{events.TaskAttemptFailed, p}
+}
+
+// Release gives a claimed task back unfinished (a draining worker): the
+// task is queued again at once and the attempt does not count.
+func (q *Queue) Release(ctx context.Context, taskID, worker, reason string) (*trellis.Task, error) {
+	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
+		return nil, err
+	}
+	if err := trellis.ValidateWorkerID(worker); err != nil {
+		return nil, err
+	}
+	return q.finish(ctx, taskID, worker, func(*trellis.Task) decision {
+		return decision{events.TaskReleased, events.TaskReleasedPayload{Worker: worker, Reason: reason}}
+	})
+}
+
+// Retry queues a failed or dead task again with fresh attempts.
+func (q *Queue) Retry(ctx context.Context, taskID, actor string) (*trellis.Task, error) {
+	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
+		return nil, err
+	}
+	task, seq, err := q.load(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := q.decideAndAppend(ctx, task, seq, actor, func(t *trellis.Task) (decision, error) {
+		if t.Status != trellis.StatusFailed && t.Status != trellis.StatusDead {
+			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is %s; only failed or dead tasks can be retried", t.TaskID, t.Status)
+		}
+		return decision{events.TaskRequeued, events.TaskRequeuedPayload{Reason: "retry of a " + string(t.Status) + " task"}}, nil
+	})
+	return t, err
+}
+
+// finish loads the task and appends the event build returns after checking
+// that worker holds the claim.
+func (q *Queue) finish(ctx context.Context, taskID, worker string, build func(*trellis.Task) decision) (*trellis.Task, error) {
+	task, seq, err := q.loadCached(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := q.decideAndAppend(ctx, task, seq, worker, func(t *trellis.Task) (decision, error) {
+		switch {
+		case t.Status == trellis.StatusQueued:
+			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is queued, not claimed: claim it with queue next first", t.TaskID)
+		case t.Status != trellis.StatusClaimed:
+			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is already %s", t.TaskID, t.Status)
+		case t.ClaimedBy != worker:
+			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is claimed by worker %q, not %q", t.TaskID, t.ClaimedBy, worker)
+		}
+		return build(t), nil
+	})
+	if err == nil && t.Status.Terminal() {
+		q.cache.drop(taskID)
+	}
+	return t, err
+}
+
+// DefaultRetryBackoff is exponential backoff with jitter: 1 s before the
+// second attempt, doubling per attempt up to 5 minutes, ±20 %.
+func DefaultRetryBackoff(attempt int) time.Duration {
+	return ExponentialBackoff(time.Second, 5*time.Minute)(attempt)
+}
+
+// ExponentialBackoff returns a backoff of base·2^(attempt-1), capped at max,
+// with ±20 % jitter.
+func ExponentialBackoff(base, max time.Duration) func(int) time.Duration {
+	return func(attempt int) time.Duration {
+		if attempt < 1 {
+			attempt = 1
+		}
+		d := base
+		for i := 1; i < attempt && d < max; i++ {
+			d *= 2
+		}
+		if d > max {
+			d = max
+		}
+		jitter := 0.8 + 0.4*rand.Float64()
+		return time.Duration(float64(d) * jitter)
+	}
+}
