@@ -61,6 +61,64 @@ type QueueService interface {
 	List(ctx context.Context, req ListRequest) (*TaskList, error)
 }
 
+// QueueAdmin is the operator's side of the queue: retry failed or dead
+// tasks and the queue's cluster-wide controls. The in-process service and
+// the NATS client both implement it.
+type QueueAdmin interface {
+	// Retry queues a failed or dead task again with fresh attempts.
+	Retry(ctx context.Context, req RetryRequest) (*Task, error)
+	// Control pauses or resumes a queue or sets its concurrency limit.
+	Control(ctx context.Context, req ControlRequest) (*QueueControls, error)
+	// Controls returns a queue's controls.
+	Controls(ctx context.Context, queue string) (*QueueControls, error)
+}
+
+// RetryRequest names a failed or dead task to queue again.
+type RetryRequest struct {
+	TaskID string `json:"task_id"`
+	Actor  string `json:"actor,omitempty"`
+}
+
+// ControlRequest changes a queue's controls. Action is pause, resume or
+// limit (with MaxInFlight; 0 removes the limit).
+type ControlRequest struct {
+	Queue       string `json:"queue"`
+	Action      string `json:"action"`
+	MaxInFlight int    `json:"max_in_flight,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	Actor       string `json:"actor,omitempty"`
+}
+
+// Normalize validates the request.
+func (r *ControlRequest) Normalize() error {
+	if r.Queue == "" {
+		r.Queue = DefaultQueue
+	}
+	if err := ValidateQueueName(r.Queue); err != nil {
+		return err
+	}
+	switch r.Action {
+	case "pause", "resume", "limit":
+	default:
+		return FieldError("action", "%q is not an action: use pause, resume or limit", r.Action)
+	}
+	if r.MaxInFlight < 0 {
+		return FieldError("max_in_flight", "must not be negative (got %d)", r.MaxInFlight)
+	}
+	return checkText("reason", r.Reason)
+}
+
+// QueueControls is the state of a queue's cluster-wide controls, folded
+// from its control events.
+type QueueControls struct {
+	Queue string `json:"queue"`
+	// Paused stops every claim on the queue.
+	Paused bool `json:"paused"`
+	// MaxInFlight caps the leased tasks in flight across all workers
+	// (0 = unlimited).
+	MaxInFlight int `json:"max_in_flight"`
+}
+
 // AddTaskRequest is queue_add's input.
 type AddTaskRequest struct {
 	Queue          string            `json:"queue,omitempty"`

@@ -12,23 +12,12 @@ import (
 	"github.com/trellis/trellis/events"
 )
 
-// QueueControls is the state of a queue's cluster-wide controls, folded
-// from its control events.
-type QueueControls struct {
-	Queue string `json:"queue"`
-	// Paused stops every claim on the queue.
-	Paused bool `json:"paused"`
-	// MaxInFlight caps the leased tasks in flight across all workers
-	// (0 = unlimited).
-	MaxInFlight int `json:"max_in_flight"`
-}
-
 // defaultMaxAckPending is the claim consumer's cap when no limit is set.
 const defaultMaxAckPending = 100000
 
 // Controls returns a queue's controls and the control aggregate's last
 // sequence.
-func (q *Queue) Controls(ctx context.Context, queue string) (*QueueControls, uint64, error) {
+func (q *Queue) Controls(ctx context.Context, queue string) (*trellis.QueueControls, uint64, error) {
 	if err := trellis.ValidateQueueName(queue); err != nil {
 		return nil, 0, err
 	}
@@ -36,7 +25,7 @@ func (q *Queue) Controls(ctx context.Context, queue string) (*QueueControls, uin
 	if err != nil {
 		return nil, 0, storeError("load queue controls", err)
 	}
-	c := &QueueControls{Queue: queue}
+	c := &trellis.QueueControls{Queue: queue}
 	for _, r := range recs {
 		switch r.Type {
 		case events.QueuePaused:
@@ -56,25 +45,25 @@ func (q *Queue) Controls(ctx context.Context, queue string) (*QueueControls, uin
 
 // Pause stops every claim on a queue across the cluster (an event; the
 // claim consumer is paused by the server).
-func (q *Queue) Pause(ctx context.Context, queue, actor, reason string) (*QueueControls, error) {
+func (q *Queue) Pause(ctx context.Context, queue, actor, reason string) (*trellis.QueueControls, error) {
 	return q.control(ctx, queue, actor, events.QueuePaused, events.QueueControlPayload{Reason: reason})
 }
 
 // Resume lets claims on a paused queue resume.
-func (q *Queue) Resume(ctx context.Context, queue, actor string) (*QueueControls, error) {
+func (q *Queue) Resume(ctx context.Context, queue, actor string) (*trellis.QueueControls, error) {
 	return q.control(ctx, queue, actor, events.QueueResumed, events.QueueControlPayload{})
 }
 
 // SetLimit sets the queue's global concurrency limit: the maximum number of
 // leased tasks in flight across all workers (0 removes the limit).
-func (q *Queue) SetLimit(ctx context.Context, queue, actor string, maxInFlight int) (*QueueControls, error) {
+func (q *Queue) SetLimit(ctx context.Context, queue, actor string, maxInFlight int) (*trellis.QueueControls, error) {
 	if maxInFlight < 0 || maxInFlight > defaultMaxAckPending {
 		return nil, trellis.FieldError("max_in_flight", "must be between 0 (unlimited) and %d, got %d", defaultMaxAckPending, maxInFlight)
 	}
 	return q.control(ctx, queue, actor, events.QueueLimitSet, events.QueueLimitPayload{MaxInFlight: maxInFlight})
 }
 
-func (q *Queue) control(ctx context.Context, queue, actor, typ string, payload any) (*QueueControls, error) {
+func (q *Queue) control(ctx context.Context, queue, actor, typ string, payload any) (*trellis.QueueControls, error) {
 	if err := trellis.ValidateQueueName(queue); err != nil {
 		return nil, err
 	}
@@ -168,7 +157,6 @@ func (q *Queue) ensureConsumer(ctx context.Context, queue string, lease time.Dur
 		AckWait:        lease,
 		MaxAckPending:  maxAck,
 		MaxWaiting:     4096,
-		Replicas:       q.store.Config().Replicas,
 	}
 	if controls.Paused {
 		forever := time.Now().Add(100 * 365 * 24 * time.Hour)

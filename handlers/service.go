@@ -224,3 +224,42 @@ func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, er
 	}
 	return n, enc.flush()
 }
+
+var _ trellis.QueueAdmin = (*Service)(nil)
+
+// Retry implements trellis.QueueAdmin.
+func (s *Service) Retry(ctx context.Context, req trellis.RetryRequest) (*trellis.Task, error) {
+	actor := req.Actor
+	if actor == "" {
+		actor = "operator"
+	}
+	if err := trellis.ValidateWorkerID(actor); err != nil {
+		return nil, trellis.FieldError("actor", "%v", err)
+	}
+	return s.queue.Retry(ctx, req.TaskID, actor)
+}
+
+// Control implements trellis.QueueAdmin.
+func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	actor := req.Actor
+	if actor == "" {
+		actor = "operator"
+	}
+	switch req.Action {
+	case "pause":
+		return s.queue.Pause(ctx, req.Queue, actor, req.Reason)
+	case "resume":
+		return s.queue.Resume(ctx, req.Queue, actor)
+	default:
+		return s.queue.SetLimit(ctx, req.Queue, actor, req.MaxInFlight)
+	}
+}
+
+// Controls implements trellis.QueueAdmin.
+func (s *Service) Controls(ctx context.Context, queue string) (*trellis.QueueControls, error) {
+	c, _, err := s.queue.Controls(ctx, queue)
+	return c, err
+}

@@ -75,7 +75,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.PersistentFlags().StringVar(&a.dataDir, "data", envOr("TRELLIS_DATA", "data"), "data directory (env TRELLIS_DATA)")
 	root.PersistentFlags().StringVar(&a.natsURL, "nats-url", os.Getenv("TRELLIS_NATS_URL"), "connect to this NATS server or cluster instead of the embedded one (env TRELLIS_NATS_URL)")
-	root.AddCommand(a.serveCommand(), a.queueCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand())
+	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -18,7 +18,11 @@ func (a *app) queueCommand() *cobra.Command {
 		Use:   "queue",
 		Short: "The task queue: add bounded tasks, claim the next, finish with a checkpoint or fail",
 	}
-	c.AddCommand(a.queueAdd(), a.queueNext(), a.queueDone(), a.queueFail(), a.queueList(), a.queueShow(), a.queueExport())
+	c.AddCommand(a.queueAdd(), a.queueNext(), a.queueDone(), a.queueFail(), a.queueList(), a.queueShow(), a.queueExport(),
+		a.queueRetry(), a.queueControls(),
+		a.queueControl("pause", "Pause a queue cluster-wide: no worker claims from it until resumed", "  trellis queue pause default --reason maintenance"),
+		a.queueControl("resume", "Resume a paused queue", "  trellis queue resume default"),
+		a.queueControl("limit", "Cap the leased tasks in flight across all workers of a queue (0 = unlimited)", "  trellis queue limit default 10"))
 	return c
 }
 
@@ -189,6 +193,7 @@ func (a *app) queueFail() *cobra.Command {
 	f.StringArrayVar(&req.Blockers, "blocker", nil, "a blocker; repeatable")
 	f.IntVar(&req.StepsUsed, "steps-used", 0, "steps used")
 	f.IntVar(&req.ToolCallsUsed, "tool-calls-used", 0, "tool calls used")
+	f.BoolVar(&req.Retry, "retry", false, "ask for another attempt (after a backoff) instead of ending the task; dead once max attempts are used")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

@@ -23,6 +23,7 @@ import (
 // the command.
 type session struct {
 	queue   trellis.QueueService
+	admin   trellis.QueueAdmin
 	store   *events.Store
 	replay  func(context.Context) (*handlers.ReplayResult, error)
 	dataDir string // where checkpoints are written
@@ -61,7 +62,11 @@ func (a *app) openSession(ctx context.Context) (*session, error) {
 var errNoNATS = errors.New("cannot connect to NATS")
 
 func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
-	nc, err := nats.Connect(url, nats.Name("trellis-cli"), nats.Timeout(pingTimeout))
+	// Reconnect for as long as it takes: a long-running command (a worker)
+	// must survive a server restart; one-shot requests have their own
+	// timeouts.
+	nc, err := nats.Connect(url, nats.Name("trellis-cli"), nats.Timeout(pingTimeout),
+		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {
 		return nil, &trellis.Error{Code: trellis.CodeUnavailable, Message: fmt.Sprintf("connect to NATS %s: %v", url, err), Err: errors.Join(errNoNATS, err)}
 	}
@@ -80,6 +85,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 	}
 	return &session{
 		queue:   client,
+		admin:   client,
 		store:   store,
 		replay:  client.Replay,
 		dataDir: info.DataDir,
@@ -106,6 +112,7 @@ func (a *app) localSession(ctx context.Context, url string) (*session, error) {
 	dataDir, _ := filepath.Abs(a.dataDir)
 	return &session{
 		queue:   srv.Service(),
+		admin:   srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
 		dataDir: dataDir,

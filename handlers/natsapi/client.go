@@ -20,7 +20,10 @@ type Client struct {
 	timeout time.Duration
 }
 
-var _ trellis.QueueService = (*Client)(nil)
+var (
+	_ trellis.QueueService = (*Client)(nil)
+	_ trellis.QueueAdmin   = (*Client)(nil)
+)
 
 // NewClient returns a client with the given per-request timeout (default
 // 30 s).
@@ -136,4 +139,27 @@ func (c *Client) task(ctx context.Context, op string, req any) (*trellis.Task, e
 		return nil, err
 	}
 	return out, nil
+}
+
+// Retry implements trellis.QueueAdmin.
+func (c *Client) Retry(ctx context.Context, req trellis.RetryRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpRetry, req)
+}
+
+// Control implements trellis.QueueAdmin.
+func (c *Client) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
+	var out trellis.QueueControls
+	if err := c.call(ctx, OpControl, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Controls implements trellis.QueueAdmin.
+func (c *Client) Controls(ctx context.Context, queue string) (*trellis.QueueControls, error) {
+	var out trellis.QueueControls
+	if err := c.call(ctx, OpControls, controlsRequest{Queue: queue}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -88,6 +88,27 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 			return svc.List(ctx, req)
 		},
 		OpReplay: func(ctx context.Context, _ []byte) (any, error) { return svc.Replay(ctx) },
+		OpRetry: func(ctx context.Context, data []byte) (any, error) {
+			var req trellis.RetryRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.Retry(ctx, req)
+		},
+		OpControl: func(ctx context.Context, data []byte) (any, error) {
+			var req trellis.ControlRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.Control(ctx, req)
+		},
+		OpControls: func(ctx context.Context, data []byte) (any, error) {
+			var req controlsRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.Controls(ctx, req.Queue)
+		},
 	}
 	for op, fn := range ops {
 		fn := fn

@@ -15,6 +15,9 @@ const (
 	OpQueueShow = "queue.show"
 	OpQueueList = "queue.list"
 	OpReplay    = "replay"
+	OpRetry     = "queue.retry"
+	OpControl   = "queue.control"
+	OpControls  = "queue.controls"
 )
 
 // reply is the body of every answer.
@@ -27,6 +30,11 @@ type replyError struct {
 	Code    string `json:"code"`
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message"`
+}
+
+// controlsRequest names one queue.
+type controlsRequest struct {
+	Queue string `json:"queue"`
 }
 
 // showRequest names one task.

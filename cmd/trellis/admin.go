@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trellis/trellis"
+)
+
+func (a *app) queueRetry() *cobra.Command {
+	var asJSON bool
+	var req trellis.RetryRequest
+	c := &cobra.Command{
+		Use:     "retry TASK_ID",
+		Short:   "Queue a failed or dead task again with fresh attempts",
+		Example: "  trellis queue retry 01J... ",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.TaskID = args[0]
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			t, err := s.admin.Retry(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, t)
+			}
+			printTask(a.stdout, t)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&req.Actor, "actor", "", "who asks (recorded in the history; default operator)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// queueControl builds pause, resume and limit: cluster-wide controls of a
+// queue, recorded as events.
+func (a *app) queueControl(action, short, example string) *cobra.Command {
+	var asJSON bool
+	var req trellis.ControlRequest
+	use := action + " QUEUE"
+	args := cobra.ExactArgs(1)
+	if action == "limit" {
+		use = "limit QUEUE MAX_IN_FLIGHT"
+		args = cobra.ExactArgs(2)
+	}
+	c := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Queue, req.Action = args[0], action
+			if action == "limit" {
+				if _, err := fmt.Sscanf(args[1], "%d", &req.MaxInFlight); err != nil {
+					return trellis.FieldError("max_in_flight", "%q is not a number", args[1])
+				}
+			}
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			ctl, err := s.admin.Control(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, ctl)
+			}
+			printControls(a, ctl)
+			return nil
+		},
+	}
+	if action == "pause" {
+		c.Flags().StringVar(&req.Reason, "reason", "", "why (recorded in the history)")
+	}
+	c.Flags().StringVar(&req.Actor, "actor", "", "who asks (recorded in the history; default operator)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) queueControls() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "controls QUEUE",
+		Short:   "Show a queue's controls: paused, global concurrency limit",
+		Example: "  trellis queue controls default",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			ctl, err := s.admin.Controls(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, ctl)
+			}
+			printControls(a, ctl)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func printControls(a *app, c *trellis.QueueControls) {
+	state := "running"
+	if c.Paused {
+		state = "paused"
+	}
+	limit := "unlimited"
+	if c.MaxInFlight > 0 {
+		limit = fmt.Sprint(c.MaxInFlight)
+	}
+	fmt.Fprintf(a.stdout, "queue %s: %s, max in flight %s\n", c.Queue, state, limit)
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/workers"
+)
+
+func (a *app) workerCommand() *cobra.Command {
+	var cfg workers.Config
+	var command, metricsAddr string
+	var backoff time.Duration
+	c := &cobra.Command{
+		Use:   "worker --queue Q --exec CMD",
+		Short: "Run a worker pool: claim tasks with a lease, run CMD per task, retry failures, drain on SIGTERM",
+		Long: `Runs CMD (with sh -c) for each task claimed from the queue. The task packet is JSON on stdin;
+TRELLIS_TASK_ID, TRELLIS_QUEUE and TRELLIS_ATTEMPT are set. Exit 0 finishes the task: if the last
+stdout line is a JSON object, its fields (what_was_done, what_changed, what_next, blockers, citations,
+steps_used, tool_calls_used) fill the checkpoint, else the stdout tail is what_was_done. A non-zero
+exit is a failed attempt (the stderr tail is the error), retried with exponential backoff and jitter
+until the task's max attempts, then the task is dead.
+
+A claim holds a lease that the worker extends while CMD runs; a worker that dies loses its leases and
+another worker takes the tasks over after the lease. SIGTERM or SIGINT drains: no new claims, running
+commands get --grace to finish, the rest are released back to the queue.`,
+		Example: `  trellis worker --queue default --concurrency 4 --exec ./handle-task.sh
+  trellis worker --queue builds --exec 'make -C "$(jq -r .inputs[0])"' --lease 1m --grace 2m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if command == "" {
+				return trellis.FieldError("exec", "is required: the command to run per task")
+			}
+			if err := trellis.ValidateQueueName(cfg.Queue); err != nil {
+				return err
+			}
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			log := slog.New(slog.NewTextHandler(a.stderr, nil))
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			cfg.Metrics = workers.NewMetrics(reg)
+			cfg.Logger = log
+			if metricsAddr != "" {
+				ln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return trellis.Errorf(trellis.CodeInvalid, "metrics address %s: %w", metricsAddr, err)
+				}
+				srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+				go func() {
+					if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						log.Error("metrics server", "err", err)
+					}
+				}()
+				defer srv.Close()
+				fmt.Fprintf(a.stderr, "worker metrics: http://%s/metrics\n", ln.Addr())
+			}
+			qcfg := handlers.QueueConfig{}
+			if backoff > 0 {
+				qcfg.RetryBackoff = handlers.ExponentialBackoff(backoff, 5*time.Minute)
+			}
+			pool, err := workers.New(handlers.NewQueue(s.store, qcfg), &workers.Exec{Command: command}, cfg)
+			if err != nil {
+				return err
+			}
+			log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "lease", cfg.Lease)
+			return pool.Run(cmd.Context())
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.Queue, "queue", trellis.DefaultQueue, "queue to work")
+	f.IntVar(&cfg.Concurrency, "concurrency", 1, "tasks run at once")
+	f.StringVar(&command, "exec", "", "command run per task with sh -c (required)")
+	f.DurationVar(&cfg.Lease, "lease", 30*time.Second, "how long a claim survives without a heartbeat (the queue consumer's AckWait)")
+	f.DurationVar(&cfg.Grace, "grace", 30*time.Second, "on SIGTERM, how long running commands may finish before their tasks are released")
+	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>)")
+	f.DurationVar(&backoff, "backoff", time.Second, "first retry delay; doubles per attempt up to 5m, with jitter")
+	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:0", "serve Prometheus /metrics here (port 0 picks one; empty disables)")
+	return c
+}

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/server"
+)
+
+// These tests run real `trellis` processes (built once) against a real
+// server: workers killed with SIGKILL, drained with SIGTERM, and a server
+// restarted under them.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func trellisBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "trellis-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "trellis")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// proc is a running trellis process.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func startProc(t *testing.T, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(trellisBinary(t), args...)
+	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = &lockedWriter{w: p.stderr}
+	cmd.Stdout = &lockedWriter{w: &bytes.Buffer{}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("trellis %v stderr:\n%s", args, p.stderr.String())
+		}
+	})
+	return p
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (p *proc) wait(t *testing.T, within time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(within):
+		t.Fatalf("process did not exit within %s", within)
+		return nil
+	}
+}
+
+// queueServer starts Trellis in-process with its NATS reachable on loopback.
+func queueServer(t *testing.T) (*server.Server, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir(), NATSAddr: "127.0.0.1:0", ServeAPI: true, SyncInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv, srv.Info().NATSURL
+}
+
+func addTasks(t *testing.T, q trellis.QueueService, queue string, n, maxAttempts int) []string {
+	t.Helper()
+	var ids []string
+	for i := 0; i < n; i++ {
+		task, err := q.Add(context.Background(), trellis.AddTaskRequest{Queue: queue, Objective: fmt.Sprintf("task %d", i), MaxAttempts: maxAttempts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.TaskID)
+	}
+	return ids
+}
+
+// waitAll polls until every task has status s.
+func waitAll(t *testing.T, q trellis.QueueService, ids []string, s trellis.Status, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		n := 0
+		for _, id := range ids {
+			task, err := q.Show(context.Background(), id)
+			if err == nil && task.Status == s {
+				n++
+			}
+		}
+		if n == len(ids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d tasks are %s after %s", n, len(ids), s, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// eventCounts counts events per type and task.
+func eventCounts(t *testing.T, store *events.Store) map[string]map[string]int {
+	t.Helper()
+	out := map[string]map[string]int{}
+	err := store.Read(context.Background(), events.StreamQueue, "", 0, func(r events.Recorded) error {
+		if out[r.Type] == nil {
+			out[r.Type] = map[string]int{}
+		}
+		out[r.Type][r.AggregateID]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func workerArgs(url, queue, id string, extra ...string) []string {
+	return append([]string{"worker", "--nats-url", url, "--queue", queue, "--worker-id", id, "--metrics-addr", ""}, extra...)
+}
+
+// TestWorkerProcessesSurviveSIGKILL: 3 worker processes × concurrency 3
+// over 300 tasks; one is killed with SIGKILL after 2 s. Every task ends
+// done with exactly one completion; the killed worker's tasks are taken
+// over after the lease.
+func TestWorkerProcessesSurviveSIGKILL(t *testing.T) {
+	t.Parallel()
+	srv, url := queueServer(t)
+	svc := srv.Service()
+	ids := addTasks(t, svc, "fleet", 300, 0)
+	cmd := `sleep 0.05; echo '{"what_was_done":"processed","steps_used":1}'`
+	var procs []*proc
+	for i := 0; i < 3; i++ {
+		procs = append(procs, startProc(t, workerArgs(url, "fleet", "w"+strconv.Itoa(i), "--concurrency", "3", "--exec", cmd, "--lease", "2s")...))
+	}
+	time.Sleep(2 * time.Second)
+	if err := procs[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitAll(t, svc, ids, trellis.StatusDone, 90*time.Second)
+	counts := eventCounts(t, srv.Store())
+	for _, id := range ids {
+		if n := counts[events.TaskCompleted][id]; n != 1 {
+			t.Fatalf("task %s has %d completion events", id, n)
+		}
+	}
+	claims := 0
+	for _, n := range counts[events.TaskClaimed] {
+		claims += n
+	}
+	t.Logf("300 tasks, %d claims: %d re-executions after the SIGKILL, %d lease expiries recorded",
+		claims, claims-300, len(counts[events.TaskLeaseExpired]))
+	if claims-300 != len(counts[events.TaskLeaseExpired]) {
+		t.Fatalf("%d re-executions but %d lease expiries: every re-execution must follow an expired lease", claims-300, len(counts[events.TaskLeaseExpired]))
+	}
+	for id := range counts[events.TaskLeaseExpired] {
+		recs, err := svc.Audit(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hist []string
+		for _, r := range recs {
+			hist = append(hist, r.Type+"/"+r.Actor)
+		}
+		// claim by A (the killed w0), lease expired, claim by B, done by B.
+		if len(hist) != 5 || hist[1][:10] != "claimed/w0" || hist[2][:13] != "lease_expired" || hist[3][:9] != "claimed/w" || hist[3] != "claimed/"+recs[4].Actor {
+			t.Fatalf("history of a taken-over task: %v", hist)
+		}
+	}
+	for _, p := range procs[1:] {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.wait(t, 20*time.Second); err != nil {
+			t.Fatalf("worker exit after SIGTERM: %v", err)
+		}
+	}
+}
+
+// TestWorkerAlwaysFailingGoesDead: a command that always fails is tried 3
+// times with growing backoff, then the task is dead and can be retried.
+func TestWorkerAlwaysFailingGoesDead(t *testing.T) {
+	t.Parallel()
+	srv, url := queueServer(t)
+	svc := srv.Service()
+	ids := addTasks(t, svc, "broken", 1, 3)
+	startProc(t, workerArgs(url, "broken", "wf", "--exec", "echo boom >&2; exit 3", "--backoff", "400ms")...)
+	waitAll(t, svc, ids, trellis.StatusDead, 30*time.Second)
+	recs, err := svc.Audit(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	var claimed []time.Time
+	for _, r := range recs {
+		types = append(types, r.Type)
+		if r.Type == events.TaskClaimed {
+			claimed = append(claimed, r.Time)
+		}
+	}
+	if fmt.Sprint(types) != "[added claimed attempt_failed claimed attempt_failed claimed dead]" {
+		t.Fatalf("history = %v", types)
+	}
+	g1, g2 := claimed[1].Sub(claimed[0]), claimed[2].Sub(claimed[1])
+	t.Logf("attempts at +0, +%s, +%s (backoff 400 ms doubling, ±20%% jitter)", g1.Round(time.Millisecond), (g1 + g2).Round(time.Millisecond))
+	if g1 < 320*time.Millisecond || g2 < 640*time.Millisecond {
+		t.Fatalf("backoff not visible in the event times: gaps %s, %s", g1, g2)
+	}
+	dead, _ := svc.Show(context.Background(), ids[0])
+	if dead.LastError == "" || dead.Checkpoint == nil || dead.Checkpoint.Error == "" {
+		t.Fatalf("dead task lacks its error: %+v", dead)
+	}
+	l, err := svc.List(context.Background(), trellis.ListRequest{Status: trellis.StatusDead})
+	if err != nil || len(l.Tasks) != 1 {
+		t.Fatalf("list --status dead = %+v, %v", l, err)
+	}
+}
+
+// TestWorkerSIGTERMDrain: SIGTERM with commands in flight: the worker stops
+// claiming, waits the grace period, releases what is left; nothing stays
+// claimed.
+func TestWorkerSIGTERMDrain(t *testing.T) {
+	t.Parallel()
+	srv, url := queueServer(t)
+	svc := srv.Service()
+	ids := addTasks(t, svc, "drain", 4, 0)
+	p := startProc(t, workerArgs(url, "drain", "wd", "--concurrency", "2", "--exec", "sleep 30", "--grace", "1s")...)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l, err := svc.List(context.Background(), trellis.ListRequest{Queue: "drain", Status: trellis.StatusClaimed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Tasks) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("worker never claimed 2 tasks")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	start := time.Now()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(t, 20*time.Second); err != nil {
+		t.Fatalf("worker exit: %v", err)
+	}
+	t.Logf("drained in %s", time.Since(start).Round(time.Millisecond))
+	waitAll(t, svc, ids, trellis.StatusQueued, 5*time.Second)
+	if n := len(eventCounts(t, srv.Store())[events.TaskReleased]); n != 2 {
+		t.Fatalf("%d release events; want 2", n)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestServeRestartMidRun: `trellis serve` (a real process) is restarted
+// while workers run; the workers reconnect by themselves and no task is
+// lost or completed twice.
+func TestServeRestartMidRun(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	addr := freeAddr(t)
+	serve := func() *proc {
+		p := startProc(t, "serve", "--data", data, "--nats-addr", addr, "--http-addr", "")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if info, _ := server.ReadInfo(data); info != nil {
+				return p
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve did not start:\n%s", p.stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	first := serve()
+	url := "nats://" + addr
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client := natsapi.NewClient(nc, 10*time.Second)
+	ids := addTasks(t, client, "restart", 100, 0)
+	for i := 0; i < 2; i++ {
+		startProc(t, workerArgs(url, "restart", "wr"+strconv.Itoa(i), "--concurrency", "2", "--exec", "sleep 0.05", "--lease", "3s")...)
+	}
+	// Restart once some work is done.
+	for {
+		l, err := client.List(context.Background(), trellis.ListRequest{Queue: "restart", Status: trellis.StatusDone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Tasks) >= 15 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = first.cmd.Process.Signal(syscall.SIGTERM)
+	if err := first.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("serve exit: %v", err)
+	}
+	serve()
+	waitAll(t, client, ids, trellis.StatusDone, 90*time.Second)
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := eventCounts(t, store)
+	for _, id := range ids {
+		if counts[events.TaskCompleted][id] != 1 {
+			t.Fatalf("task %s completed %d times", id, counts[events.TaskCompleted][id])
+		}
+	}
+}
