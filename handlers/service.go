@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
@@ -25,6 +27,9 @@ type ServiceConfig struct {
 	ReadTimeout time.Duration
 	// Logger receives projection warnings (default slog.Default()).
 	Logger *slog.Logger
+	// Metrics, when set, receives the queue metrics derived from the log
+	// (events since start, latency histograms, board gauges).
+	Metrics prometheus.Registerer
 }
 
 // Service is Trellis's API: the command handlers plus the projections
@@ -38,6 +43,7 @@ type Service struct {
 	checkpoints *projections.Checkpoints
 	runners     []*projections.Runner
 	boardRunner *projections.Runner
+	metrics     *projections.Runner
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -70,12 +76,25 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.cfg.Metrics != nil {
+		last, err := s.store.LastSeq(ctx, events.StreamQueue)
+		if err != nil {
+			return err
+		}
+		s.metrics = projections.NewRunner(s.store, projections.NewQueueMetrics(s.board, last, s.cfg.Metrics), s.cfg.Logger)
+		if err := s.metrics.Start(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // Close stops the projections and saves their state.
 func (s *Service) Close() error {
 	var first error
+	if s.metrics != nil {
+		_ = s.metrics.Stop()
+	}
 	for _, r := range s.runners {
 		if err := r.Stop(); err != nil && first == nil {
 			first = err

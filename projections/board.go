@@ -165,6 +165,25 @@ func (b *Board) Tasks() []*trellis.Task {
 	return out
 }
 
+// Counts returns the number of tasks per queue and status.
+func (b *Board) Counts() map[string]map[trellis.Status]int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.countsLocked()
+}
+
+func (b *Board) countsLocked() map[string]map[trellis.Status]int {
+	out := make(map[string]map[trellis.Status]int, len(b.counts))
+	for q, m := range b.counts {
+		c := make(map[trellis.Status]int, len(m))
+		for s, n := range m {
+			c[s] = n
+		}
+		out[q] = c
+	}
+	return out
+}
+
 // List returns the rows matching req, oldest first, and the counts of the
 // whole board.
 func (b *Board) List(req trellis.ListRequest) *trellis.TaskList {
@@ -177,15 +196,10 @@ func (b *Board) List(req trellis.ListRequest) *trellis.TaskList {
 		}
 		out.Tasks = append(out.Tasks, Row(t))
 	}
-	for q, m := range b.counts {
-		if req.Queue != "" && q != req.Queue {
-			continue
+	for q, m := range b.countsLocked() {
+		if req.Queue == "" || q == req.Queue {
+			out.Counts[q] = m
 		}
-		c := map[trellis.Status]int{}
-		for s, n := range m {
-			c[s] = n
-		}
-		out.Counts[q] = c
 	}
 	return out
 }

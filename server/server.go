@@ -67,6 +67,7 @@ type Server struct {
 	responder *natsapi.Responder
 	httpSrv   *http.Server
 	httpLn    net.Listener
+	registry  *prometheus.Registry
 	info      Info
 }
 
@@ -124,7 +125,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err = s.store.Ensure(ctx); err != nil {
 		return nil, err
 	}
-	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, Logger: cfg.Logger})
+	s.registry = prometheus.NewRegistry()
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, Logger: cfg.Logger, Metrics: s.registry})
 	if err = s.svc.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -157,14 +160,12 @@ func (s *Server) startHTTP() error {
 		return fmt.Errorf("http: cannot listen on %s: %w", s.cfg.HTTPAddr, err)
 	}
 	s.httpLn = ln
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mcpSrv := mcpapi.NewServer(s.svc, Version)
 	h := httpapi.New(s.svc, httpapi.Config{
 		Logger: s.cfg.Logger,
 		Mounts: map[string]http.Handler{
 			"/mcp":     mcpapi.HTTPHandler(mcpSrv),
-			"/metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+			"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}),
 		},
 	})
 	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
