@@ -50,6 +50,8 @@ type world struct {
 	ids    []string
 	saved  []*trellis.Task
 	files  map[string]string
+	lease  time.Duration
+	stops  []func()
 }
 
 func initScenario(sc *godog.ScenarioContext) {
@@ -58,6 +60,7 @@ func initScenario(sc *godog.ScenarioContext) {
 		w.close()
 		return ctx, err
 	})
+	poolSteps(sc, w)
 	sc.Step(`^a running Trellis server$`, w.runningServer)
 	sc.Step(`^I add (\d+) tasks "([^"]*)" with a budget of (\d+) tool calls and (\d+) steps$`, w.addNumbered)
 	sc.Step(`^a worker "([^"]*)" runs the loop (\d+) times: take the next task, then finish it with "([^"]*)" and next step "([^"]*)"$`, w.workerLoop)
@@ -114,6 +117,7 @@ func (w *world) runningServer() error {
 }
 
 func (w *world) close() {
+	w.stopPools()
 	if w.nc != nil {
 		w.nc.Close()
 	}
