@@ -45,3 +45,31 @@ func BenchmarkQueue(b *testing.B) {
 		b.ReportMetric(rep.ClaimP99Ms, "claim-p99-ms")
 	}
 }
+
+// TestRunWorkersSmoke runs the worker-pool comparison on a tiny workload.
+func TestRunWorkersSmoke(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := bench.RunWorkers(ctx, b.Store, bench.WorkersConfig{Tasks: 50, Levels: []int{1, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 2 || rep.Rows[1].TrellisPerSec <= 0 || rep.Rows[1].RawPerSec <= 0 {
+		t.Fatalf("report = %+v", rep)
+	}
+}
+
+// BenchmarkWorkers runs the worker-pool comparison with fsync on every
+// write. Run with `go test ./bench -run XXX -bench Workers -benchtime 1x -v`.
+func BenchmarkWorkers(b *testing.B) {
+	bundle := eventstest.Start(b, eventstest.Options{Durable: true})
+	for i := 0; i < b.N; i++ {
+		rep, err := bench.RunWorkers(context.Background(), bundle.Store, bench.WorkersConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep.Print(os.Stdout)
+	}
+}

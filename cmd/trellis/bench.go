@@ -18,7 +18,82 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
-	c.AddCommand(a.benchQueue())
+	c.AddCommand(a.benchQueue(), a.benchWorkers())
+	return c
+}
+
+// benchStore starts a fresh embedded server in a temporary directory and
+// returns its store and a cleanup.
+func benchStore(cmd *cobra.Command, syncInterval time.Duration) (*events.Store, func(), error) {
+	dir, err := os.MkdirTemp("", "trellis-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := events.StartEmbedded(events.EmbeddedConfig{StoreDir: dir, Addr: "-", SyncInterval: syncInterval})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	cleanup := func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		os.RemoveAll(dir)
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err == nil {
+		err = store.Ensure(cmd.Context())
+	}
+	if err != nil {
+		nc.Close()
+		cleanup()
+		return nil, nil, err
+	}
+	return store, func() { nc.Close(); cleanup() }, nil
+}
+
+func syncMode(d time.Duration) string {
+	if d > 0 {
+		return "sync every " + d.String()
+	}
+	return "fsync on every write"
+}
+
+func (a *app) benchWorkers() *cobra.Command {
+	var cfg bench.WorkersConfig
+	var syncInterval time.Duration
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "workers",
+		Short:   "Worker-pool tasks/s at 1, 4, 8, 32 handlers (no-op) vs the raw JetStream work-queue rate, with claim latency",
+		Example: "  trellis bench workers --tasks 2000",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, cleanup, err := benchStore(cmd, syncInterval)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			rep, err := bench.RunWorkers(cmd.Context(), store, cfg)
+			if err != nil {
+				return trellis.Errorf(trellis.CodeInternal, "bench: %w", err)
+			}
+			if asJSON {
+				return printJSON(a.stdout, rep)
+			}
+			fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
+			rep.Print(a.stdout)
+			return nil
+		},
+	}
+	c.Flags().IntVar(&cfg.Tasks, "tasks", 1000, "tasks per concurrency level")
+	c.Flags().IntSliceVar(&cfg.Levels, "levels", []int{1, 4, 8, 32}, "handler concurrencies to measure")
+	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
 
@@ -33,28 +108,11 @@ func (a *app) benchQueue() *cobra.Command {
   trellis bench queue --sync-interval 2m    # JetStream's lazy default, for comparison`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := os.MkdirTemp("", "trellis-bench-")
+			store, cleanup, err := benchStore(cmd, syncInterval)
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(dir)
-			ns, err := events.StartEmbedded(events.EmbeddedConfig{StoreDir: dir, Addr: "-", SyncInterval: syncInterval})
-			if err != nil {
-				return err
-			}
-			defer ns.Shutdown()
-			nc, err := nats.Connect("", nats.InProcessServer(ns))
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			store, err := events.NewStore(nc, events.StoreConfig{})
-			if err != nil {
-				return err
-			}
-			if err := store.Ensure(cmd.Context()); err != nil {
-				return err
-			}
+			defer cleanup()
 			rep, err := bench.RunQueue(cmd.Context(), store, cfg)
 			if err != nil {
 				return trellis.Errorf(trellis.CodeInternal, "bench: %w", err)
@@ -62,11 +120,7 @@ func (a *app) benchQueue() *cobra.Command {
 			if asJSON {
 				return printJSON(a.stdout, rep)
 			}
-			mode := "fsync on every write"
-			if syncInterval > 0 {
-				mode = "sync every " + syncInterval.String()
-			}
-			fmt.Fprintf(a.stdout, "mode: %s\n", mode)
+			fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
 			rep.Print(a.stdout)
 			return nil
 		},

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/workers"
+)
+
+// WorkersConfig sizes the worker-pool benchmark.
+type WorkersConfig struct {
+	// Tasks per concurrency level (default 1000).
+	Tasks int
+	// Levels are the handler concurrencies measured (default 1, 4, 8, 32).
+	Levels []int
+}
+
+// WorkersRow is one concurrency level's result.
+type WorkersRow struct {
+	Concurrency   int     `json:"concurrency"`
+	RawPerSec     float64 `json:"raw_workqueue_per_sec"`
+	TrellisPerSec float64 `json:"trellis_per_sec"`
+	Ratio         float64 `json:"ratio"`
+	ClaimP50Ms    float64 `json:"claim_latency_p50_ms"`
+	ClaimP99Ms    float64 `json:"claim_latency_p99_ms"`
+}
+
+// WorkersReport is the result of RunWorkers.
+type WorkersReport struct {
+	Tasks int          `json:"tasks"`
+	Rows  []WorkersRow `json:"rows"`
+}
+
+// Print writes the report as a table.
+func (r *WorkersReport) Print(w io.Writer) {
+	fmt.Fprintf(w, "worker pools end to end: %d tasks per level, no-op handler, same embedded server, file storage\n", r.Tasks)
+	fmt.Fprintf(w, "  %-11s %14s %14s %7s %10s %10s\n", "concurrency", "raw WQ /s", "Trellis /s", "ratio", "claim p50", "claim p99")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "  %-11d %14.0f %14.0f %7.2f %8.2fms %8.2fms\n", row.Concurrency, row.RawPerSec, row.TrellisPerSec, row.Ratio, row.ClaimP50Ms, row.ClaimP99Ms)
+	}
+	fmt.Fprintln(w, "  raw WQ: N goroutines each doing publish -> fetch 1 -> ack on a work-queue stream (one synced write per task)")
+	fmt.Fprintln(w, "  Trellis: N producers add tasks while a pool of N runs them: add, claim and done are checked appends (three synced writes per task)")
+}
+
+// RunWorkers measures, per concurrency level, the raw work-queue consume
+// rate and a worker pool's end-to-end rate over the same number of tasks.
+func RunWorkers(ctx context.Context, store *events.Store, cfg WorkersConfig) (*WorkersReport, error) {
+	if cfg.Tasks <= 0 {
+		cfg.Tasks = 1000
+	}
+	if len(cfg.Levels) == 0 {
+		cfg.Levels = []int{1, 4, 8, 32}
+	}
+	rep := &WorkersReport{Tasks: cfg.Tasks}
+	for _, c := range cfg.Levels {
+		raw, err := rawRoundTrip(ctx, store, cfg.Tasks, c)
+		if err != nil {
+			return nil, fmt.Errorf("raw work queue at %d: %w", c, err)
+		}
+		row, err := poolRun(ctx, store, cfg.Tasks, c)
+		if err != nil {
+			return nil, fmt.Errorf("worker pool at %d: %w", c, err)
+		}
+		row.RawPerSec = raw
+		if raw > 0 {
+			row.Ratio = row.TrellisPerSec / raw
+		}
+		rep.Rows = append(rep.Rows, *row)
+	}
+	return rep, nil
+}
+
+// rawRoundTrip is the raw work-queue round trip of the queue benchmark
+// (publish -> fetch 1 -> ack) run by c goroutines over n messages.
+func rawRoundTrip(ctx context.Context, store *events.Store, n, c int) (float64, error) {
+	return rawWorkQueue(ctx, store, QueueConfig{Tasks: n, Workers: c})
+}
+
+// poolRun times n tasks end to end: c producers add them while a pool of
+// c no-op handlers claims and finishes them, until all are done.
+func poolRun(ctx context.Context, store *events.Store, n, c int) (*WorkersRow, error) {
+	queue := "wbench-" + strconv.Itoa(c) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	q := handlers.NewQueue(store, handlers.QueueConfig{})
+	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
+		return nil, err
+	}
+	metrics := workers.NewMetrics(prometheus.NewRegistry())
+	done := make(chan struct{}, n)
+	h := workers.HandlerFunc(func(context.Context, *trellis.Task, *workers.Progress) (*trellis.Checkpoint, error) {
+		return &trellis.Checkpoint{WhatWasDone: "noop"}, nil
+	})
+	pool, err := workers.New(handlers.NewQueue(store, handlers.QueueConfig{}), countingHandler{h, done}, workers.Config{
+		Queue: queue, Worker: "bench", Concurrency: c, Logger: slog.New(slog.DiscardHandler), Metrics: metrics, FetchWait: 200 * time.Millisecond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	start := time.Now()
+	go func() { _ = pool.Run(runCtx); close(finished) }()
+	addErr := make(chan error, 1)
+	go func() {
+		_, err := parallel(c, n, func(_, _ int) error {
+			_, err := q.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "noop"})
+			return err
+		})
+		addErr <- err
+	}()
+	for i := 0; i < n; i++ {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			stop()
+			return nil, ctx.Err()
+		}
+	}
+	// A task counts once its done event is recorded and its dispatch
+	// acknowledged: wait for the in-flight gauge to drain.
+	for inFlight(metrics, queue) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	stop()
+	<-finished
+	if err := <-addErr; err != nil {
+		return nil, err
+	}
+	hist := histogram(metrics.ClaimLatency.WithLabelValues(queue))
+	return &WorkersRow{
+		Concurrency:   c,
+		TrellisPerSec: float64(n) / elapsed.Seconds(),
+		ClaimP50Ms:    quantile(hist, 0.50) * 1000,
+		ClaimP99Ms:    quantile(hist, 0.99) * 1000,
+	}, nil
+}
+
+// countingHandler signals every handler return.
+type countingHandler struct {
+	workers.Handler
+	done chan<- struct{}
+}
+
+func (c countingHandler) Handle(ctx context.Context, t *trellis.Task, p *workers.Progress) (*trellis.Checkpoint, error) {
+	defer func() { c.done <- struct{}{} }()
+	return c.Handler.Handle(ctx, t, p)
+}
+
+func inFlight(m *workers.Metrics, queue string) float64 {
+	var d dto.Metric
+	if err := m.InFlight.WithLabelValues(queue).Write(&d); err != nil {
+		return 0
+	}
+	return d.GetGauge().GetValue()
+}
+
+func histogram(o prometheus.Observer) *dto.Histogram {
+	var d dto.Metric
+	if m, ok := o.(prometheus.Metric); ok && m.Write(&d) == nil {
+		return d.GetHistogram()
+	}
+	return nil
+}
+
+// quantile estimates a quantile from histogram buckets by linear
+// interpolation within the bucket that holds it.
+func quantile(h *dto.Histogram, q float64) float64 {
+	if h == nil || h.GetSampleCount() == 0 {
+		return math.NaN()
+	}
+	rank := q * float64(h.GetSampleCount())
+	var prevCount, prevBound float64
+	for _, b := range h.GetBucket() {
+		count, bound := float64(b.GetCumulativeCount()), b.GetUpperBound()
+		if count >= rank {
+			if count == prevCount {
+				return bound
+			}
+			return prevBound + (bound-prevBound)*(rank-prevCount)/(count-prevCount)
+		}
+		prevCount, prevBound = count, bound
+	}
+	return prevBound
+}
