@@ -17,6 +17,10 @@ import (
 // and decides again, or reports a conflict.
 var ErrWrongLastSequence = errors.New("aggregate changed concurrently (wrong last sequence)")
 
+// ErrPayloadTooLarge reports an event bigger than the NATS server accepts
+// in one message.
+var ErrPayloadTooLarge = errors.New("event is larger than the server's maximum message size")
+
 // ErrNotFound reports an aggregate or message with no events.
 var ErrNotFound = errors.New("no events")
 
@@ -140,6 +144,9 @@ func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect
 		jetstream.WithMsgID(msgID),
 		jetstream.WithExpectLastSequenceForSubject(expect.LastSeq, expect.Filter),
 	}
+	if max := s.nc.MaxPayload(); max > 0 && int64(len(body)+len(subject)+256) > max {
+		return Appended{}, fmt.Errorf("append %s: %d bytes: %w", subject, len(body), ErrPayloadTooLarge)
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.AppendTimeout)
@@ -213,8 +220,17 @@ const loadBatch = 512
 // aggregate does not exist). It uses batched direct gets: one round trip per
 // 512 events.
 func (s *Store) Load(ctx context.Context, stream, filter string) ([]Recorded, uint64, error) {
+	return s.LoadFrom(ctx, stream, filter, 1)
+}
+
+// LoadFrom is Load starting at stream sequence from: the events a cached
+// aggregate has not seen yet. The returned sequence is 0 when there are
+// none.
+func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64) ([]Recorded, uint64, error) {
 	var out []Recorded
-	var from uint64 = 1
+	if from == 0 {
+		from = 1
+	}
 	for {
 		batch, more, err := s.directBatch(ctx, stream, filter, from)
 		if err != nil {

@@ -22,6 +22,8 @@ type ServiceConfig struct {
 	DataDir string
 	// Queue configures the queue handler.
 	Queue QueueConfig
+	// Vine configures the VINE handler (workspace roots).
+	Vine VineConfig
 	// ReadTimeout bounds how long a read waits for a projection to catch up
 	// with the log (default 10 s).
 	ReadTimeout time.Duration
@@ -39,6 +41,9 @@ type Service struct {
 	store       *events.Store
 	cfg         ServiceConfig
 	queue       *Queue
+	vine        *Vine
+	frontiers   *projections.Frontiers
+	frontierRun *projections.Runner
 	board       *projections.Board
 	checkpoints *projections.Checkpoints
 	runners     []*projections.Runner
@@ -64,8 +69,11 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 		board:       projections.NewBoard(projDir),
 		checkpoints: projections.NewCheckpoints(filepath.Join(cfg.DataDir, "checkpoints"), projDir),
 	}
+	s.vine = NewVine(store, cfg.Vine)
+	s.frontiers = projections.NewFrontiers(projDir)
 	s.boardRunner = projections.NewRunner(store, s.board, cfg.Logger)
-	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger)}
+	s.frontierRun = projections.NewRunner(store, s.frontiers, cfg.Logger)
+	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun}
 	return s
 }
 

@@ -123,7 +123,7 @@ func (b *Board) Save(seq uint64) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(b.path, data)
+	return WriteFileAtomic(b.path, data)
 }
 
 // Reset implements Projection.

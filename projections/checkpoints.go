@@ -89,12 +89,12 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 		return nil
 	}
 	cp.CreatedAt = rec.Time
-	return writeFileAtomic(c.Path(rec.AggregateID), []byte(RenderCheckpoint(rec.AggregateID, status, worker, cp)))
+	return WriteFileAtomic(c.Path(rec.AggregateID), []byte(RenderCheckpoint(rec.AggregateID, status, worker, cp)))
 }
 
 // Save implements Projection.
 func (c *Checkpoints) Save(seq uint64) error {
-	return writeFileAtomic(c.posPath, []byte(strconv.FormatUint(seq, 10)+"\n"))
+	return WriteFileAtomic(c.posPath, []byte(strconv.FormatUint(seq, 10)+"\n"))
 }
 
 // Reset implements Projection: removes every checkpoint file and the

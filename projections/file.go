@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic writes data to path through a synced temporary file and a
+// WriteFileAtomic writes data to path through a synced temporary file and a
 // rename, so a crash leaves either the old or the new content.
-func writeFileAtomic(path string, data []byte) error {
+func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)

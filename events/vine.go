@@ -1,0 +1,207 @@
+package events
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/trellis/trellis/vine"
+)
+
+// VINE graph event types: the last token of trellis.vine.<graph_id>.<type>.
+const (
+	// GraphImported records a .vine file taken under Trellis's care: the
+	// whole graph, canonically serialized.
+	GraphImported = "imported"
+	// GraphBatchApplied records one atomic batch of mutations (vine write,
+	// a claim, a status change).
+	GraphBatchApplied = "batch_applied"
+	// GraphExpanded records the expansion of a reference node with the
+	// child graph it inlined.
+	GraphExpanded = "expanded"
+	// GraphHandEdited records a change made to the file by hand, detected
+	// before a command ran: the whole graph as the file then held it.
+	GraphHandEdited = "hand_edited"
+)
+
+// VineSchema is the current schema version of every VINE payload.
+const VineSchema = 1
+
+// VineSubject is the subject of a graph event.
+func VineSubject(graphID, typ string) string { return "trellis.vine." + graphID + "." + typ }
+
+// GraphFilter is the subject filter of one graph aggregate.
+func GraphFilter(graphID string) string { return "trellis.vine." + graphID + ".>" }
+
+// GraphID derives a graph's id from its file path relative to the
+// workspace root: "g" and 20 hex digits of SHA-256. Machines that share a
+// workspace layout agree on the id.
+func GraphID(relPath string) string {
+	sum := sha256.Sum256([]byte(strings.TrimPrefix(relPath, "./")))
+	return "g" + hex.EncodeToString(sum[:10])
+}
+
+// GraphSnapshotPayload is the payload of imported and hand_edited events:
+// the graph's canonical text, gzip-compressed and base64-encoded so large
+// graphs fit in one message.
+type GraphSnapshotPayload struct {
+	Path   string `json:"path"`
+	TextGz string `json:"text_gz"`
+	Hash   string `json:"hash"`
+	Nodes  int    `json:"nodes"`
+}
+
+// GraphBatchPayload is the payload of a batch_applied event.
+type GraphBatchPayload struct {
+	Ops     []vine.Op `json:"ops"`
+	Summary string    `json:"summary"`
+	Hash    string    `json:"hash,omitempty"`
+}
+
+// GraphExpandedPayload is the payload of an expanded event.
+type GraphExpandedPayload struct {
+	RefID     string `json:"ref_id"`
+	ChildPath string `json:"child_path"`
+	TextGz    string `json:"text_gz"`
+	Hash      string `json:"hash,omitempty"`
+}
+
+// TextHash is the hash recorded for a canonical text.
+func TextHash(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Compress gzips and base64-encodes text.
+func Compress(text string) (string, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(zw, text); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+// Decompress reverses Compress.
+func Decompress(s string) (string, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", fmt.Errorf("decode snapshot: %w", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return "", fmt.Errorf("decompress snapshot: %w", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, 256<<20))
+	if err != nil {
+		return "", fmt.Errorf("decompress snapshot: %w", err)
+	}
+	return string(out), nil
+}
+
+// GraphState is a graph aggregate folded from its events.
+type GraphState struct {
+	GraphID string
+	Path    string
+	Graph   vine.Graph
+	// Events counts the events folded.
+	Events int
+}
+
+// ApplyGraph folds one graph event into st (nil before the first) and
+// returns the new state. It is the single definition of what each VINE
+// event means, for the command side and the projections alike. Batches are
+// replayed through vine.Apply, which is deterministic.
+func ApplyGraph(st *GraphState, rec Recorded) (*GraphState, error) {
+	if rec.Schema > VineSchema {
+		return st, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, VineSchema)
+	}
+	switch rec.Type {
+	case GraphImported, GraphHandEdited:
+		var p GraphSnapshotPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return st, err
+		}
+		text, err := Decompress(p.TextGz)
+		if err != nil {
+			return st, err
+		}
+		g, err := vine.Parse(text)
+		if err != nil {
+			return st, fmt.Errorf("event %s: stored graph does not parse: %w", rec.ID, err)
+		}
+		next := &GraphState{GraphID: rec.AggregateID, Path: p.Path, Graph: g}
+		if st != nil {
+			next.Events = st.Events
+			if p.Path == "" {
+				next.Path = st.Path
+			}
+		}
+		next.Events++
+		return next, nil
+	}
+	if st == nil {
+		return nil, fmt.Errorf("event %s (%s) precedes its graph's import", rec.ID, rec.Type)
+	}
+	switch rec.Type {
+	case GraphBatchApplied:
+		var p GraphBatchPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return st, err
+		}
+		res, err := vine.Apply(st.Graph, p.Ops)
+		if err != nil {
+			return st, fmt.Errorf("event %s: batch no longer applies: %w", rec.ID, err)
+		}
+		return &GraphState{GraphID: st.GraphID, Path: st.Path, Graph: res.Graph, Events: st.Events + 1}, nil
+	case GraphExpanded:
+		var p GraphExpandedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return st, err
+		}
+		text, err := Decompress(p.TextGz)
+		if err != nil {
+			return st, err
+		}
+		child, err := vine.Parse(text)
+		if err != nil {
+			return st, fmt.Errorf("event %s: stored child graph does not parse: %w", rec.ID, err)
+		}
+		g, err := vine.Expand(st.Graph, p.RefID, child)
+		if err != nil {
+			return st, fmt.Errorf("event %s: expansion no longer applies: %w", rec.ID, err)
+		}
+		return &GraphState{GraphID: st.GraphID, Path: st.Path, Graph: g, Events: st.Events + 1}, nil
+	}
+	return st, nil // unknown types are ignored so newer writers do not break older readers
+}
+
+// TouchesTask reports whether a graph event concerns the task id: the
+// snapshots and expansions concern every task; a batch concerns the tasks
+// its operations name.
+func TouchesTask(rec Recorded, id string) bool {
+	if rec.Type != GraphBatchApplied {
+		return true
+	}
+	var p GraphBatchPayload
+	if rec.DecodePayload(&p) != nil {
+		return false
+	}
+	for _, op := range p.Ops {
+		if op.ID == id || op.TaskID == id || op.DepID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,199 @@
+package projections
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/vine"
+)
+
+// Frontiers keeps every VINE graph's execution frontier current from the
+// log. A status change (set_status, claim, update) updates the graph's
+// frontier index incrementally, with work proportional to the changed
+// node's edges; structural changes rebuild that graph's index. Reads answer
+// from the index without walking dependencies. It is persisted as a
+// snapshot of every graph's canonical text.
+type Frontiers struct {
+	path string
+
+	mu     sync.RWMutex
+	graphs map[string]*frontierEntry
+}
+
+type frontierEntry struct {
+	path  string
+	index *vine.FrontierIndex
+}
+
+// frontiersSnapshot is the persisted form.
+type frontiersSnapshot struct {
+	Version int                `json:"version"`
+	LastSeq uint64             `json:"last_seq"`
+	Graphs  []frontierSnapshot `json:"graphs"`
+}
+
+type frontierSnapshot struct {
+	GraphID string `json:"graph_id"`
+	Path    string `json:"path"`
+	TextGz  string `json:"text_gz"`
+}
+
+const frontiersVersion = 1
+
+// NewFrontiers returns the projection persisted at <dir>/frontiers.json.
+func NewFrontiers(dir string) *Frontiers {
+	return &Frontiers{path: filepath.Join(dir, "frontiers.json"), graphs: map[string]*frontierEntry{}}
+}
+
+// Name implements Projection.
+func (f *Frontiers) Name() string { return "frontiers" }
+
+// Stream implements Projection.
+func (f *Frontiers) Stream() string { return events.StreamVine }
+
+// Load implements Projection.
+func (f *Frontiers) Load() (uint64, error) {
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var snap frontiersSnapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return 0, fmt.Errorf("frontier snapshot %s is corrupt (delete it or run trellis replay): %w", f.path, err)
+	}
+	if snap.Version != frontiersVersion {
+		return 0, nil
+	}
+	graphs := map[string]*frontierEntry{}
+	for _, g := range snap.Graphs {
+		text, err := events.Decompress(g.TextGz)
+		if err != nil {
+			return 0, err
+		}
+		parsed, err := vine.Parse(text)
+		if err != nil {
+			return 0, fmt.Errorf("frontier snapshot of %s: %w", g.GraphID, err)
+		}
+		graphs[g.GraphID] = &frontierEntry{path: g.Path, index: vine.NewFrontierIndex(parsed)}
+	}
+	f.mu.Lock()
+	f.graphs = graphs
+	f.mu.Unlock()
+	return snap.LastSeq, nil
+}
+
+// Apply implements Projection.
+func (f *Frontiers) Apply(rec events.Recorded) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.graphs[rec.AggregateID]
+	if rec.Type == events.GraphBatchApplied && e != nil {
+		var p events.GraphBatchPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return err
+		}
+		if _, err := e.index.Apply(p.Ops); err != nil {
+			return fmt.Errorf("graph %s: batch %s no longer applies: %w", rec.AggregateID, rec.ID, err)
+		}
+		return nil
+	}
+	var st *events.GraphState
+	if e != nil {
+		st = &events.GraphState{GraphID: rec.AggregateID, Path: e.path, Graph: e.index.Graph()}
+	}
+	next, err := events.ApplyGraph(st, rec)
+	if err != nil {
+		return err
+	}
+	if next == nil || next == st {
+		return nil
+	}
+	f.graphs[rec.AggregateID] = &frontierEntry{path: next.Path, index: vine.NewFrontierIndex(next.Graph.Clone())}
+	return nil
+}
+
+// Save implements Projection.
+func (f *Frontiers) Save(seq uint64) error {
+	f.mu.RLock()
+	ids := make([]string, 0, len(f.graphs))
+	for id := range f.graphs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	snap := frontiersSnapshot{Version: frontiersVersion, LastSeq: seq}
+	for _, id := range ids {
+		e := f.graphs[id]
+		text, err := vine.Serialize(e.index.Graph())
+		if err != nil {
+			f.mu.RUnlock()
+			return fmt.Errorf("graph %s: %w", id, err)
+		}
+		gz, err := events.Compress(text)
+		if err != nil {
+			f.mu.RUnlock()
+			return err
+		}
+		snap.Graphs = append(snap.Graphs, frontierSnapshot{GraphID: id, Path: e.path, TextGz: gz})
+	}
+	f.mu.RUnlock()
+	data, err := json.Marshal(snap)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(f.path, data)
+}
+
+// Reset implements Projection.
+func (f *Frontiers) Reset() error {
+	f.mu.Lock()
+	f.graphs = map[string]*frontierEntry{}
+	f.mu.Unlock()
+	if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Frontier returns a graph's frontier, and false for an unknown graph.
+func (f *Frontiers) Frontier(graphID string) (vine.Frontier, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e, ok := f.graphs[graphID]
+	if !ok {
+		return vine.Frontier{}, false
+	}
+	return e.index.Frontier(), true
+}
+
+// Graph returns a clone of a graph's current state, and false for an
+// unknown graph.
+func (f *Frontiers) Graph(graphID string) (vine.Graph, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e, ok := f.graphs[graphID]
+	if !ok {
+		return vine.Graph{}, false
+	}
+	return e.index.Graph().Clone(), true
+}
+
+// GraphIDs lists the graphs the projection knows.
+func (f *Frontiers) GraphIDs() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]string, 0, len(f.graphs))
+	for id := range f.graphs {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
