@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
+	"github.com/trellis/trellis/vine"
 )
 
 // ServiceConfig configures a Service.
@@ -212,11 +214,37 @@ func (s *Service) CatchUp(ctx context.Context) error {
 	return nil
 }
 
-// Audit returns every event of the aggregate with the given id, in order.
-// Today task ids (queue stream) are auditable; other domains add theirs.
+// Audit returns every event of the aggregate with the given id, in order:
+// a task id (ULID) gives the task's queue history; a graph id gives the
+// graph's history; "<graph id>:<task id>" gives the events of the graph
+// that concern that task (its batches, plus imports, hand edits and
+// expansions, which concern every task).
 func Audit(ctx context.Context, store *events.Store, id string) ([]events.Recorded, error) {
+	graph, task, scoped := strings.Cut(id, ":")
+	if isGraphID(graph) {
+		recs, _, err := store.Load(ctx, events.StreamVine, events.GraphFilter(graph))
+		if err != nil {
+			return nil, storeError("audit", err)
+		}
+		if len(recs) == 0 {
+			return nil, trellis.Errorf(trellis.CodeNotFound, "no events for graph %s", graph)
+		}
+		if !scoped {
+			return recs, nil
+		}
+		if !vine.ValidID(task) {
+			return nil, trellis.FieldError("id", "%q is not a VINE task id", task)
+		}
+		var out []events.Recorded
+		for _, r := range recs {
+			if events.TouchesTask(r, task) {
+				out = append(out, r)
+			}
+		}
+		return out, nil
+	}
 	if err := trellis.ValidateTaskID("id", id); err != nil {
-		return nil, err
+		return nil, trellis.FieldError("id", "%q is neither a task id (ULID), a graph id (g + 20 hex) nor <graph id>:<task id>", id)
 	}
 	recs, _, err := store.Load(ctx, events.StreamQueue, events.TaskFilter(id))
 	if err != nil {

@@ -47,6 +47,9 @@ type Config struct {
 	Replicas int
 	// SyncInterval > 0 opts the embedded server out of fsync-per-write.
 	SyncInterval time.Duration
+	// Workspaces are the roots VINE files and their references must lie in
+	// (default: the current directory).
+	Workspaces []string
 	// ServeAPI answers NATS API requests (trellis serve does; a one-shot
 	// CLI command does not).
 	ServeAPI bool
@@ -127,7 +130,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, Logger: cfg.Logger, Metrics: s.registry})
+	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, Logger: cfg.Logger, Metrics: s.registry,
+		Vine: handlers.VineConfig{Roots: cfg.Workspaces}})
 	if err = s.svc.Start(ctx); err != nil {
 		return nil, err
 	}

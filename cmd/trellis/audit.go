@@ -13,7 +13,7 @@ func (a *app) auditCommand() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:     "audit ID",
-		Short:   "Print every event of an aggregate (a task) in order: time, type, actor, payload",
+		Short:   "Print every event of an aggregate in order: a queue task (ULID), a graph (g…), or GRAPH:TASK",
 		Example: "  trellis audit 01J... --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -37,7 +38,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var usage *usageError
-	if errors.As(err, &usage) {
+	if !errors.As(err, &usage) && strings.HasPrefix(err.Error(), "unknown command ") {
+		usage = &usageError{err}
+	}
+	if usage != nil {
 		fmt.Fprintf(stderr, "trellis: invalid: %v\n", usage.err)
 		return trellis.ExitCode(trellis.CodeInvalid)
 	}
@@ -59,6 +63,7 @@ type app struct {
 	stdout, stderr io.Writer
 	dataDir        string
 	natsURL        string
+	workspaces     []string
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -75,7 +80,9 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.PersistentFlags().StringVar(&a.dataDir, "data", envOr("TRELLIS_DATA", "data"), "data directory (env TRELLIS_DATA)")
 	root.PersistentFlags().StringVar(&a.natsURL, "nats-url", os.Getenv("TRELLIS_NATS_URL"), "connect to this NATS server or cluster instead of the embedded one (env TRELLIS_NATS_URL)")
-	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand())
+	root.PersistentFlags().StringSliceVar(&a.workspaces, "workspace", splitList(os.Getenv("TRELLIS_WORKSPACE")),
+		"workspace root(s) holding .vine files and their references (env TRELLIS_WORKSPACE, comma-separated; default the current directory)")
+	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.vineCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
@@ -96,6 +103,16 @@ func wrapArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		wrapArgs(sub)
 	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func envOr(key, def string) string {

@@ -22,7 +22,7 @@ func (a *app) serveCommand() *cobra.Command {
   TRELLIS_NATS_URL=nats://n1:4222,nats://n2:4222 trellis serve --replicas 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.DataDir, cfg.NATSURL = a.dataDir, a.natsURL
+			cfg.DataDir, cfg.NATSURL, cfg.Workspaces = a.dataDir, a.natsURL, a.workspaces
 			cfg.SyncInterval = syncInterval
 			cfg.ServeAPI, cfg.WriteInfo = true, true
 			cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -24,6 +24,7 @@ import (
 type session struct {
 	queue   trellis.QueueService
 	admin   trellis.QueueAdmin
+	vine    trellis.VineService
 	store   *events.Store
 	replay  func(context.Context) (*handlers.ReplayResult, error)
 	dataDir string // where checkpoints are written
@@ -86,6 +87,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 	return &session{
 		queue:   client,
 		admin:   client,
+		vine:    client,
 		store:   store,
 		replay:  client.Replay,
 		dataDir: info.DataDir,
@@ -98,8 +100,9 @@ func (a *app) localSession(ctx context.Context, url string) (*session, error) {
 	srv, err := server.Start(ctx, server.Config{
 		DataDir:  a.dataDir,
 		NATSURL:  url,
-		NATSAddr: "-",
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		NATSAddr:   "-",
+		Workspaces: a.workspaces,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		if errors.Is(err, server.ErrLocked) {
@@ -113,6 +116,7 @@ func (a *app) localSession(ctx context.Context, url string) (*session, error) {
 	return &session{
 		queue:   srv.Service(),
 		admin:   srv.Service(),
+		vine:    srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
 		dataDir: dataDir,

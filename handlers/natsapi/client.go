@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/vine"
 )
 
 // Client calls a running Trellis server over NATS. It implements
@@ -23,6 +24,7 @@ type Client struct {
 var (
 	_ trellis.QueueService = (*Client)(nil)
 	_ trellis.QueueAdmin   = (*Client)(nil)
+	_ trellis.VineService  = (*Client)(nil)
 )
 
 // NewClient returns a client with the given per-request timeout (default
@@ -162,4 +164,48 @@ func (c *Client) Controls(ctx context.Context, queue string) (*trellis.QueueCont
 		return nil, err
 	}
 	return &out, nil
+}
+
+// callInto sends req to op and decodes the result into a new T.
+func callInto[T any](ctx context.Context, c *Client, op string, req any) (*T, error) {
+	var out T
+	if err := c.call(ctx, op, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// VineNext implements trellis.VineService.
+func (c *Client) VineNext(ctx context.Context, req trellis.VineFileRequest) (*vine.Frontier, error) {
+	return callInto[vine.Frontier](ctx, c, OpVineNext, req)
+}
+
+// VineRead implements trellis.VineService.
+func (c *Client) VineRead(ctx context.Context, req trellis.VineReadRequest) (*trellis.VineReadResult, error) {
+	return callInto[trellis.VineReadResult](ctx, c, OpVineRead, req)
+}
+
+// VineWrite implements trellis.VineService.
+func (c *Client) VineWrite(ctx context.Context, req trellis.VineWriteRequest) (*trellis.VineWriteResult, error) {
+	return callInto[trellis.VineWriteResult](ctx, c, OpVineWrite, req)
+}
+
+// VineClaim implements trellis.VineService.
+func (c *Client) VineClaim(ctx context.Context, req trellis.VineClaimRequest) (*trellis.VineClaimResult, error) {
+	return callInto[trellis.VineClaimResult](ctx, c, OpVineClaim, req)
+}
+
+// VineExpand implements trellis.VineService.
+func (c *Client) VineExpand(ctx context.Context, req trellis.VineExpandRequest) (*trellis.VineWriteResult, error) {
+	return callInto[trellis.VineWriteResult](ctx, c, OpVineExpand, req)
+}
+
+// VineImport implements trellis.VineService.
+func (c *Client) VineImport(ctx context.Context, req trellis.VineFileRequest) (*trellis.VineGraphInfo, error) {
+	return callInto[trellis.VineGraphInfo](ctx, c, OpVineImport, req)
+}
+
+// VineExport implements trellis.VineService.
+func (c *Client) VineExport(ctx context.Context, req trellis.VineExportRequest) (*trellis.VineExportResult, error) {
+	return callInto[trellis.VineExportResult](ctx, c, OpVineExport, req)
 }

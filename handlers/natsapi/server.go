@@ -110,6 +110,9 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 			return svc.Controls(ctx, req.Queue)
 		},
 	}
+	for op, fn := range vineOps(svc) {
+		ops[op] = fn
+	}
 	for op, fn := range ops {
 		fn := fn
 		sub, err := nc.QueueSubscribe(Prefix+op, QueueGroup, func(m *nats.Msg) {
@@ -161,4 +164,28 @@ func (r *Responder) Stop() {
 		_ = s.Drain()
 	}
 	r.subs = nil
+}
+
+// handler decodes a request of type R and calls fn.
+func handler[R any, T any](fn func(context.Context, R) (T, error)) func(context.Context, []byte) (any, error) {
+	return func(ctx context.Context, data []byte) (any, error) {
+		var req R
+		if err := trellis.DecodeRequest(data, &req); err != nil {
+			return nil, err
+		}
+		return fn(ctx, req)
+	}
+}
+
+// vineOps are the VINE operations of the API.
+func vineOps(svc trellis.VineService) map[string]func(context.Context, []byte) (any, error) {
+	return map[string]func(context.Context, []byte) (any, error){
+		OpVineNext:   handler(svc.VineNext),
+		OpVineRead:   handler(svc.VineRead),
+		OpVineWrite:  handler(svc.VineWrite),
+		OpVineClaim:  handler(svc.VineClaim),
+		OpVineExpand: handler(svc.VineExpand),
+		OpVineImport: handler(svc.VineImport),
+		OpVineExport: handler(svc.VineExport),
+	}
 }

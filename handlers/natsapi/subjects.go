@@ -18,6 +18,14 @@ const (
 	OpRetry     = "queue.retry"
 	OpControl   = "queue.control"
 	OpControls  = "queue.controls"
+
+	OpVineNext   = "vine.next"
+	OpVineRead   = "vine.read"
+	OpVineWrite  = "vine.write"
+	OpVineClaim  = "vine.claim"
+	OpVineExpand = "vine.expand"
+	OpVineImport = "vine.import"
+	OpVineExport = "vine.export"
 )
 
 // reply is the body of every answer.

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/vine"
+)
+
+// maxVineFile bounds files the pure commands (validate, fmt) read.
+const maxVineFile = 16 << 20
+
+func (a *app) vineCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "vine",
+		Short: "VINE task graphs: validate, format, and run them event-sourced with many agents at once",
+		Long: `VINE graphs (.vine files) are executed as event-sourced aggregates: every mutation batch, claim,
+expansion and hand edit of the file is an event on TRELLIS_VINE, and the file is rewritten from the
+log after each change. Files must lie inside the workspace roots (--workspace, default the current
+directory); the graph id derives from the path relative to the root.`,
+	}
+	c.AddCommand(a.vineValidate(), a.vineFmt(), a.vineNext(), a.vineRead(), a.vineWrite(), a.vineClaim(),
+		a.vineExpand(), a.vineImport(), a.vineExport())
+	return c
+}
+
+// readVineText reads a .vine file for the pure commands.
+func readVineText(path string) (string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", trellis.FieldError("file", "%v", err)
+	}
+	if info.Size() > maxVineFile {
+		return "", trellis.FieldError("file", "%s is %d bytes; .vine files up to %d bytes are accepted", path, info.Size(), maxVineFile)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", trellis.FieldError("file", "%v", err)
+	}
+	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
+		return "", trellis.FieldError("file", "%s holds binary data, not UTF-8 text", path)
+	}
+	return string(data), nil
+}
+
+func vineInvalid(err error) error {
+	return &trellis.Error{Code: trellis.CodeInvalid, Message: err.Error(), Err: err}
+}
+
+func (a *app) vineValidate() *cobra.Command {
+	return &cobra.Command{
+		Use:     "validate FILE",
+		Short:   "Check a .vine file against every VINE constraint (no server needed)",
+		Example: "  trellis vine validate plan.vine",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := readVineText(args[0])
+			if err != nil {
+				return err
+			}
+			g, err := vine.Parse(text)
+			if err != nil {
+				return vineInvalid(err)
+			}
+			if err := vine.Validate(g); err != nil {
+				return vineInvalid(err)
+			}
+			fr := vine.Next(g)
+			title := g.Title()
+			if title != "" {
+				title = " \"" + title + "\""
+			}
+			fmt.Fprintf(a.stdout, "valid: %s%s: %d nodes, root %s (%s), %d complete (%d%%)\n",
+				args[0], title, fr.Progress.Total, fr.Progress.RootID, fr.Progress.RootStatus, fr.Progress.Complete, fr.Progress.Percentage)
+			return nil
+		},
+	}
+}
+
+func (a *app) vineFmt() *cobra.Command {
+	var write bool
+	c := &cobra.Command{
+		Use:     "fmt FILE",
+		Short:   "Print the canonical serialization of a .vine file (or rewrite it with --write)",
+		Example: "  trellis vine fmt plan.vine --write",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := readVineText(args[0])
+			if err != nil {
+				return err
+			}
+			g, err := vine.Parse(text)
+			if err == nil {
+				err = vine.Validate(g)
+			}
+			if err != nil {
+				return vineInvalid(err)
+			}
+			out, err := vine.Serialize(g)
+			if err != nil {
+				return vineInvalid(err)
+			}
+			if !write {
+				_, err := io.WriteString(a.stdout, out)
+				return err
+			}
+			tmp := args[0] + ".tmp"
+			if err := os.WriteFile(tmp, []byte(out), 0o644); err != nil {
+				return trellis.Errorf(trellis.CodeInternal, "write %s: %w", args[0], err)
+			}
+			return os.Rename(tmp, args[0])
+		},
+	}
+	c.Flags().BoolVar(&write, "write", false, "rewrite the file in place")
+	return c
+}
+
+// absFile makes a path absolute so a server in another directory resolves
+// the same file.
+func absFile(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+func printFrontier(w io.Writer, fr *vine.Frontier) {
+	p := fr.Progress
+	fmt.Fprintf(w, "progress: %d/%d complete (%d%%), root %s: %s, %d ready\n", p.Complete, p.Total, p.Percentage, p.RootID, p.RootStatus, p.ReadyCount)
+	section := func(name string, nodes []vine.Node) {
+		if len(nodes) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "%s:\n", name)
+		for _, n := range nodes {
+			fmt.Fprintf(w, "  %-24s %-11s %s\n", n.ID, n.Status, n.ShortName)
+		}
+	}
+	section("ready to start", fr.ReadyToStart)
+	section("ready to complete", fr.ReadyToComplete)
+	section("blocked", fr.Blocked)
+	section("needs expansion", fr.NeedsExpansion)
+}
+
+func (a *app) vineNext() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "next FILE",
+		Short:   "Print the execution frontier: ready to start, ready to complete, blocked, needs expansion, progress",
+		Example: "  trellis vine next plan.vine --json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			fr, err := s.vine.VineNext(cmd.Context(), trellis.VineFileRequest{File: absFile(args[0])})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, fr)
+			}
+			printFrontier(a.stdout, fr)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) vineRead() *cobra.Command {
+	var req trellis.VineReadRequest
+	c := &cobra.Command{
+		Use:     "read FILE ACTION",
+		Short:   "Query a graph: summary, list, task, context, descendants, search, refs, validate",
+		Example: "  trellis vine read plan.vine context --id build\n  trellis vine read plan.vine search --query deploy",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.File, req.Action = absFile(args[0]), args[1]
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			res, err := s.vine.VineRead(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return printJSON(a.stdout, res.Result)
+		},
+	}
+	c.Flags().StringVar(&req.ID, "id", "", "node id (task, context, descendants)")
+	c.Flags().StringVar(&req.Status, "status", "", "status filter (list)")
+	c.Flags().StringVar(&req.Query, "query", "", "search text (list, search)")
+	c.Flags().Bool("json", true, "print JSON (read always prints JSON)")
+	return c
+}
+
+func (a *app) printWrite(res *trellis.VineWriteResult, asJSON bool) error {
+	if asJSON {
+		return printJSON(a.stdout, res)
+	}
+	fmt.Fprintln(a.stdout, res.Summary)
+	for _, r := range res.Results {
+		fmt.Fprintf(a.stdout, "  %s: %s\n", r.Op, r.Summary)
+	}
+	printFrontier(a.stdout, &res.Frontier)
+	return nil
+}
+
+func (a *app) vineWrite() *cobra.Command {
+	var opsJSON, opsFile, agent string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "write FILE --ops JSON",
+		Short: "Apply one atomic batch of operations and rewrite the file",
+		Example: `  trellis vine write plan.vine --ops '[{"op":"set_status","id":"build","status":"reviewing"},
+    {"op":"update","id":"build","decisions":["> built with -trimpath"]}]'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data := []byte(opsJSON)
+			if opsFile != "" {
+				if opsJSON != "" {
+					return trellis.FieldError("ops", "give --ops or --ops-file, not both")
+				}
+				var err error
+				if data, err = os.ReadFile(opsFile); err != nil {
+					return trellis.FieldError("ops-file", "%v", err)
+				}
+			}
+			if strings.TrimSpace(string(data)) == "" {
+				return trellis.FieldError("ops", "is required: a JSON array of operations")
+			}
+			if !utf8.Valid(data) {
+				return trellis.FieldError("ops", "is not valid UTF-8")
+			}
+			ops, err := vine.DecodeOps(data)
+			if err != nil {
+				return &trellis.Error{Code: trellis.CodeInvalid, Field: "ops", Message: err.Error(), Err: err}
+			}
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			res, err := s.vine.VineWrite(cmd.Context(), trellis.VineWriteRequest{File: absFile(args[0]), Operations: ops, Agent: agent})
+			if err != nil {
+				return err
+			}
+			return a.printWrite(res, asJSON)
+		},
+	}
+	c.Flags().StringVar(&opsJSON, "ops", "", "JSON array of operations")
+	c.Flags().StringVar(&opsFile, "ops-file", "", "file holding the JSON array of operations")
+	c.Flags().StringVar(&agent, "agent", "", "who writes (recorded in the history)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) vineClaim() *cobra.Command {
+	var req trellis.VineClaimRequest
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "claim FILE --agent A",
+		Short: "Atomically claim one ready task (the given one, or the first ready) and print it with its context",
+		Long: `Claims a task that is ready to start (sets it started) in one checked append, so two agents never
+start the same task. With --id, a task another agent got first is a conflict (exit 4); without it,
+the next ready task is claimed. Prints null (exit 0) when no task is ready.`,
+		Example: "  trellis vine claim plan.vine --agent agent-3 --json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.File = absFile(args[0])
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			res, err := s.vine.VineClaim(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if res.Task == nil {
+				fmt.Fprintln(a.stdout, "null")
+				return nil
+			}
+			if asJSON {
+				return printJSON(a.stdout, res.Task)
+			}
+			t := res.Task.Task
+			fmt.Fprintf(a.stdout, "claimed %s: %s (now %s)\n", t.ID, t.ShortName, t.Status)
+			if t.Description != "" {
+				fmt.Fprintf(a.stdout, "  %s\n", strings.ReplaceAll(t.Description, "\n", "\n  "))
+			}
+			for _, d := range res.Task.ResolvedDependencies {
+				fmt.Fprintf(a.stdout, "  depends on %s (%s)\n", d.ID, d.Status)
+				for _, dec := range d.Decisions {
+					fmt.Fprintf(a.stdout, "    > %s\n", dec)
+				}
+			}
+			p := res.Progress
+			fmt.Fprintf(a.stdout, "progress: %d/%d complete (%d%%)\n", p.Complete, p.Total, p.Percentage)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&req.ID, "id", "", "claim this task (else the first ready one)")
+	c.Flags().StringVar(&req.Agent, "agent", "", "agent id (required)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) vineExpand() *cobra.Command {
+	var agent string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "expand FILE REF_ID CHILD_FILE",
+		Short:   "Inline the child graph at a reference node and rewrite FILE",
+		Example: "  trellis vine expand project.vine infra ./infra.vine",
+		Args:    cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			child := args[2]
+			if !filepath.IsAbs(child) && !strings.HasPrefix(child, "./") && !strings.HasPrefix(child, "../") {
+				child = "./" + child
+			}
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			res, err := s.vine.VineExpand(cmd.Context(), trellis.VineExpandRequest{File: absFile(args[0]), RefID: args[1], ChildFile: child, Agent: agent})
+			if err != nil {
+				return err
+			}
+			return a.printWrite(res, asJSON)
+		},
+	}
+	c.Flags().StringVar(&agent, "agent", "", "who expands (recorded in the history)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) vineImport() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "import FILE",
+		Short:   "Take a .vine file under Trellis's care (record it in the log), or reconcile a hand edit",
+		Example: "  trellis vine import plan.vine",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			info, err := s.vine.VineImport(cmd.Context(), trellis.VineFileRequest{File: absFile(args[0])})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, info)
+			}
+			what := "already in the log"
+			switch {
+			case info.Imported:
+				what = "imported"
+			case info.HandEdit:
+				what = "hand edit recorded"
+			}
+			fmt.Fprintf(a.stdout, "%s: graph %s (%s), %d nodes, %d%% complete\n", what, info.GraphID, info.Path, info.Progress.Total, info.Progress.Percentage)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) vineExport() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:     "export GRAPH",
+		Short:   "Write a graph's canonical text from the log (by graph id or file) to stdout or --out",
+		Example: "  trellis vine export g3f2a9c0d1e2b3a4c5d6e --out plan.vine",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			graph := args[0]
+			if _, err := os.Stat(graph); err == nil || strings.ContainsAny(graph, "/.") {
+				graph = absFile(graph)
+			}
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			res, err := s.vine.VineExport(cmd.Context(), trellis.VineExportRequest{Graph: graph})
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				_, err := io.WriteString(a.stdout, res.Text)
+				return err
+			}
+			tmp := out + ".tmp"
+			if err := os.WriteFile(tmp, []byte(res.Text), 0o644); err != nil {
+				return trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+			}
+			return os.Rename(tmp, out)
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write to this file")
+	return c
+}
