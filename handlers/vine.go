@@ -555,7 +555,11 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 		seq, err := v.appendEvent(ctx, e, f.graphID, events.GraphExpanded, agentOr(req.Agent), events.GraphExpandedPayload{
 			RefID: req.RefID, ChildPath: filepath.ToSlash(rel), TextGz: gz, Hash: events.TextHash(childText),
 		})
-		if errors.Is(err, events.ErrWrongLastSequence) && attempt+1 < maxGraphAttempts {
+		if errors.Is(err, events.ErrWrongLastSequence) {
+			if attempt+1 >= maxGraphAttempts {
+				return nil, trellis.Errorf(trellis.CodeConflict, "graph %s keeps changing concurrently; try again", f.graphID)
+			}
+			time.Sleep(time.Duration(rand.IntN(1000*(attempt+1))) * time.Microsecond)
 			if err := v.catchUp(ctx, e, f.graphID); err != nil {
 				return nil, err
 			}

@@ -55,7 +55,7 @@ func (s *Service) VineRead(ctx context.Context, req trellis.VineReadRequest) (*t
 	}
 	res, err := vine.Read(g, vine.ReadRequest{Action: req.Action, ID: req.ID, Status: req.Status, Query: req.Query})
 	if err != nil {
-		return nil, vineError("action", err)
+		return nil, vineError(readField(err), err)
 	}
 	return &trellis.VineReadResult{GraphID: id, Action: req.Action, Result: res}, nil
 }
@@ -83,4 +83,20 @@ func (s *Service) VineImport(ctx context.Context, req trellis.VineFileRequest) (
 // VineExport implements trellis.VineService.
 func (s *Service) VineExport(ctx context.Context, req trellis.VineExportRequest) (*trellis.VineExportResult, error) {
 	return s.vine.Export(ctx, req)
+}
+
+// readField names the read argument a vine.Read error is about.
+func readField(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "id is required"):
+		return "id"
+	case strings.Contains(msg, "query"):
+		return "query"
+	case strings.Contains(msg, "status"):
+		return "status"
+	case vine.ErrorCode(err) == vine.CodeNotFound:
+		return ""
+	}
+	return "action"
 }

@@ -101,6 +101,20 @@ func (f *Frontiers) Apply(rec events.Recorded) error {
 		if err := rec.DecodePayload(&p); err != nil {
 			return err
 		}
+		if statusOnly(p.Ops) {
+			// The batch was validated when it was decided: a status change
+			// costs only the changed node's edges.
+			for _, op := range p.Ops {
+				st := op.Status
+				if op.Op == vine.OpClaim {
+					st = vine.StatusStarted
+				}
+				if err := e.index.SetStatus(op.ID, st); err != nil {
+					return fmt.Errorf("graph %s: batch %s no longer applies: %w", rec.AggregateID, rec.ID, err)
+				}
+			}
+			return nil
+		}
 		if _, err := e.index.Apply(p.Ops); err != nil {
 			return fmt.Errorf("graph %s: batch %s no longer applies: %w", rec.AggregateID, rec.ID, err)
 		}
@@ -119,6 +133,17 @@ func (f *Frontiers) Apply(rec events.Recorded) error {
 	}
 	f.graphs[rec.AggregateID] = &frontierEntry{path: next.Path, index: vine.NewFrontierIndex(next.Graph.Clone())}
 	return nil
+}
+
+// statusOnly reports whether a batch only sets statuses (set_status,
+// claim).
+func statusOnly(ops []vine.Op) bool {
+	for _, op := range ops {
+		if op.Op != vine.OpSetStatus && op.Op != vine.OpClaim {
+			return false
+		}
+	}
+	return len(ops) > 0
 }
 
 // Save implements Projection.

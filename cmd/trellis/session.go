@@ -98,8 +98,8 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 
 func (a *app) localSession(ctx context.Context, url string) (*session, error) {
 	srv, err := server.Start(ctx, server.Config{
-		DataDir:  a.dataDir,
-		NATSURL:  url,
+		DataDir:    a.dataDir,
+		NATSURL:    url,
 		NATSAddr:   "-",
 		Workspaces: a.workspaces,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),

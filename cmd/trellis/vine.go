@@ -2,17 +2,20 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/workers"
 )
 
 // maxVineFile bounds files the pure commands (validate, fmt) read.
@@ -28,7 +31,7 @@ log after each change. Files must lie inside the workspace roots (--workspace, d
 directory); the graph id derives from the path relative to the root.`,
 	}
 	c.AddCommand(a.vineValidate(), a.vineFmt(), a.vineNext(), a.vineRead(), a.vineWrite(), a.vineClaim(),
-		a.vineExpand(), a.vineImport(), a.vineExport())
+		a.vineExpand(), a.vineImport(), a.vineExport(), a.vineRun())
 	return c
 }
 
@@ -416,5 +419,57 @@ func (a *app) vineExport() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&out, "out", "", "write to this file")
+	return c
+}
+
+func (a *app) vineRun() *cobra.Command {
+	var agent, command string
+	var idle time.Duration
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "run FILE --agent A [--exec CMD]",
+		Short: "Run the sub-agent loop on a graph until its root is complete (many agents may run it at once)",
+		Long: `Runs seed 001's loop: next -> expand references -> complete what is ready to complete -> claim ONE
+ready task (atomic across agents) -> work -> record decisions -> set reviewing -> repeat, until the root
+is complete. With --exec, CMD (sh -c) does each task: the task and its resolved dependencies as JSON on
+stdin, TRELLIS_VINE_FILE and TRELLIS_VINE_TASK set; every stdout line starting with "> " is recorded as
+a decision; a non-zero exit sets the task blocked with the stderr tail. Without --exec each task is
+marked done by the agent. Exits 0 when the root is complete, 1 when the graph stalls on blocked tasks.`,
+		Example: "  trellis vine run plan.vine --agent agent-1 --exec ./do-task.sh",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := trellis.ValidateWorkerID(agent); err != nil {
+				return trellis.FieldError("agent", "%s", trellis.AsError(err).Message)
+			}
+			s, err := a.openSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			file := absFile(args[0])
+			ag := &workers.VineAgent{Service: s.vine, File: file, Agent: agent, Idle: idle}
+			if command != "" {
+				ag.Work = &workers.VineExec{Command: command, File: file}
+			}
+			rep, err := ag.Run(cmd.Context())
+			if rep != nil {
+				if asJSON {
+					_ = printJSON(a.stdout, rep)
+				} else {
+					fmt.Fprintf(a.stdout, "%s: claimed %d, completed %d, blocked %d, expanded %d; %d/%d complete, root %s\n",
+						agent, len(rep.Claimed), len(rep.Completed), len(rep.Blocked), len(rep.Expanded),
+						rep.Progress.Complete, rep.Progress.Total, rep.Progress.RootStatus)
+				}
+			}
+			if errors.Is(err, workers.ErrStalled) {
+				return trellis.Errorf(trellis.CodeInternal, "%w", err)
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&agent, "agent", "", "agent id (required)")
+	c.Flags().StringVar(&command, "exec", "", "command doing each task (default: mark it done)")
+	c.Flags().DurationVar(&idle, "idle", 10*time.Minute, "give up when nothing is ready for this long while other agents hold started tasks (0 = wait for ever)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the run report as JSON")
 	return c
 }

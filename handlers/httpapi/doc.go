@@ -19,6 +19,16 @@
 //	GET  /v1/queue/tasks/{id}                                    200 task
 //	GET  /v1/queue/export                                        200 application/x-ndjson task packets
 //	GET  /v1/audit/{id}                                          200 AuditResponse
+//	POST /v1/queue/tasks/{id}/retry {"actor"} or no body          200 task
+//	GET  /v1/queues/{queue}/controls                             200 trellis.QueueControls
+//	POST /v1/queues/{queue}/controls trellis.ControlRequest      200 trellis.QueueControls
+//	POST /v1/vine/next              trellis.VineFileRequest      200 vine.Frontier
+//	POST /v1/vine/read              trellis.VineReadRequest      200 trellis.VineReadResult
+//	POST /v1/vine/write             trellis.VineWriteRequest     200 trellis.VineWriteResult
+//	POST /v1/vine/claim             trellis.VineClaimRequest     200 trellis.VineClaimResult (task null when none is ready)
+//	POST /v1/vine/expand            trellis.VineExpandRequest    200 trellis.VineWriteResult
+//	POST /v1/vine/import            trellis.VineFileRequest      200 trellis.VineGraphInfo
+//	GET  /v1/vine/graphs/{id}/export                             200 trellis.VineExportResult
 //	POST /v1/replay                 {} or no body                200 handlers.ReplayResult
 //	GET  /healthz                                                200 {"status":"ok"}
 //

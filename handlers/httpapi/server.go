@@ -40,6 +40,13 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 	s.handle("GET /v1/queue/export", s.exportTasks)
 	s.handle("GET /v1/audit/{id}", s.audit)
 	s.handle("POST /v1/replay", s.replay)
+	s.handle("POST /v1/vine/next", s.vineNext)
+	s.handle("POST /v1/vine/read", s.vineRead)
+	s.handle("POST /v1/vine/write", s.vineWrite)
+	s.handle("POST /v1/vine/claim", s.vineClaim)
+	s.handle("POST /v1/vine/expand", s.vineExpand)
+	s.handle("POST /v1/vine/import", s.vineImport)
+	s.handle("GET /v1/vine/graphs/{id}/export", s.vineExport)
 	s.handle("GET /healthz", s.healthz)
 
 	for pattern, h := range cfg.Mounts {

@@ -15,6 +15,11 @@
 // without session ids (stdio), so queue_next and queue_done in one session
 // match and another session cannot finish the task.
 //
+// When the service also implements trellis.VineService, the server adds
+// seed 001's VINE tools (vine_next, vine_read, vine_write, vine_expand, and
+// Trellis's atomic vine_claim) and the resources vine://spec/brief and
+// vine://spec/full.
+//
 // NewServer builds the server; HTTPHandler serves it over streamable HTTP
 // (mounted at /mcp by `trellis serve`) and ServeStdio over stdin/stdout
 // (`trellis mcp`).

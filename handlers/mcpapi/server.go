@@ -26,7 +26,10 @@ queue_show and queue_list read a task's packet and checkpoint and the queue boar
 Errors are tool errors whose text starts with a stable code: "invalid" (followed by the argument at fault), "not_found", "conflict" (e.g. the task is already done or claimed by another worker), "budget_exhausted", "unauthorized", "unavailable" (retry later), "internal".`
 
 // NewServer returns an MCP server exposing svc as the tools queue_add,
-// queue_next, queue_done, queue_fail, queue_list and queue_show. version is
+// queue_next, queue_done, queue_fail, queue_list and queue_show; when svc
+// also implements trellis.VineService, as the tools vine_next, vine_read,
+// vine_write, vine_expand and vine_claim plus the resources
+// vine://spec/brief and vine://spec/full. version is
 // reported to clients as the server's version ("dev" when empty). The
 // server holds no state of its own: every call goes to svc, and one server
 // may serve any number of sessions (see HTTPHandler and ServeStdio).
@@ -34,12 +37,21 @@ func NewServer(svc trellis.QueueService, version string) *mcp.Server {
 	if version == "" {
 		version = "dev"
 	}
+	instr := instructions
+	vs, isVine := svc.(trellis.VineService)
+	if isVine {
+		instr += "\n\n" + vineInstructions
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "Trellis task queue", Version: version}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instr,
 		// Advertise only what is served: tools (inferred when they are
 		// added), not the SDK's default logging capability.
 		Capabilities: &mcp.ServerCapabilities{},
 	})
 	registerTools(srv, svc)
+	if isVine {
+		registerVineTools(srv, vs)
+		registerVineResources(srv)
+	}
 	return srv
 }

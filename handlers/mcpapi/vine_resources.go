@@ -1,0 +1,36 @@
+package mcpapi
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// registerVineResources adds the VINE specification resources:
+// vine://spec/brief (VineSpecBrief) and vine://spec/full (VineSpecFull),
+// both text/markdown.
+func registerVineResources(srv *mcp.Server) {
+	for _, r := range []struct {
+		uri, name, title, desc, text string
+	}{
+		{VineSpecBriefURI, "vine-spec-brief", "VINE format and agent loop (brief)",
+			"Read first: the .vine format's essentials (magic line, metadata, blocks, headers, statuses, body lines) and how to run the agent loop with vine_next, vine_expand, vine_write and vine_claim, including the reviewing → complete hand-off and atomic claims.",
+			VineSpecBrief},
+		{VineSpecFullURI, "vine-spec-full", "VINE format and agent loop (complete)",
+			"Every rule of the .vine format as Trellis reads and writes it: layout, headers, body lines, constraints, canonical serialization, frontier rules, status lifecycle, mutations and their arguments, expansion, read queries, and the agent loop.",
+			VineSpecFull},
+	} {
+		text := r.text
+		uri := r.uri
+		srv.AddResource(&mcp.Resource{
+			URI:         uri,
+			Name:        r.name,
+			Title:       r.title,
+			Description: r.desc,
+			MIMEType:    VineSpecMIMEType,
+			Size:        int64(len(text)),
+		}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: VineSpecMIMEType, Text: text}}}, nil
+		})
+	}
+}
