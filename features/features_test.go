@@ -52,6 +52,8 @@ type world struct {
 	files  map[string]string
 	lease  time.Duration
 	stops  []func()
+	ws     string
+	rounds [][]string
 }
 
 func initScenario(sc *godog.ScenarioContext) {
@@ -61,6 +63,7 @@ func initScenario(sc *godog.ScenarioContext) {
 		return ctx, err
 	})
 	poolSteps(sc, w)
+	vineSteps(sc, w)
 	sc.Step(`^a running Trellis server$`, w.runningServer)
 	sc.Step(`^I add (\d+) tasks "([^"]*)" with a budget of (\d+) tool calls and (\d+) steps$`, w.addNumbered)
 	sc.Step(`^a worker "([^"]*)" runs the loop (\d+) times: take the next task, then finish it with "([^"]*)" and next step "([^"]*)"$`, w.workerLoop)
@@ -108,7 +111,13 @@ func (w *world) runningServer() error {
 	if err != nil {
 		return err
 	}
-	// Workers talk to the server over NATS, as from another machine.
+	return w.connectClient()
+}
+
+// connectClient connects the scenario's client over NATS, as workers on
+// another machine would.
+func (w *world) connectClient() error {
+	var err error
 	if w.nc, err = nats.Connect(w.srv.Info().NATSURL); err != nil {
 		return err
 	}

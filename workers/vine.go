@@ -48,6 +48,10 @@ type VineAgent struct {
 	// Poll is the wait when no task is ready but others are in progress
 	// (default 50 ms).
 	Poll time.Duration
+	// MaxTasks ends the run after this many claimed tasks (0 = until the
+	// root is complete): 1 makes the agent one of seed 001's sub-agents,
+	// which do one task and report back.
+	MaxTasks int
 	// Idle ends the run with ErrStalled when nothing is ready for this long
 	// while other tasks stay started (0 waits for ever).
 	Idle time.Duration
@@ -123,6 +127,9 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 		if err != nil {
 			return rep, err
 		}
+		if claim.Task == nil && a.MaxTasks > 0 {
+			return rep, nil // a sub-agent with nothing to do reports back
+		}
 		if claim.Task == nil {
 			if inProgress(fr.Progress) == 0 && len(fr.ReadyToStart) == 0 {
 				return rep, fmt.Errorf("%w: root %s is %s and no task is ready or in progress (%d blocked)",
@@ -156,8 +163,13 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 			ops = append(ops, vine.Op{Op: vine.OpUpdate, ID: id, Decisions: decisions})
 		}
 		ops = append(ops, vine.Op{Op: vine.OpSetStatus, ID: id, Status: status})
-		if _, err := a.Service.VineWrite(ctx, trellis.VineWriteRequest{File: a.File, Operations: ops, Agent: a.Agent}); err != nil {
+		res, err := a.Service.VineWrite(ctx, trellis.VineWriteRequest{File: a.File, Operations: ops, Agent: a.Agent})
+		if err != nil {
 			return rep, fmt.Errorf("record %s: %w", id, err)
+		}
+		rep.Progress = res.Progress
+		if a.MaxTasks > 0 && len(rep.Claimed) >= a.MaxTasks {
+			return rep, nil
 		}
 	}
 }

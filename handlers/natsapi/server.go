@@ -135,6 +135,12 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 		}
 		r.subs = append(r.subs, sub)
 	}
+	// Make sure the server has the subscriptions before anyone is told the
+	// API is up: a request sent earlier would find no responders.
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		r.Stop()
+		return nil, fmt.Errorf("register API subscriptions: %w", err)
+	}
 	return r, nil
 }
 
