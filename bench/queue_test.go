@@ -73,3 +73,31 @@ func BenchmarkWorkers(b *testing.B) {
 		rep.Print(os.Stdout)
 	}
 }
+
+// BenchmarkVineClaims runs the VINE claim comparison with fsync on every
+// write. Run with `go test ./bench -run XXX -bench VineClaims -benchtime 1x -v`.
+func BenchmarkVineClaims(b *testing.B) {
+	bundle := eventstest.Start(b, eventstest.Options{Durable: true})
+	for i := 0; i < b.N; i++ {
+		rep, err := bench.RunVine(context.Background(), bundle.Store, bench.VineConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep.Print(os.Stdout)
+	}
+}
+
+// TestRunVineSmoke runs the VINE claim comparison on a tiny graph.
+func TestRunVineSmoke(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := bench.RunVine(ctx, b.Store, bench.VineConfig{Tasks: 30, Agents: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ClaimsPerSec <= 0 || rep.DirectPerSec <= 0 || rep.FileFrontierMs <= 0 {
+		t.Fatalf("report = %+v", rep)
+	}
+}

@@ -163,7 +163,7 @@ func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			if seq, ok := s.findOwn(ctx, subject, expect.Filter, env.ID); ok {
+			if seq, ok := s.findOwn(ctx, subject, expect, env.ID); ok {
 				return Appended{Seq: seq, Duplicate: true}, nil
 			}
 			return Appended{}, fmt.Errorf("append %s: %w", subject, ErrWrongLastSequence)
@@ -190,9 +190,11 @@ func retryable(err error) bool {
 		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
 
-// findOwn looks for an event with id among the aggregate's events (all
-// subjects of filter, or the subject alone).
-func (s *Store) findOwn(ctx context.Context, subject, filter, id string) (uint64, bool) {
+// findOwn looks for an event with id among the aggregate's events appended
+// after the expected sequence (all subjects of the filter, or the subject
+// alone): only those can be an earlier attempt of this append.
+func (s *Store) findOwn(ctx context.Context, subject string, expect Expect, id string) (uint64, bool) {
+	filter := expect.Filter
 	if filter == "" {
 		filter = subject
 	}
@@ -200,7 +202,7 @@ func (s *Store) findOwn(ctx context.Context, subject, filter, id string) (uint64
 	if err != nil {
 		return 0, false
 	}
-	recs, _, err := s.Load(ctx, spec.Name, filter)
+	recs, _, err := s.LoadFrom(ctx, spec.Name, filter, expect.LastSeq+1)
 	if err != nil {
 		return 0, false
 	}

@@ -56,19 +56,36 @@ type GraphSnapshotPayload struct {
 	Nodes  int    `json:"nodes"`
 }
 
-// GraphBatchPayload is the payload of a batch_applied event.
+// GraphBatchPayload is the payload of a batch_applied event. Hash is the
+// TextHash of the graph's canonical text after the batch.
 type GraphBatchPayload struct {
 	Ops     []vine.Op `json:"ops"`
 	Summary string    `json:"summary"`
 	Hash    string    `json:"hash,omitempty"`
 }
 
-// GraphExpandedPayload is the payload of an expanded event.
+// GraphExpandedPayload is the payload of an expanded event: the child
+// graph's text, and Hash, the TextHash of the parent's canonical text
+// after the expansion.
 type GraphExpandedPayload struct {
 	RefID     string `json:"ref_id"`
 	ChildPath string `json:"child_path"`
 	TextGz    string `json:"text_gz"`
 	Hash      string `json:"hash,omitempty"`
+}
+
+// ResultHash returns the hash of the graph's canonical text after rec,
+// as recorded in the event ("" when the event does not say). Every process
+// that writes the .vine file writes that text, so the hashes in the log
+// tell a file some writer produced from a hand edit.
+func ResultHash(rec Recorded) string {
+	var p struct {
+		Hash string `json:"hash"`
+	}
+	if rec.DecodePayload(&p) != nil {
+		return ""
+	}
+	return p.Hash
 }
 
 // TextHash is the hash recorded for a canonical text.

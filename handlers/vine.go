@@ -232,6 +232,13 @@ func (v *Vine) reconcile(ctx context.Context, e *graphEntry, f vineFile, actor s
 		rep.rewritten = true
 		return rep, v.writeGraph(e, f)
 	}
+	if err == nil && !e.known[events.TextHash(text)] {
+		// Maybe another process appended and wrote the file since we
+		// caught up: catch up again before judging the file.
+		if err := v.catchUp(ctx, e, f.graphID); err != nil {
+			return nil, err
+		}
+	}
 	if err == nil && e.known[events.TextHash(text)] {
 		return rep, nil // what Trellis last wrote (or wrote earlier)
 	}
@@ -260,11 +267,28 @@ func (v *Vine) reconcile(ctx context.Context, e *graphEntry, f vineFile, actor s
 }
 
 // isPastState reports whether g equals any state the graph had in its
-// history (a file left behind by a concurrent writer).
+// history (a file left behind by a concurrent writer). The result hashes
+// the events record answer it without replaying; events without one are
+// replayed.
 func (v *Vine) isPastState(ctx context.Context, graphID string, g vine.Graph) (bool, error) {
 	recs, _, err := v.store.Load(ctx, events.StreamVine, events.GraphFilter(graphID))
 	if err != nil {
 		return false, storeError("load graph", err)
+	}
+	canonical, err := vine.Serialize(g)
+	if err != nil {
+		return false, nil
+	}
+	want, hashed := events.TextHash(canonical), true
+	for _, r := range recs {
+		h := events.ResultHash(r)
+		if h == want {
+			return true, nil
+		}
+		hashed = hashed && h != ""
+	}
+	if hashed {
+		return false, nil
 	}
 	var st *events.GraphState
 	for _, r := range recs {
@@ -290,15 +314,20 @@ func (v *Vine) catchUp(ctx context.Context, e *graphEntry, graphID string) error
 			return trellis.Errorf(trellis.CodeInternal, "fold graph %s: %w", graphID, err)
 		}
 		e.st, e.seq = st, r.Seq
+		if h := events.ResultHash(r); h != "" {
+			e.rememberHash(h)
+		}
 	}
 	return nil
 }
 
-func (e *graphEntry) remember(text string) {
+func (e *graphEntry) remember(text string) { e.rememberHash(events.TextHash(text)) }
+
+func (e *graphEntry) rememberHash(h string) {
 	if len(e.known) >= maxKnownHashes {
 		clear(e.known)
 	}
-	e.known[events.TextHash(text)] = true
+	e.known[h] = true
 }
 
 // appendEvent appends a graph event with the aggregate's expected last
@@ -349,6 +378,11 @@ func (v *Vine) writeGraph(e *graphEntry, f vineFile) error {
 	if err != nil {
 		return vineError("file", err)
 	}
+	return v.writeText(e, f, text)
+}
+
+// writeText writes the canonical text of the cached state.
+func (v *Vine) writeText(e *graphEntry, f vineFile, text string) error {
 	if err := projections.WriteFileAtomic(f.abs, []byte(text)); err != nil {
 		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
 	}
@@ -374,7 +408,11 @@ func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine
 		if err != nil {
 			return nil, nil, vineError("operations", err)
 		}
-		seq, err := v.appendEvent(ctx, e, f.graphID, events.GraphBatchApplied, actor, events.GraphBatchPayload{Ops: ops, Summary: res.Summary})
+		text, err := vine.Serialize(res.Graph)
+		if err != nil {
+			return nil, nil, vineError("operations", err)
+		}
+		seq, err := v.appendEvent(ctx, e, f.graphID, events.GraphBatchApplied, actor, events.GraphBatchPayload{Ops: ops, Summary: res.Summary, Hash: events.TextHash(text)})
 		if errors.Is(err, events.ErrWrongLastSequence) {
 			// Another process appended first: catch up and decide again.
 			// Many agents on one graph contend here, so allow many rounds
@@ -393,7 +431,7 @@ func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine
 		}
 		e.st = &events.GraphState{GraphID: f.graphID, Path: f.rel, Graph: res.Graph, Events: e.st.Events + 1}
 		e.seq = seq
-		written, err := v.writeAll(e, f, res)
+		written, err := v.writeAll(e, f, res, text)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -404,8 +442,8 @@ func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine
 
 // writeAll rewrites the graph's file and writes the child files that
 // extract_to_ref produced (inside the workspace roots).
-func (v *Vine) writeAll(e *graphEntry, f vineFile, res vine.BatchResult) ([]string, error) {
-	if err := v.writeGraph(e, f); err != nil {
+func (v *Vine) writeAll(e *graphEntry, f vineFile, res vine.BatchResult, text string) ([]string, error) {
+	if err := v.writeText(e, f, text); err != nil {
 		return nil, err
 	}
 	written := []string{f.abs}
@@ -551,9 +589,13 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 		if err != nil {
 			return nil, vineError("ref_id", err)
 		}
+		text, err := vine.Serialize(g)
+		if err != nil {
+			return nil, vineError("ref_id", err)
+		}
 		rel, _ := filepath.Rel(filepath.Dir(f.abs), childPath)
 		seq, err := v.appendEvent(ctx, e, f.graphID, events.GraphExpanded, agentOr(req.Agent), events.GraphExpandedPayload{
-			RefID: req.RefID, ChildPath: filepath.ToSlash(rel), TextGz: gz, Hash: events.TextHash(childText),
+			RefID: req.RefID, ChildPath: filepath.ToSlash(rel), TextGz: gz, Hash: events.TextHash(text),
 		})
 		if errors.Is(err, events.ErrWrongLastSequence) {
 			if attempt+1 >= maxGraphAttempts {
@@ -570,7 +612,7 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 		}
 		e.st = &events.GraphState{GraphID: f.graphID, Path: f.rel, Graph: g, Events: e.st.Events + 1}
 		e.seq = seq
-		if err := v.writeGraph(e, f); err != nil {
+		if err := v.writeText(e, f, text); err != nil {
 			return nil, err
 		}
 		fr := vine.Next(g)

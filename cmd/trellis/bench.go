@@ -18,7 +18,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
-	c.AddCommand(a.benchQueue(), a.benchWorkers())
+	c.AddCommand(a.benchQueue(), a.benchWorkers(), a.benchVine())
 	return c
 }
 
@@ -132,5 +132,39 @@ func (a *app) benchQueue() *cobra.Command {
 	f.Float64Var(&cfg.LatencySeconds, "seconds", 3, "length of the latency phase")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) benchVine() *cobra.Command {
+	var cfg bench.VineConfig
+	var syncInterval time.Duration
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "vine",
+		Short:   "Atomic VINE claims/s of concurrent agents vs the raw checked-append rate, and frontier timings",
+		Example: "  trellis bench vine --tasks 500 --agents 8",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, cleanup, err := benchStore(cmd, syncInterval)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			rep, err := bench.RunVine(cmd.Context(), store, cfg)
+			if err != nil {
+				return trellis.Errorf(trellis.CodeInternal, "bench: %w", err)
+			}
+			if asJSON {
+				return printJSON(a.stdout, rep)
+			}
+			fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
+			rep.Print(a.stdout)
+			return nil
+		},
+	}
+	c.Flags().IntVar(&cfg.Tasks, "tasks", 500, "ready tasks to claim")
+	c.Flags().IntVar(&cfg.Agents, "agents", 8, "concurrent agents")
+	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
