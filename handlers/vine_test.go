@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +124,21 @@ func TestVineLoopEventSourced(t *testing.T) {
 	exp, err := b.svc.VineExport(ctx, trellis.VineExportRequest{Graph: gid})
 	if err != nil || !strings.Contains(exp.Text, "> analysed the inputs") || exp.Path != "plan.vine" {
 		t.Fatalf("export = %+v, %v", exp, err)
+	}
+	// The frontier projection, live and rebuilt by replay, equals the
+	// frontier computed from the exported graph.
+	g, _ := vine.Parse(exp.Text)
+	want, _ := json.Marshal(vine.Next(g))
+	live, _ := b.svc.Frontiers().Frontier(gid)
+	if got, _ := json.Marshal(live); string(got) != string(want) {
+		t.Fatalf("live frontier %s; want %s", got, want)
+	}
+	if _, err := b.svc.Replay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt, _ := b.svc.Frontiers().Frontier(gid)
+	if got, _ := json.Marshal(rebuilt); string(got) != string(want) {
+		t.Fatalf("rebuilt frontier %s; want %s", got, want)
 	}
 }
 
