@@ -46,6 +46,11 @@ type Service struct {
 	vine        *Vine
 	frontiers   *projections.Frontiers
 	frontierRun *projections.Runner
+	memory      *Memory
+	taskViews   *projections.TaskViews
+	taskRun     *projections.Runner
+	facts       *projections.FactStore
+	factRun     *projections.Runner
 	board       *projections.Board
 	checkpoints *projections.Checkpoints
 	runners     []*projections.Runner
@@ -75,7 +80,12 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	s.frontiers = projections.NewFrontiers(projDir)
 	s.boardRunner = projections.NewRunner(store, s.board, cfg.Logger)
 	s.frontierRun = projections.NewRunner(store, s.frontiers, cfg.Logger)
-	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun}
+	s.taskViews = projections.NewTaskViews(projDir)
+	s.taskRun = projections.NewRunner(store, s.taskViews, cfg.Logger)
+	s.facts = projections.NewFactStore(projDir)
+	s.factRun = projections.NewRunner(store, s.facts, cfg.Logger)
+	s.memory = NewMemory(store, s.taskNameOf)
+	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun, s.taskRun, s.factRun}
 	return s
 }
 

@@ -128,7 +128,7 @@ func TestReplayEqualsLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Projections) != 3 {
+		if len(res.Projections) != 5 {
 			t.Fatalf("replayed %d projections", len(res.Projections))
 		}
 		rebuilt := b.svc.Board().Tasks()

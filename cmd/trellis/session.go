@@ -25,6 +25,7 @@ type session struct {
 	queue   trellis.QueueService
 	admin   trellis.QueueAdmin
 	vine    trellis.VineService
+	memory  trellis.MemoryService
 	store   *events.Store
 	replay  func(context.Context) (*handlers.ReplayResult, error)
 	dataDir string // where checkpoints are written
@@ -88,6 +89,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		queue:   client,
 		admin:   client,
 		vine:    client,
+		memory:  client,
 		store:   store,
 		replay:  client.Replay,
 		dataDir: info.DataDir,
@@ -117,6 +119,7 @@ func (a *app) localSession(ctx context.Context, url string) (*session, error) {
 		queue:   srv.Service(),
 		admin:   srv.Service(),
 		vine:    srv.Service(),
+		memory:  srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
 		dataDir: dataDir,

@@ -48,6 +48,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 	s.handle("POST /v1/vine/import", s.vineImport)
 	s.handle("GET /v1/vine/graphs/{id}/export", s.vineExport)
 	s.handle("GET /healthz", s.healthz)
+	s.memoryRoutes()
 
 	for pattern, h := range cfg.Mounts {
 		s.mux.Handle(pattern, h)

@@ -22,9 +22,10 @@ type Client struct {
 }
 
 var (
-	_ trellis.QueueService = (*Client)(nil)
-	_ trellis.QueueAdmin   = (*Client)(nil)
-	_ trellis.VineService  = (*Client)(nil)
+	_ trellis.QueueService  = (*Client)(nil)
+	_ trellis.QueueAdmin    = (*Client)(nil)
+	_ trellis.VineService   = (*Client)(nil)
+	_ trellis.MemoryService = (*Client)(nil)
 )
 
 // NewClient returns a client with the given per-request timeout (default
@@ -208,4 +209,76 @@ func (c *Client) VineImport(ctx context.Context, req trellis.VineFileRequest) (*
 // VineExport implements trellis.VineService.
 func (c *Client) VineExport(ctx context.Context, req trellis.VineExportRequest) (*trellis.VineExportResult, error) {
 	return callInto[trellis.VineExportResult](ctx, c, OpVineExport, req)
+}
+
+// TaskCreate implements trellis.MemoryService.
+func (c *Client) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) (*trellis.AgentTaskView, error) {
+	return callInto[trellis.AgentTaskView](ctx, c, OpTaskCreate, req)
+}
+
+// TaskJoin implements trellis.MemoryService.
+func (c *Client) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*trellis.TaskJoinResult, error) {
+	return callInto[trellis.TaskJoinResult](ctx, c, OpTaskJoin, req)
+}
+
+// TaskObjective implements trellis.MemoryService.
+func (c *Client) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRequest) (*trellis.AgentTaskView, error) {
+	return callInto[trellis.AgentTaskView](ctx, c, OpTaskObjective, req)
+}
+
+// TaskCompleteAgent implements trellis.MemoryService.
+func (c *Client) TaskCompleteAgent(ctx context.Context, req trellis.TaskAgentRequest) (*trellis.ConsolidationReport, error) {
+	return callInto[trellis.ConsolidationReport](ctx, c, OpTaskCompleteAgent, req)
+}
+
+// TaskComplete implements trellis.MemoryService.
+func (c *Client) TaskComplete(ctx context.Context, req trellis.TaskCompleteRequest) (*trellis.ConsolidationReport, error) {
+	return callInto[trellis.ConsolidationReport](ctx, c, OpTaskComplete, req)
+}
+
+// TaskShow implements trellis.MemoryService.
+func (c *Client) TaskShow(ctx context.Context, task string) (*trellis.AgentTaskView, error) {
+	return callInto[trellis.AgentTaskView](ctx, c, OpTaskShow, taskRequest{Task: task})
+}
+
+// TaskList implements trellis.MemoryService.
+func (c *Client) TaskList(ctx context.Context, req trellis.TaskListRequest) ([]trellis.AgentTaskView, error) {
+	out, err := callInto[[]trellis.AgentTaskView](ctx, c, OpTaskList, req)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+// TaskContext implements trellis.MemoryService.
+func (c *Client) TaskContext(ctx context.Context, task string) (*trellis.TaskContextView, error) {
+	return callInto[trellis.TaskContextView](ctx, c, OpTaskContext, taskRequest{Task: task})
+}
+
+// Observe implements trellis.MemoryService.
+func (c *Client) Observe(ctx context.Context, req trellis.ObserveRequest) (*trellis.ObservationView, error) {
+	return callInto[trellis.ObservationView](ctx, c, OpObserve, req)
+}
+
+// Consolidate implements trellis.MemoryService.
+func (c *Client) Consolidate(ctx context.Context, req trellis.ConsolidateRequest) (*trellis.ConsolidationReport, error) {
+	return callInto[trellis.ConsolidationReport](ctx, c, OpConsolidate, req)
+}
+
+// Facts implements trellis.MemoryService.
+func (c *Client) Facts(ctx context.Context, req trellis.FactsRequest) ([]trellis.FactView, error) {
+	out, err := callInto[[]trellis.FactView](ctx, c, OpFacts, req)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+// History implements trellis.MemoryService.
+func (c *Client) History(ctx context.Context, req trellis.HistoryRequest) ([]trellis.ConsolidationReport, error) {
+	out, err := callInto[[]trellis.ConsolidationReport](ctx, c, OpHistory, req)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
 }

@@ -113,6 +113,9 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 	for op, fn := range vineOps(svc) {
 		ops[op] = fn
 	}
+	for op, fn := range memoryOps(svc) {
+		ops[op] = fn
+	}
 	for op, fn := range ops {
 		fn := fn
 		sub, err := nc.QueueSubscribe(Prefix+op, QueueGroup, func(m *nats.Msg) {
@@ -193,5 +196,26 @@ func vineOps(svc trellis.VineService) map[string]func(context.Context, []byte) (
 		OpVineExpand: handler(svc.VineExpand),
 		OpVineImport: handler(svc.VineImport),
 		OpVineExport: handler(svc.VineExport),
+	}
+}
+
+// memoryOps are the agent-task and memory operations of the API.
+func memoryOps(svc trellis.MemoryService) map[string]func(context.Context, []byte) (any, error) {
+	byTask := func(fn func(context.Context, string) (any, error)) func(context.Context, taskRequest) (any, error) {
+		return func(ctx context.Context, r taskRequest) (any, error) { return fn(ctx, r.Task) }
+	}
+	return map[string]func(context.Context, []byte) (any, error){
+		OpTaskCreate:        handler(svc.TaskCreate),
+		OpTaskJoin:          handler(svc.TaskJoin),
+		OpTaskObjective:     handler(svc.TaskObjective),
+		OpTaskCompleteAgent: handler(svc.TaskCompleteAgent),
+		OpTaskComplete:      handler(svc.TaskComplete),
+		OpTaskShow:          handler(byTask(func(ctx context.Context, t string) (any, error) { return svc.TaskShow(ctx, t) })),
+		OpTaskList:          handler(svc.TaskList),
+		OpTaskContext:       handler(byTask(func(ctx context.Context, t string) (any, error) { return svc.TaskContext(ctx, t) })),
+		OpObserve:           handler(svc.Observe),
+		OpConsolidate:       handler(svc.Consolidate),
+		OpFacts:             handler(svc.Facts),
+		OpHistory:           handler(svc.History),
 	}
 }

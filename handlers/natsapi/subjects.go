@@ -26,6 +26,19 @@ const (
 	OpVineExpand = "vine.expand"
 	OpVineImport = "vine.import"
 	OpVineExport = "vine.export"
+
+	OpTaskCreate        = "task.create"
+	OpTaskJoin          = "task.join"
+	OpTaskObjective     = "task.objective"
+	OpTaskCompleteAgent = "task.complete_agent"
+	OpTaskComplete      = "task.complete"
+	OpTaskShow          = "task.show"
+	OpTaskList          = "task.list"
+	OpTaskContext       = "task.context"
+	OpObserve           = "memory.observe"
+	OpConsolidate       = "memory.consolidate"
+	OpFacts             = "memory.facts"
+	OpHistory           = "memory.history"
 )
 
 // reply is the body of every answer.
@@ -43,6 +56,11 @@ type replyError struct {
 // controlsRequest names one queue.
 type controlsRequest struct {
 	Queue string `json:"queue"`
+}
+
+// taskRequest names one agent task (by name or id).
+type taskRequest struct {
+	Task string `json:"task"`
 }
 
 // showRequest names one task.

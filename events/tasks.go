@@ -1,0 +1,206 @@
+package events
+
+import (
+	"fmt"
+	"time"
+)
+
+// Agent-task event types: the last token of trellis.tasks.<name>.<type>.
+// A task's aggregate is keyed by its name, which is unique among open
+// tasks: creating a task checks the name's aggregate, so two tasks with one
+// name can never be open at once.
+const (
+	TaskCreated          = "created"
+	TaskAgentJoined      = "agent_joined"
+	TaskObjectiveUpdated = "objective_updated"
+	TaskAgentCompleted   = "agent_completed"
+	TaskFinished         = "completed"
+)
+
+// TasksSchema is the current schema version of agent-task payloads.
+const TasksSchema = 1
+
+// TasksSubject is the subject of an agent-task event.
+func TasksSubject(name, typ string) string { return "trellis.tasks." + name + "." + typ }
+
+// TaskNameFilter is the subject filter of a task name's aggregate.
+func TaskNameFilter(name string) string { return "trellis.tasks." + name + ".>" }
+
+// ObjectiveSpec is an objective as created.
+type ObjectiveSpec struct {
+	ObjectiveID string `json:"objective_id"`
+	Description string `json:"description"`
+}
+
+// TaskCreatedPayload is the payload of a created event.
+type TaskCreatedPayload struct {
+	TaskID       string          `json:"task_id"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	ParentBranch string          `json:"parent_branch"`
+	Objectives   []ObjectiveSpec `json:"objectives"`
+}
+
+// TaskAgentJoinedPayload is the payload of an agent_joined event.
+type TaskAgentJoinedPayload struct {
+	TaskID  string `json:"task_id"`
+	AgentID string `json:"agent_id"`
+	Role    string `json:"role"`
+}
+
+// TaskObjectiveUpdatedPayload is the payload of an objective_updated event.
+type TaskObjectiveUpdatedPayload struct {
+	TaskID      string `json:"task_id"`
+	ObjectiveID string `json:"objective_id"`
+	From        string `json:"from"`
+	Status      string `json:"status"`
+	AgentID     string `json:"agent_id,omitempty"`
+}
+
+// TaskAgentCompletedPayload is the payload of an agent_completed event.
+type TaskAgentCompletedPayload struct {
+	TaskID  string `json:"task_id"`
+	AgentID string `json:"agent_id"`
+	Summary string `json:"summary"`
+}
+
+// TaskFinishedPayload is the payload of a completed event.
+type TaskFinishedPayload struct {
+	TaskID    string   `json:"task_id"`
+	Merged    bool     `json:"merged"`
+	Durable   []string `json:"durable"`
+	Ephemeral []string `json:"ephemeral"`
+}
+
+// AgentTask is the state of an agent task folded from its events.
+type AgentTask struct {
+	TaskID       string          `json:"task_id"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Branch       string          `json:"branch"`
+	ParentBranch string          `json:"parent_branch"`
+	Status       string          `json:"status"`
+	Objectives   []TaskObjective `json:"objectives"`
+	Agents       []TaskAgent     `json:"agents"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	CompletedAt  *time.Time      `json:"completed_at,omitempty"`
+	Durable      []string        `json:"durable,omitempty"`
+	Ephemeral    []string        `json:"ephemeral,omitempty"`
+	Merged       bool            `json:"merged"`
+}
+
+// TaskObjective is one objective of a task.
+type TaskObjective struct {
+	ObjectiveID string `json:"objective_id"`
+	Description string `json:"description"`
+	Status      string `json:"status"`
+	AgentID     string `json:"agent_id,omitempty"`
+}
+
+// TaskAgent is an agent that joined a task.
+type TaskAgent struct {
+	AgentID   string     `json:"agent_id"`
+	Role      string     `json:"role"`
+	Branch    string     `json:"branch"`
+	JoinedAt  time.Time  `json:"joined_at"`
+	Completed bool       `json:"completed"`
+	Summary   string     `json:"summary,omitempty"`
+	DoneAt    *time.Time `json:"completed_at,omitempty"`
+}
+
+// Task statuses.
+const (
+	AgentTaskOpen      = "open"
+	AgentTaskCompleted = "completed"
+)
+
+// Objective returns an objective by id.
+func (t *AgentTask) Objective(id string) (*TaskObjective, bool) {
+	for i := range t.Objectives {
+		if t.Objectives[i].ObjectiveID == id {
+			return &t.Objectives[i], true
+		}
+	}
+	return nil, false
+}
+
+// Agent returns a joined agent by id.
+func (t *AgentTask) Agent(id string) (*TaskAgent, bool) {
+	for i := range t.Agents {
+		if t.Agents[i].AgentID == id {
+			return &t.Agents[i], true
+		}
+	}
+	return nil, false
+}
+
+// TaskBranch is the branch of a task: task/<name>.
+func TaskBranch(name string) string { return "task/" + name }
+
+// AgentBranch is an agent's branch in a task: task/<name>/<agent>.
+func AgentBranch(name, agent string) string { return "task/" + name + "/" + agent }
+
+// ApplyAgentTask folds one event of a task name's aggregate into the state
+// of the task currently under that name (a created event starts a new
+// task; earlier, completed tasks of the same name are left behind).
+func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
+	if rec.Schema > TasksSchema {
+		return t, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, TasksSchema)
+	}
+	at := rec.Time.UTC()
+	if rec.Type == TaskCreated {
+		var p TaskCreatedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		nt := &AgentTask{TaskID: p.TaskID, Name: p.Name, Description: p.Description, Branch: TaskBranch(p.Name),
+			ParentBranch: p.ParentBranch, Status: AgentTaskOpen, CreatedAt: at, UpdatedAt: at,
+			Objectives: []TaskObjective{}, Agents: []TaskAgent{}}
+		for _, o := range p.Objectives {
+			nt.Objectives = append(nt.Objectives, TaskObjective{ObjectiveID: o.ObjectiveID, Description: o.Description, Status: "todo"})
+		}
+		return nt, nil
+	}
+	if t == nil {
+		return nil, fmt.Errorf("event %s (%s) precedes its task's creation", rec.ID, rec.Type)
+	}
+	switch rec.Type {
+	case TaskAgentJoined:
+		var p TaskAgentJoinedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		t.Agents = append(t.Agents, TaskAgent{AgentID: p.AgentID, Role: p.Role, Branch: AgentBranch(t.Name, p.AgentID), JoinedAt: at})
+	case TaskObjectiveUpdated:
+		var p TaskObjectiveUpdatedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		if o, ok := t.Objective(p.ObjectiveID); ok {
+			o.Status = p.Status
+			if p.AgentID != "" {
+				o.AgentID = p.AgentID
+			}
+		}
+	case TaskAgentCompleted:
+		var p TaskAgentCompletedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		if a, ok := t.Agent(p.AgentID); ok {
+			a.Completed, a.Summary, a.DoneAt = true, p.Summary, &at
+		}
+	case TaskFinished:
+		var p TaskFinishedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		t.Status, t.CompletedAt, t.Merged = AgentTaskCompleted, &at, p.Merged
+		t.Durable, t.Ephemeral = p.Durable, p.Ephemeral
+	default:
+		return t, nil
+	}
+	t.UpdatedAt = at
+	return t, nil
+}

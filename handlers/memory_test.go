@@ -1,0 +1,191 @@
+package handlers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/handlers"
+)
+
+func setupMemory(t *testing.T) (*handlers.Service, *eventstest.Bundle) {
+	t.Helper()
+	b := eventstest.Start(t)
+	svc := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir()})
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close() })
+	return svc, b
+}
+
+func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
+	t.Parallel()
+	svc, _ := setupMemory(t)
+	ctx := context.Background()
+	task, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Description: "Fix auth", Objectives: []string{"Fix middleware", "Add tests"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Branch != "task/fix-auth" || len(task.Objectives) != 2 || task.Objectives[0].Status != "todo" || task.Objectives[0].ObjectiveID == "" {
+		t.Fatalf("task = %+v", task)
+	}
+	j, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"})
+	if err != nil || j.Branch != "task/fix-auth/agent_1" {
+		t.Fatalf("join = %+v, %v", j, err)
+	}
+	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: task.TaskID, Agent: "agent_2", Role: "reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	obs := func(agent, session, typ, text string) {
+		t.Helper()
+		if _, err := svc.Observe(ctx, trellis.ObserveRequest{Task: "fix-auth", Agent: agent, Session: session, Type: typ, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same finding twice in one session: one fact, boosted.
+	obs("agent_1", "s1", "insight", "The auth middleware skips expired token validation on refresh")
+	obs("agent_1", "s1", "insight", "The auth middleware skips expired token validation on refresh!")
+	obs("agent_1", "s1", "note", "lunch")
+	obs("agent_1", "s1", "decision", "Use a shared validator for all token paths")
+	// Agent 2 finds the same bug.
+	obs("agent_2", "s2", "insight", "The auth middleware skips expired token validation on refresh")
+	rep, err := svc.Consolidate(ctx, trellis.ConsolidateRequest{Level: "session", Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Type != "session_end" || rep.Created != 2 || rep.Updated != 1 || rep.Processed != 4 {
+		t.Fatalf("session run = %+v", rep)
+	}
+	facts, _ := svc.Facts(ctx, trellis.FactsRequest{Branch: "task/fix-auth/agent_1", Status: "active"})
+	if len(facts) != 2 || facts[0].Confidence != 0.8 || facts[0].Category != "security" || facts[1].Category != "decision" {
+		t.Fatalf("agent_1 facts = %+v", facts)
+	}
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "fix-auth", Agent: "agent_1"}); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "fix-auth", Agent: "agent_2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Type != "agent_complete" || r2.Deduplicated+r2.Updated != 1 || r2.Created != 0 {
+		t.Fatalf("agent_2's duplicate finding did not collapse into the task branch: %+v", r2)
+	}
+	tf, _ := svc.Facts(ctx, trellis.FactsRequest{Branch: "task/fix-auth", Status: "active"})
+	if len(tf) != 2 {
+		t.Fatalf("task facts = %+v", tf)
+	}
+	done, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "fix-auth", Merge: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Type != "task_checkpoint" || len(done.Durable) != 1 || len(done.Ephemeral) != 1 || len(done.Runs) != 1 || done.Runs[0].Type != "merge" {
+		t.Fatalf("task run = %+v", done)
+	}
+	main, _ := svc.Facts(ctx, trellis.FactsRequest{Branch: "main"})
+	if len(main) != 1 || !strings.Contains(main[0].FactText, "expired token") || main[0].SourceFact == "" {
+		t.Fatalf("main facts = %+v", main)
+	}
+	hist, _ := svc.History(ctx, trellis.HistoryRequest{Task: "fix-auth"})
+	var types []string
+	for _, h := range hist {
+		types = append(types, h.Type)
+	}
+	if strings.Join(types, " ") != "session_end agent_complete session_end agent_complete task_checkpoint merge" {
+		t.Fatalf("history = %v", types)
+	}
+	// The name is free again once the task is completed.
+	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth"}); err != nil {
+		t.Fatalf("reuse of a completed task's name: %v", err)
+	}
+	// Replay rebuilds the same facts.
+	before, _ := svc.Facts(ctx, trellis.FactsRequest{})
+	if _, err := svc.Replay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := svc.Facts(ctx, trellis.FactsRequest{})
+	if len(before) != len(after) {
+		t.Fatalf("replay: %d facts, then %d", len(before), len(after))
+	}
+}
+
+func TestMemoryBadInput(t *testing.T) {
+	t.Parallel()
+	svc, b := setupMemory(t)
+	ctx := context.Background()
+	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "t1", Objectives: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "t1", Agent: "a1", Role: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	seqT, _ := b.Store.LastSeq(ctx, events.StreamTasks)
+	seqM, _ := b.Store.LastSeq(ctx, events.StreamMemory)
+	cases := []struct {
+		name string
+		call func() error
+		code trellis.Code
+	}{
+		{"duplicate name", func() error { _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "t1"}); return err }, trellis.CodeConflict},
+		{"bad name", func() error { _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "no spaces"}); return err }, trellis.CodeInvalid},
+		{"unknown task", func() error {
+			_, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "nope", Agent: "a", Role: "r"})
+			return err
+		}, trellis.CodeNotFound},
+		{"join twice", func() error {
+			_, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "t1", Agent: "a1", Role: "r"})
+			return err
+		}, trellis.CodeConflict},
+		{"done -> todo", func() error {
+			_, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "todo"})
+			return err
+		}, trellis.CodeConflict},
+		{"bad status", func() error {
+			_, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "finished"})
+			return err
+		}, trellis.CodeInvalid},
+		{"unknown objective", func() error {
+			_, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-9", Status: "active"})
+			return err
+		}, trellis.CodeNotFound},
+		{"unknown agent observes", func() error {
+			_, err := svc.Observe(ctx, trellis.ObserveRequest{Task: "t1", Agent: "ghost", Session: "s", Type: "insight", Text: "x"})
+			return err
+		}, trellis.CodeNotFound},
+		{"empty text", func() error {
+			_, err := svc.Observe(ctx, trellis.ObserveRequest{Branch: "main", Session: "s", Type: "insight", Text: "  "})
+			return err
+		}, trellis.CodeInvalid},
+		{"no branch", func() error {
+			_, err := svc.Observe(ctx, trellis.ObserveRequest{Session: "s", Type: "insight", Text: "x"})
+			return err
+		}, trellis.CodeInvalid},
+		{"unknown session", func() error {
+			_, err := svc.Consolidate(ctx, trellis.ConsolidateRequest{Level: "session", Session: "never"})
+			return err
+		}, trellis.CodeNotFound},
+		{"bad level", func() error { _, err := svc.Consolidate(ctx, trellis.ConsolidateRequest{Level: "galaxy"}); return err }, trellis.CodeInvalid},
+		{"unknown agent completes", func() error {
+			_, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "t1", Agent: "ghost"})
+			return err
+		}, trellis.CodeNotFound},
+		{"bad fact status", func() error { _, err := svc.Facts(ctx, trellis.FactsRequest{Status: "gone"}); return err }, trellis.CodeInvalid},
+	}
+	for _, c := range cases {
+		if err := c.call(); trellis.ErrorCode(err) != c.code {
+			t.Errorf("%s: %v; want %s", c.name, err, c.code)
+		}
+	}
+	if s, _ := b.Store.LastSeq(ctx, events.StreamTasks); s != seqT {
+		t.Fatal("bad input changed the task log")
+	}
+	if s, _ := b.Store.LastSeq(ctx, events.StreamMemory); s != seqM {
+		t.Fatal("bad input changed the memory log")
+	}
+}
