@@ -18,7 +18,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
-	c.AddCommand(a.benchQueue(), a.benchWorkers(), a.benchVine())
+	c.AddCommand(a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory())
 	return c
 }
 
@@ -165,6 +165,29 @@ func (a *app) benchVine() *cobra.Command {
 	c.Flags().IntVar(&cfg.Tasks, "tasks", 500, "ready tasks to claim")
 	c.Flags().IntVar(&cfg.Agents, "agents", 8, "concurrent agents")
 	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) benchMemory() *cobra.Command {
+	var cfg bench.MemoryConfig
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "memory",
+		Short:   "Session consolidation of 100,000 observations (~20% near duplicates): time and memory",
+		Example: "  trellis bench memory --observations 100000",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep := bench.RunMemory(cfg)
+			if asJSON {
+				return printJSON(a.stdout, rep)
+			}
+			rep.Print(a.stdout)
+			return nil
+		},
+	}
+	c.Flags().IntVar(&cfg.Observations, "observations", 100000, "observations to consolidate")
+	c.Flags().Float64Var(&cfg.NearDuplicates, "near", 0.2, "share of near-duplicate observations")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
