@@ -51,4 +51,7 @@
 // comment in index.go for the derivation of the bounds), and each
 // candidate is confirmed by an exact overlap count, so every result equals
 // the all-pairs definition exactly.
+//
+// The package functions keep no state and are safe for concurrent use; an
+// [Index] is not.
 package memory

@@ -52,7 +52,7 @@ func groupPositions(active []Fact) (groups [][]int32, keepers []int32) {
 	for i, f := range active {
 		texts[i] = f.Text
 	}
-	sets, _ := rankTexts(texts)
+	sets, vocab := rankTexts(texts)
 
 	parent := make([]int32, len(active))
 	for i := range parent {
@@ -82,7 +82,7 @@ func groupPositions(active []Fact) (groups [][]int32, keepers []int32) {
 	// identical texts linear.
 	seed := maphash.MakeSeed()
 	first := make(map[uint64]int32, len(active))
-	var c core
+	c := newCore(vocab, len(active))
 	handleOf := make([]int32, 0, len(active)) // handle → fact position
 	for i, set := range sets {
 		if len(set) == 0 {

@@ -89,6 +89,17 @@ type core struct {
 	live     int
 }
 
+// newCore returns a core sized for vocab token ranks and n entries.
+func newCore(vocab, n int) *core {
+	return &core{
+		sets:     make([][]uint32, 0, n),
+		seq:      make([]int, 0, n),
+		alive:    make([]bool, 0, n),
+		stamp:    make([]uint32, 0, n),
+		postings: make([][]int32, vocab),
+	}
+}
+
 // add indexes set (which the index then owns) under creation position seq
 // and returns its handle.
 func (c *core) add(set []uint32, seq int) int32 {

@@ -36,9 +36,9 @@ func Merge(target []Fact, incoming []Fact, newID func() string) MergeResult {
 	for _, f := range incoming {
 		texts = append(texts, f.Text)
 	}
-	sets, _ := rankTexts(texts)
+	sets, vocab := rankTexts(texts)
 
-	var c core
+	c := newCore(vocab, len(texts))
 	ids := make([]string, len(target), len(texts))
 	conf := make([]float64, len(target), len(texts))
 	for i, f := range target {

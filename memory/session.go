@@ -109,11 +109,11 @@ func ConsolidateSession(active []Fact, obs []Observation, newID func() string) S
 		}
 	}
 	res.Processed, res.Skipped = len(taken), len(obs)-len(taken)
-	sets, _ := rankTexts(texts)
+	sets, vocab := rankTexts(texts)
 
 	// Handles equal creation positions: active facts first, then created
 	// facts in order (nothing is removed).
-	var c core
+	c := newCore(vocab, len(texts))
 	ids := make([]string, len(active), len(texts))
 	conf := make([]float64, len(active), len(texts))
 	for i, f := range active {

@@ -29,7 +29,9 @@ Errors are tool errors whose text starts with a stable code: "invalid" (followed
 // queue_next, queue_done, queue_fail, queue_list and queue_show; when svc
 // also implements trellis.VineService, as the tools vine_next, vine_read,
 // vine_write, vine_expand and vine_claim plus the resources
-// vine://spec/brief and vine://spec/full. version is
+// vine://spec/brief and vine://spec/full; when svc also implements
+// trellis.MemoryService, as seed 004's task_* and memory tools (see
+// registerMemoryTools). version is
 // reported to clients as the server's version ("dev" when empty). The
 // server holds no state of its own: every call goes to svc, and one server
 // may serve any number of sessions (see HTTPHandler and ServeStdio).
@@ -42,6 +44,10 @@ func NewServer(svc trellis.QueueService, version string) *mcp.Server {
 	if isVine {
 		instr += "\n\n" + vineInstructions
 	}
+	ms, isMemory := svc.(trellis.MemoryService)
+	if isMemory {
+		instr += "\n\n" + memoryInstructions
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "Trellis task queue", Version: version}, &mcp.ServerOptions{
 		Instructions: instr,
 		// Advertise only what is served: tools (inferred when they are
@@ -52,6 +58,9 @@ func NewServer(svc trellis.QueueService, version string) *mcp.Server {
 	if isVine {
 		registerVineTools(srv, vs)
 		registerVineResources(srv)
+	}
+	if isMemory {
+		registerMemoryTools(srv, ms)
 	}
 	return srv
 }

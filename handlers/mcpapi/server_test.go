@@ -39,6 +39,18 @@ func TestToolsList(t *testing.T) {
 		"vine_write":  {[]string{"file", "operations"}, []string{"file", "operations"}, true},
 		"vine_expand": {[]string{"file", "ref_id", "child_file"}, []string{"file", "ref_id", "child_file"}, true},
 		"vine_claim":  {[]string{"file", "id", "agent"}, []string{"file"}, true},
+
+		"task_create":           {[]string{"name", "description", "objectives", "parent"}, []string{"name"}, true},
+		"task_join":             {[]string{"task", "agent_id", "role"}, []string{"task", "agent_id", "role"}, true},
+		"task_objective":        {[]string{"task", "objective_id", "status", "agent_id"}, []string{"task", "objective_id", "status"}, true},
+		"task_complete_agent":   {[]string{"task", "agent_id"}, []string{"task", "agent_id"}, true},
+		"task_complete":         {[]string{"task", "merge"}, []string{"task"}, true},
+		"task_context":          {[]string{"task"}, []string{"task"}, true},
+		"task_list":             {[]string{"status"}, nil, true},
+		"observe":               {[]string{"branch", "task", "agent_id", "session", "type", "text"}, []string{"type", "text"}, true},
+		"consolidate":           {[]string{"level", "session", "task", "agent_id", "merge"}, []string{"level"}, true},
+		"facts":                 {[]string{"branch", "status", "category", "query", "task"}, nil, true},
+		"consolidation_history": {[]string{"task"}, nil, true},
 	}
 	if len(res.Tools) != len(want) {
 		t.Errorf("got %d tools; want %d", len(res.Tools), len(want))
