@@ -39,9 +39,12 @@ func (r *MemoryReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "  memory: %.0f MB allocated in total, %.0f MB live after the run\n", r.AllocMB, r.HeapMB)
 }
 
-// Observations generates n realistic observations: sentences drawn from a
-// developer vocabulary, of which a share are near duplicates (an earlier
-// sentence with one word changed or added).
+// Observations generates n realistic observations: sentences of 8–17 words
+// drawn with a Zipf distribution (s = 1.1) from a vocabulary of 5,000
+// words whose most frequent ones are developer words, so common words
+// recur everywhere and the tail is long, as in real text; a share of the
+// sentences are near duplicates (an earlier sentence with one word changed
+// or added).
 func Observations(n int, near float64, seed int64) []memory.Observation {
 	rng := rand.New(rand.NewSource(seed))
 	words := strings.Fields(`the auth middleware token refresh handler cache index query latency error bug fix retry
@@ -50,6 +53,10 @@ func Observations(n int, near float64, seed int64) []memory.Observation {
 		claim status review complete blocked expand reference file parse serialize validate cycle island chunk
 		search ranking bleve tree sitter python golang rust java typescript function method class struct interface
 		design architecture pattern security vulnerability performance throughput slow fast memory disk fsync`)
+	for i := len(words); i < 5000; i++ {
+		words = append(words, "term"+strconv.Itoa(i))
+	}
+	zipf := rand.NewZipf(rng, 1.1, 1, uint64(len(words)-1))
 	types := []string{"insight", "decision", "discovery", "insight", "note"}
 	obs := make([]memory.Observation, 0, n)
 	var texts []string
@@ -58,18 +65,17 @@ func Observations(n int, near float64, seed int64) []memory.Observation {
 		if len(texts) > 0 && rng.Float64() < near {
 			base := strings.Fields(texts[rng.Intn(len(texts))])
 			if rng.Intn(2) == 0 {
-				base[rng.Intn(len(base))] = words[rng.Intn(len(words))]
+				base[rng.Intn(len(base))] = words[zipf.Uint64()]
 			} else {
-				base = append(base, words[rng.Intn(len(words))])
+				base = append(base, words[zipf.Uint64()])
 			}
 			text = strings.Join(base, " ")
 		} else {
 			k := 8 + rng.Intn(10)
 			parts := make([]string, k)
 			for j := range parts {
-				parts[j] = words[rng.Intn(len(words))]
+				parts[j] = words[zipf.Uint64()]
 			}
-			parts[k-1] += strconv.Itoa(i) // most sentences are distinct
 			text = strings.Join(parts, " ")
 		}
 		texts = append(texts, text)
