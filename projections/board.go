@@ -1,10 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -53,16 +49,9 @@ func (b *Board) Stream() string { return events.StreamQueue }
 
 // Load implements Projection.
 func (b *Board) Load() (uint64, error) {
-	data, err := os.ReadFile(b.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
 	var snap boardSnapshot
-	if err := json.Unmarshal(data, &snap); err != nil {
-		return 0, fmt.Errorf("board snapshot %s is corrupt (delete it or run trellis replay): %w", b.path, err)
+	if ok, err := readSnapshot(b.path, "board", &snap); !ok || err != nil {
+		return 0, err
 	}
 	if snap.Version != boardVersion {
 		// An older layout: rebuild from the log.
@@ -117,13 +106,8 @@ func (b *Board) count(t *trellis.Task, d int) {
 // Save implements Projection.
 func (b *Board) Save(seq uint64) error {
 	b.mu.RLock()
-	snap := boardSnapshot{Version: boardVersion, LastSeq: seq, Tasks: b.sortedLocked()}
-	data, err := json.Marshal(snap)
-	b.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	return WriteFileAtomic(b.path, data)
+	defer b.mu.RUnlock()
+	return writeSnapshot(b.path, boardSnapshot{Version: boardVersion, LastSeq: seq, Tasks: b.sortedLocked()})
 }
 
 // Reset implements Projection.
@@ -131,10 +115,7 @@ func (b *Board) Reset() error {
 	b.mu.Lock()
 	b.clear()
 	b.mu.Unlock()
-	if err := os.Remove(b.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return removeFile(b.path)
 }
 
 func (b *Board) sortedLocked() []*trellis.Task {

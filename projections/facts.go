@@ -1,10 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -48,16 +44,9 @@ func (s *FactStore) Stream() string { return events.StreamMemory }
 
 // Load implements Projection.
 func (s *FactStore) Load() (uint64, error) {
-	data, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
 	var snap factStoreSnapshot
-	if err := json.Unmarshal(data, &snap); err != nil {
-		return 0, fmt.Errorf("fact store snapshot %s is corrupt (delete it or run trellis replay): %w", s.path, err)
+	if ok, err := readSnapshot(s.path, "fact store", &snap); !ok || err != nil {
+		return 0, err
 	}
 	if snap.Version != 1 {
 		return 0, nil
@@ -108,12 +97,8 @@ func (s *FactStore) Save(seq uint64) error {
 		}
 		snap.Scopes = append(snap.Scopes, rec)
 	}
-	data, err := json.Marshal(snap)
-	s.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	return WriteFileAtomic(s.path, data)
+	defer s.mu.RUnlock()
+	return writeSnapshot(s.path, snap)
 }
 
 // Reset implements Projection.
@@ -121,10 +106,7 @@ func (s *FactStore) Reset() error {
 	s.mu.Lock()
 	s.scopes = map[string]*events.MemoryState{}
 	s.mu.Unlock()
-	if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return removeFile(s.path)
 }
 
 // FactFilter selects facts.

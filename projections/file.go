@@ -1,6 +1,8 @@
 package projections
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +33,40 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	return nil
+}
+
+// readSnapshot decodes the JSON snapshot at path into v. It reports false
+// (and no error) when there is none yet; a corrupt snapshot is an error
+// that says how to recover.
+func readSnapshot(path, what string, v any) (bool, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("%s snapshot %s is corrupt (delete it or run trellis replay): %w", what, path, err)
+	}
+	return true, nil
+}
+
+// writeSnapshot encodes v as JSON and writes it atomically.
+func writeSnapshot(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, data)
+}
+
+// removeFile deletes path; a missing file is fine.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
 	return nil
 }

@@ -1,10 +1,7 @@
 package projections
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -59,16 +56,9 @@ func (f *Frontiers) Stream() string { return events.StreamVine }
 
 // Load implements Projection.
 func (f *Frontiers) Load() (uint64, error) {
-	data, err := os.ReadFile(f.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
 	var snap frontiersSnapshot
-	if err := json.Unmarshal(data, &snap); err != nil {
-		return 0, fmt.Errorf("frontier snapshot %s is corrupt (delete it or run trellis replay): %w", f.path, err)
+	if ok, err := readSnapshot(f.path, "frontier", &snap); !ok || err != nil {
+		return 0, err
 	}
 	if snap.Version != frontiersVersion {
 		return 0, nil
@@ -170,11 +160,7 @@ func (f *Frontiers) Save(seq uint64) error {
 		snap.Graphs = append(snap.Graphs, frontierSnapshot{GraphID: id, Path: e.path, TextGz: gz})
 	}
 	f.mu.RUnlock()
-	data, err := json.Marshal(snap)
-	if err != nil {
-		return err
-	}
-	return WriteFileAtomic(f.path, data)
+	return writeSnapshot(f.path, snap)
 }
 
 // Reset implements Projection.
@@ -182,10 +168,7 @@ func (f *Frontiers) Reset() error {
 	f.mu.Lock()
 	f.graphs = map[string]*frontierEntry{}
 	f.mu.Unlock()
-	if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return removeFile(f.path)
 }
 
 // Frontier returns a graph's frontier, and false for an unknown graph.

@@ -1,10 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -41,16 +37,9 @@ func (v *TaskViews) Stream() string { return events.StreamTasks }
 
 // Load implements Projection.
 func (v *TaskViews) Load() (uint64, error) {
-	data, err := os.ReadFile(v.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
 	var snap taskViewsSnapshot
-	if err := json.Unmarshal(data, &snap); err != nil {
-		return 0, fmt.Errorf("task views snapshot %s is corrupt (delete it or run trellis replay): %w", v.path, err)
+	if ok, err := readSnapshot(v.path, "task views", &snap); !ok || err != nil {
+		return 0, err
 	}
 	if snap.Version != 1 {
 		return 0, nil
@@ -87,13 +76,8 @@ func (v *TaskViews) Apply(rec events.Recorded) error {
 // Save implements Projection.
 func (v *TaskViews) Save(seq uint64) error {
 	v.mu.RLock()
-	snap := taskViewsSnapshot{Version: 1, LastSeq: seq, Tasks: v.sortedLocked()}
-	data, err := json.Marshal(snap)
-	v.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	return WriteFileAtomic(v.path, data)
+	defer v.mu.RUnlock()
+	return writeSnapshot(v.path, taskViewsSnapshot{Version: 1, LastSeq: seq, Tasks: v.sortedLocked()})
 }
 
 // Reset implements Projection.
@@ -101,10 +85,7 @@ func (v *TaskViews) Reset() error {
 	v.mu.Lock()
 	v.byID, v.byName = map[string]*events.AgentTask{}, map[string]string{}
 	v.mu.Unlock()
-	if err := os.Remove(v.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return removeFile(v.path)
 }
 
 func (v *TaskViews) sortedLocked() []*events.AgentTask {

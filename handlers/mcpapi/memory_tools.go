@@ -169,8 +169,12 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService) {
 			if err != nil {
 				return nil, fmt.Errorf("task_join: %w", err)
 			}
+			task := in.Task
+			if task != j.TaskID {
+				task += " (task_id " + j.TaskID + ")"
+			}
 			return structured(fmt.Sprintf("Agent %s joined task %s as %s; its branch is %s. Read task_context, then record insights, decisions and discoveries with observe (task %q, agent_id %q) and finish with task_complete_agent.",
-				j.AgentID, j.TaskID, j.Role, j.Branch, in.Task, j.AgentID), j), nil
+				j.AgentID, task, j.Role, j.Branch, in.Task, j.AgentID), j), nil
 		},
 	}.register(srv)
 
