@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -18,20 +19,8 @@ func (a *app) queueRetry() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.TaskID = args[0]
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			t, err := s.admin.Retry(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, t)
-			}
-			printTask(a.stdout, t)
-			return nil
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.admin.Retry(ctx, req) },
+				func(v any) { printTask(a.stdout, v.(*trellis.Task)) })
 		},
 	}
 	c.Flags().StringVar(&req.Actor, "actor", "", "who asks (recorded in the history; default operator)")
@@ -62,20 +51,8 @@ func (a *app) queueControl(action, short, example string) *cobra.Command {
 					return trellis.FieldError("max_in_flight", "%q is not a number", args[1])
 				}
 			}
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			ctl, err := s.admin.Control(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, ctl)
-			}
-			printControls(a, ctl)
-			return nil
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.admin.Control(ctx, req) },
+				func(v any) { printControls(a, v.(*trellis.QueueControls)) })
 		},
 	}
 	if action == "pause" {
@@ -94,20 +71,8 @@ func (a *app) queueControls() *cobra.Command {
 		Example: "  trellis queue controls default",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			ctl, err := s.admin.Controls(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, ctl)
-			}
-			printControls(a, ctl)
-			return nil
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.admin.Controls(ctx, args[0]) },
+				func(v any) { printControls(a, v.(*trellis.QueueControls)) })
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -56,6 +57,29 @@ func benchStore(cmd *cobra.Command, syncInterval time.Duration) (*events.Store, 
 	return store, func() { nc.Close(); cleanup() }, nil
 }
 
+// report is what a benchmark prints.
+type report interface{ Print(io.Writer) }
+
+// benchOn runs a benchmark on a fresh embedded server and prints its
+// report as a table or JSON.
+func (a *app) benchOn(cmd *cobra.Command, syncInterval time.Duration, asJSON bool, run func(*events.Store) (report, error)) error {
+	store, cleanup, err := benchStore(cmd, syncInterval)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	rep, err := run(store)
+	if err != nil {
+		return trellis.Errorf(trellis.CodeInternal, "bench: %w", err)
+	}
+	if asJSON {
+		return printJSON(a.stdout, rep)
+	}
+	fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
+	rep.Print(a.stdout)
+	return nil
+}
+
 func syncMode(d time.Duration) string {
 	if d > 0 {
 		return "sync every " + d.String()
@@ -73,21 +97,9 @@ func (a *app) benchWorkers() *cobra.Command {
 		Example: "  trellis bench workers --tasks 2000",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, cleanup, err := benchStore(cmd, syncInterval)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			rep, err := bench.RunWorkers(cmd.Context(), store, cfg)
-			if err != nil {
-				return trellis.Errorf(trellis.CodeInternal, "bench: %w", err)
-			}
-			if asJSON {
-				return printJSON(a.stdout, rep)
-			}
-			fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
-			rep.Print(a.stdout)
-			return nil
+			return a.benchOn(cmd, syncInterval, asJSON, func(store *events.Store) (report, error) {
+				return bench.RunWorkers(cmd.Context(), store, cfg)
+			})
 		},
 	}
 	c.Flags().IntVar(&cfg.Tasks, "tasks", 1000, "tasks per concurrency level")
@@ -108,21 +120,9 @@ func (a *app) benchQueue() *cobra.Command {
   trellis bench queue --sync-interval 2m    # JetStream's lazy default, for comparison`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, cleanup, err := benchStore(cmd, syncInterval)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			rep, err := bench.RunQueue(cmd.Context(), store, cfg)
-			if err != nil {
-				return trellis.Errorf(trellis.CodeInternal, "bench: %w", err)
-			}
-			if asJSON {
-				return printJSON(a.stdout, rep)
-			}
-			fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
-			rep.Print(a.stdout)
-			return nil
+			return a.benchOn(cmd, syncInterval, asJSON, func(store *events.Store) (report, error) {
+				return bench.RunQueue(cmd.Context(), store, cfg)
+			})
 		},
 	}
 	f := c.Flags()
@@ -145,21 +145,9 @@ func (a *app) benchVine() *cobra.Command {
 		Example: "  trellis bench vine --tasks 500 --agents 8",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, cleanup, err := benchStore(cmd, syncInterval)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			rep, err := bench.RunVine(cmd.Context(), store, cfg)
-			if err != nil {
-				return trellis.Errorf(trellis.CodeInternal, "bench: %w", err)
-			}
-			if asJSON {
-				return printJSON(a.stdout, rep)
-			}
-			fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
-			rep.Print(a.stdout)
-			return nil
+			return a.benchOn(cmd, syncInterval, asJSON, func(store *events.Store) (report, error) {
+				return bench.RunVine(cmd.Context(), store, cfg)
+			})
 		},
 	}
 	c.Flags().IntVar(&cfg.Tasks, "tasks", 500, "ready tasks to claim")

@@ -10,23 +10,9 @@ import (
 	"github.com/trellis/trellis"
 )
 
-// withMemory opens a session and runs fn with the memory service, printing
-// the result as JSON or through human.
+// withMemory runs fn with the session's memory service (see call).
 func (a *app) withMemory(cmd *cobra.Command, asJSON bool, fn func(ctx context.Context, m trellis.MemoryService) (any, error), human func(any)) error {
-	s, err := a.openSession(cmd.Context())
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	res, err := fn(cmd.Context(), s.memory)
-	if err != nil {
-		return err
-	}
-	if asJSON || human == nil {
-		return printJSON(a.stdout, res)
-	}
-	human(res)
-	return nil
+	return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return fn(ctx, s.memory) }, human)
 }
 
 func (a *app) taskCommand() *cobra.Command {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,8 +9,29 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/trellis/trellis"
 )
+
+// call opens a session for one command, runs fn, and prints its result:
+// as JSON with --json (or when there is no human form), else through human.
+func (a *app) call(cmd *cobra.Command, asJSON bool, fn func(ctx context.Context, s *session) (any, error), human func(any)) error {
+	s, err := a.openSession(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	res, err := fn(cmd.Context(), s)
+	if err != nil {
+		return err
+	}
+	if asJSON || human == nil {
+		return printJSON(a.stdout, res)
+	}
+	human(res)
+	return nil
+}
 
 // printJSON writes v as indented JSON and a newline.
 func printJSON(w io.Writer, v any) error {

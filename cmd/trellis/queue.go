@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,20 +44,8 @@ func (a *app) queueAdd() *cobra.Command {
 				return err
 			}
 			req.Metadata = m
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			t, err := s.queue.Add(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, t)
-			}
-			printTask(a.stdout, t)
-			return nil
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.queue.Add(ctx, req) },
+				func(v any) { printTask(a.stdout, v.(*trellis.Task)) })
 		},
 	}
 	f := c.Flags()
@@ -218,20 +207,8 @@ func (a *app) queueList() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Status = trellis.Status(status)
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			l, err := s.queue.List(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, l)
-			}
-			printList(a.stdout, l)
-			return nil
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.queue.List(ctx, req) },
+				func(v any) { printList(a.stdout, v.(*trellis.TaskList)) })
 		},
 	}
 	c.Flags().StringVar(&req.Queue, "queue", "", "only this queue")
@@ -248,20 +225,8 @@ func (a *app) queueShow() *cobra.Command {
 		Example: "  trellis queue show 01J... --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			t, err := s.queue.Show(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, t)
-			}
-			printTask(a.stdout, t)
-			return nil
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.queue.Show(ctx, args[0]) },
+				func(v any) { printTask(a.stdout, v.(*trellis.Task)) })
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -110,7 +110,7 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 		t.Fatalf("main facts = %+v", facts)
 	}
 	b.do(t, get, "/v1/memory/facts?task=fix-auth&status=active&category=security&query="+url.QueryEscape("EXPIRED token"), nil).expect(t, http.StatusOK, &facts)
-	if len(facts) != 3 { // agent_1's, the task branch's, main's
+	if len(facts) != 4 { // each agent's, the task branch's, main's
 		t.Fatalf("security facts of the task = %+v", facts)
 	}
 
