@@ -210,7 +210,20 @@ func (s *Service) Consolidate(ctx context.Context, req trellis.ConsolidateReques
 		if err := s.catchUp(ctx, s.factRun); err != nil {
 			return nil, err
 		}
-		runs, err = s.memory.ConsolidateSession(ctx, req.Session, s.facts.SessionBranches(req.Session))
+		scopes := s.facts.SessionBranches(req.Session)
+		if req.Task != "" {
+			// Only the session's observations on this task's branches.
+			t, err := s.memory.Task(ctx, req.Task)
+			if err != nil {
+				return nil, err
+			}
+			scope := events.MemoryScope(t.Branch)
+			scopes = map[string][]string{scope: scopes[scope]}
+			if len(scopes[scope]) == 0 {
+				return nil, trellis.Errorf(trellis.CodeNotFound, "session %s has no unconsolidated observations on task %s", req.Session, t.Name)
+			}
+		}
+		runs, err = s.memory.ConsolidateSession(ctx, req.Session, scopes)
 	case "agent":
 		runs, err = s.memory.CompleteAgent(ctx, trellis.TaskAgentRequest{Task: req.Task, Agent: req.Agent}, false)
 	case "task":

@@ -37,6 +37,9 @@ func (s *server) memoryRoutes() {
 }
 
 func (s *server) createTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	var req trellis.TaskCreateRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
@@ -72,12 +75,15 @@ func (s *server) showAgentTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) joinTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	var req trellis.TaskJoinRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	if req.Task != "" && req.Task != r.PathValue("id") {
-		return trellis.FieldError("task", "%q in the body differs from %q in the path", req.Task, r.PathValue("id"))
+	if err := samePath("task", req.Task, r.PathValue("id")); err != nil {
+		return err
 	}
 	req.Task = r.PathValue("id")
 	res, err := s.svc.TaskJoin(r.Context(), req)
@@ -88,8 +94,17 @@ func (s *server) joinTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) completeAgent(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	var req trellis.TaskAgentRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
+		return err
+	}
+	if err := samePath("task", req.Task, r.PathValue("id")); err != nil {
+		return err
+	}
+	if err := samePath("agent_id", req.Agent, r.PathValue("agent_id")); err != nil {
 		return err
 	}
 	req.Task, req.Agent = r.PathValue("id"), r.PathValue("agent_id")
@@ -101,8 +116,17 @@ func (s *server) completeAgent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) updateObjective(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	var req trellis.TaskObjectiveRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	if err := samePath("task", req.Task, r.PathValue("id")); err != nil {
+		return err
+	}
+	if err := samePath("objective_id", req.ObjectiveID, r.PathValue("obj_id")); err != nil {
 		return err
 	}
 	req.Task, req.ObjectiveID = r.PathValue("id"), r.PathValue("obj_id")
@@ -114,8 +138,14 @@ func (s *server) updateObjective(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) completeAgentTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	var req trellis.TaskCompleteRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
+		return err
+	}
+	if err := samePath("task", req.Task, r.PathValue("id")); err != nil {
 		return err
 	}
 	req.Task = r.PathValue("id")
@@ -127,8 +157,14 @@ func (s *server) completeAgentTask(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *server) consolidateTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	var req trellis.ConsolidateRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	if err := samePath("task", req.Task, r.PathValue("id")); err != nil {
 		return err
 	}
 	req.Task = r.PathValue("id")
@@ -151,6 +187,9 @@ func (s *server) taskContext(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) observe(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	var req trellis.ObserveRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
@@ -184,4 +223,12 @@ func (s *server) history(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("history: %w", err)
 	}
 	return s.writeJSON(w, r, http.StatusOK, res)
+}
+
+// samePath rejects a body field that names something else than the path.
+func samePath(field, body, path string) error {
+	if body != "" && body != path {
+		return trellis.FieldError(field, "%q in the body differs from %q in the path; omit it or send the same value", body, path)
+	}
+	return nil
 }

@@ -285,3 +285,51 @@ func TestMemoryBadInput(t *testing.T) {
 		t.Fatalf("a1's run = %+v", r)
 	}
 }
+
+// TestMemoryBodyRoutesRejectQueryParameters: the seed 004 routes that take
+// a body refuse unknown query parameters (as the queue's do) and a body
+// that names another task or agent than the path (as POST /tasks/{id}/join
+// does), and /tasks/{id}/consolidate refuses an unknown task at every
+// level, all without touching the logs.
+func TestMemoryBodyRoutesRejectQueryParameters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	post, patch := http.MethodPost, http.MethodPatch
+	b.do(t, post, "/tasks", `{"name":"t1","objectives":["a"]}`).expect(t, http.StatusCreated, nil)
+	b.do(t, post, "/tasks/t1/join", `{"agent_id":"a1","role":"r"}`).expect(t, http.StatusOK, nil)
+	b.do(t, post, "/v1/memory/observations", `{"task":"t1","agent_id":"a1","session":"s1","type":"insight","text":"fixture"}`).
+		expect(t, http.StatusCreated, nil)
+	const bad, notFound = http.StatusBadRequest, http.StatusNotFound
+	inv, nf := trellis.CodeInvalid, trellis.CodeNotFound
+	cases := []badCase{
+		{"create/query parameter", post, "/tasks?dry_run=1", `{"name":"t2"}`, bad, inv, "dry_run", "unknown query parameter"},
+		{"join/query parameter", post, "/tasks/t1/join?x=1", `{"agent_id":"a2","role":"r"}`, bad, inv, "x", "unknown query parameter"},
+		{"complete agent/query parameter", post, "/tasks/t1/agents/a1/complete?x=1", nil, bad, inv, "x", "unknown query parameter"},
+		{"objective/query parameter", patch, "/tasks/t1/objectives/obj-1?x=1", `{"status":"active"}`, bad, inv, "x", "unknown query parameter"},
+		{"complete/query parameter", post, "/tasks/t1/complete?x=1", nil, bad, inv, "x", "unknown query parameter"},
+		{"consolidate/query parameter", post, "/tasks/t1/consolidate?x=1", `{"level":"task"}`, bad, inv, "x", "unknown query parameter"},
+		{"observe/query parameter", post, "/v1/memory/observations?x=1", `{"branch":"main","session":"s","type":"insight","text":"x"}`, bad, inv, "x", "unknown query parameter"},
+		{"complete agent/other agent in body", post, "/tasks/t1/agents/a1/complete", `{"agent_id":"a2"}`, bad, inv, "agent_id", "path"},
+		{"complete agent/other task in body", post, "/tasks/t1/agents/a1/complete", `{"task":"t2"}`, bad, inv, "task", "path"},
+		{"objective/other objective in body", patch, "/tasks/t1/objectives/obj-1", `{"status":"active","objective_id":"obj-9"}`, bad, inv, "objective_id", "path"},
+		{"complete/other task in body", post, "/tasks/t1/complete", `{"task":"t2"}`, bad, inv, "task", "path"},
+		{"consolidate/other task in body", post, "/tasks/t1/consolidate", `{"level":"task","task":"t2"}`, bad, inv, "task", "path"},
+		{"consolidate/session of unknown task", post, "/tasks/nope/consolidate", `{"level":"session","session":"s1"}`, notFound, nf, "", "nope"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := b.memorySeqs(t)
+			res := b.do(t, c.method, c.path, c.body)
+			if res.status != c.status {
+				t.Fatalf("status %d, want %d; body %.300s", res.status, c.status, res.body)
+			}
+			e := res.apiError(t)
+			if e.Code != c.code || e.Field != c.field || (c.msg != "" && !strings.Contains(e.Message, c.msg)) {
+				t.Errorf("error %+v; want code %q field %q message containing %q", e, c.code, c.field, c.msg)
+			}
+			if after := b.memorySeqs(t); after != before {
+				t.Fatalf("event logs changed: %v -> %v", before, after)
+			}
+		})
+	}
+}

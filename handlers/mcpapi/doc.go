@@ -20,6 +20,11 @@
 // Trellis's atomic vine_claim) and the resources vine://spec/brief and
 // vine://spec/full.
 //
+// When it also implements trellis.MemoryService, the server adds seed
+// 004's tools: task_create, task_join, task_objective,
+// task_complete_agent, task_complete, task_context, task_list, observe,
+// consolidate, facts and consolidation_history.
+//
 // NewServer builds the server; HTTPHandler serves it over streamable HTTP
 // (mounted at /mcp by `trellis serve`) and ServeStdio over stdin/stdout
 // (`trellis mcp`).
