@@ -126,3 +126,49 @@ func (s *Store) Subscribe(ctx context.Context, stream string, from uint64, fn fu
 	}
 	return &Subscription{cc: cc}, nil
 }
+
+// LastPerSubject calls fn with the last event of every subject matching
+// filters (a "last value per subject" read), in stream order.
+func (s *Store) LastPerSubject(ctx context.Context, stream string, filters []string, fn func(Recorded) error) error {
+	cons, err := s.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		FilterSubjects: filters,
+	})
+	if err != nil {
+		return fmt.Errorf("last per subject on %s: %w", stream, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("last per subject on %s: %w", stream, err)
+	}
+	remaining := info.NumPending
+	for remaining > 0 {
+		batch, err := cons.Fetch(int(min(remaining, 512)), jetstream.FetchMaxWait(s.cfg.RequestTimeout))
+		if err != nil {
+			return fmt.Errorf("last per subject on %s: %w", stream, err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			meta, err := msg.Metadata()
+			if err != nil {
+				return err
+			}
+			rec, err := Decode(stream, msg.Subject(), meta.Sequence.Stream, msg.Data())
+			if err != nil {
+				return err
+			}
+			if err := fn(rec); err != nil {
+				return err
+			}
+			remaining = meta.NumPending
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("last per subject on %s: %w", stream, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return nil
+}

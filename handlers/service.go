@@ -51,6 +51,8 @@ type Service struct {
 	taskRun     *projections.Runner
 	facts       *projections.FactStore
 	factRun     *projections.Runner
+	search      *projections.Search
+	searchRun   *projections.Runner
 	board       *projections.Board
 	checkpoints *projections.Checkpoints
 	runners     []*projections.Runner
@@ -85,7 +87,9 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	s.facts = projections.NewFactStore(projDir)
 	s.factRun = projections.NewRunner(store, s.facts, cfg.Logger)
 	s.memory = NewMemory(store, s.taskNameOf)
-	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun, s.taskRun, s.factRun}
+	s.search = projections.NewSearch(filepath.Join(cfg.DataDir, "index"))
+	s.searchRun = projections.NewRunner(store, s.search, cfg.Logger)
+	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun, s.taskRun, s.factRun, s.searchRun}
 	return s
 }
 
@@ -119,6 +123,9 @@ func (s *Service) Close() error {
 		if err := r.Stop(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if err := s.search.Close(); err != nil && first == nil {
+		first = err
 	}
 	return first
 }

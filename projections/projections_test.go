@@ -128,7 +128,7 @@ func TestReplayEqualsLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Projections) != 5 {
+		if len(res.Projections) != 6 {
 			t.Fatalf("replayed %d projections", len(res.Projections))
 		}
 		rebuilt := b.svc.Board().Tasks()

@@ -26,6 +26,7 @@ type session struct {
 	admin   trellis.QueueAdmin
 	vine    trellis.VineService
 	memory  trellis.MemoryService
+	code    trellis.CodeService
 	store   *events.Store
 	replay  func(context.Context) (*handlers.ReplayResult, error)
 	dataDir string // where checkpoints are written
@@ -90,6 +91,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		admin:   client,
 		vine:    client,
 		memory:  client,
+		code:    client,
 		store:   store,
 		replay:  client.Replay,
 		dataDir: info.DataDir,
@@ -120,6 +122,7 @@ func (a *app) localSession(ctx context.Context, url string) (*session, error) {
 		admin:   srv.Service(),
 		vine:    srv.Service(),
 		memory:  srv.Service(),
+		code:    srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
 		dataDir: dataDir,

@@ -131,7 +131,7 @@ func TestReplay(t *testing.T) {
 	for _, body := range []any{nil, `{}`, " {}\n"} {
 		var res handlers.ReplayResult
 		b.do(t, http.MethodPost, "/v1/replay", body).expect(t, http.StatusOK, &res)
-		if len(res.Projections) != 5 {
+		if len(res.Projections) != 6 {
 			t.Fatalf("replay = %+v", res)
 		}
 		for _, p := range res.Projections {

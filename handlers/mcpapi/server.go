@@ -48,6 +48,10 @@ func NewServer(svc trellis.QueueService, version string) *mcp.Server {
 	if isMemory {
 		instr += "\n\n" + memoryInstructions
 	}
+	cs, isCode := svc.(trellis.CodeService)
+	if isCode {
+		instr += "\n\n" + codeInstructions
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "Trellis task queue", Version: version}, &mcp.ServerOptions{
 		Instructions: instr,
 		// Advertise only what is served: tools (inferred when they are
@@ -61,6 +65,9 @@ func NewServer(svc trellis.QueueService, version string) *mcp.Server {
 	}
 	if isMemory {
 		registerMemoryTools(srv, ms)
+	}
+	if isCode {
+		registerCodeTools(srv, cs)
 	}
 	return srv
 }

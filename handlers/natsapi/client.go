@@ -26,6 +26,7 @@ var (
 	_ trellis.QueueAdmin    = (*Client)(nil)
 	_ trellis.VineService   = (*Client)(nil)
 	_ trellis.MemoryService = (*Client)(nil)
+	_ trellis.CodeService   = (*Client)(nil)
 )
 
 // NewClient returns a client with the given per-request timeout (default
@@ -281,4 +282,14 @@ func (c *Client) History(ctx context.Context, req trellis.HistoryRequest) ([]tre
 		return nil, err
 	}
 	return *out, nil
+}
+
+// Search implements trellis.CodeService.
+func (c *Client) Search(ctx context.Context, req trellis.SearchRequest) (*trellis.SearchResult, error) {
+	return callInto[trellis.SearchResult](ctx, c, OpSearch, req)
+}
+
+// Chunk implements trellis.CodeService.
+func (c *Client) Chunk(ctx context.Context, chunkID string) (*trellis.ChunkHit, error) {
+	return callInto[trellis.ChunkHit](ctx, c, OpChunk, chunkRequest{ChunkID: chunkID})
 }

@@ -78,7 +78,7 @@ func TestClientLifecycle(t *testing.T) {
 		t.Fatalf("done after fail: %v; want conflict", err)
 	}
 	res, err := b.client.Replay(ctx)
-	if err != nil || len(res.Projections) != 5 {
+	if err != nil || len(res.Projections) != 6 {
 		t.Fatalf("replay = %+v, %v", res, err)
 	}
 }

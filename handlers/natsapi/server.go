@@ -116,6 +116,8 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 	for op, fn := range memoryOps(svc) {
 		ops[op] = fn
 	}
+	ops[OpSearch] = handler(svc.Search)
+	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) { return svc.Chunk(ctx, r.ChunkID) })
 	for op, fn := range ops {
 		fn := fn
 		sub, err := nc.QueueSubscribe(Prefix+op, QueueGroup, func(m *nats.Msg) {

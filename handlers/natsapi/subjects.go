@@ -39,6 +39,9 @@ const (
 	OpConsolidate       = "memory.consolidate"
 	OpFacts             = "memory.facts"
 	OpHistory           = "memory.history"
+
+	OpSearch = "code.search"
+	OpChunk  = "code.chunk"
 )
 
 // reply is the body of every answer.
@@ -56,6 +59,11 @@ type replyError struct {
 // controlsRequest names one queue.
 type controlsRequest struct {
 	Queue string `json:"queue"`
+}
+
+// chunkRequest names one chunk.
+type chunkRequest struct {
+	ChunkID string `json:"chunk_id"`
 }
 
 // taskRequest names one agent task (by name or id).

@@ -1,0 +1,71 @@
+package trellis
+
+import "context"
+
+// CodeService searches the code memory built from ingested repositories
+// (seeds 000, 002, 003: VectorGit and the ChunkManager).
+type CodeService interface {
+	// Search returns the chunks that best match a query (BM25 over content,
+	// names and paths), or "not found" with suggestions for the next search.
+	Search(ctx context.Context, req SearchRequest) (*SearchResult, error)
+	// Chunk returns one chunk in full.
+	Chunk(ctx context.Context, chunkID string) (*ChunkHit, error)
+}
+
+// SearchRequest is search_chunks' input.
+type SearchRequest struct {
+	Query      string `json:"query"`
+	TopK       int    `json:"k,omitempty"`
+	PathPrefix string `json:"path_prefix,omitempty"`
+	FileType   string `json:"file_type,omitempty"`
+	ChunkType  string `json:"chunk_type,omitempty"`
+	Tag        string `json:"tag,omitempty"`
+	Repo       string `json:"repo,omitempty"`
+	Content    bool   `json:"content,omitempty"`
+}
+
+// Normalize fills defaults and validates.
+func (r *SearchRequest) Normalize() error {
+	if err := checkText("query", r.Query); err != nil {
+		return err
+	}
+	if len(r.Query) > 1024 {
+		return FieldError("query", "is %d bytes; at most 1024 allowed", len(r.Query))
+	}
+	if r.TopK == 0 {
+		r.TopK = 8
+	}
+	if r.TopK < 0 || r.TopK > 100 {
+		return FieldError("k", "must be between 1 and 100, got %d", r.TopK)
+	}
+	for _, f := range []struct{ name, v string }{{"path_prefix", r.PathPrefix}, {"file_type", r.FileType}, {"chunk_type", r.ChunkType}, {"tag", r.Tag}, {"repo", r.Repo}} {
+		if err := checkItem(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ChunkHit is one result: a citable chunk.
+type ChunkHit struct {
+	ChunkID    string   `json:"chunk_id"`
+	Repo       string   `json:"repo"`
+	SourcePath string   `json:"source_path"`
+	StartLine  int      `json:"start_line"`
+	EndLine    int      `json:"end_line"`
+	ChunkType  string   `json:"chunk_type"`
+	Name       string   `json:"name"`
+	Language   string   `json:"language"`
+	Tags       []string `json:"tags"`
+	Score      float64  `json:"score"`
+	Snippet    string   `json:"snippet"`
+	Content    string   `json:"content,omitempty"`
+}
+
+// SearchResult is the answer to a search.
+type SearchResult struct {
+	Query       string     `json:"query"`
+	Results     []ChunkHit `json:"results"`
+	NotFound    bool       `json:"not_found"`
+	Suggestions []string   `json:"suggestions,omitempty"`
+}

@@ -1,0 +1,125 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
+
+// Code-memory event types: the last token of
+// trellis.chunks.<repo>.<file>.<type>, where <file> is FileToken of the
+// repo-relative path. Each file is an aggregate: its events are the chunk
+// difference of each ingest that changed it, committed by file_indexed.
+const (
+	// ChunksAdded carries chunks (with their content) added to a file.
+	ChunksAdded = "chunks_added"
+	// ChunksRemoved lists chunk ids a file no longer has.
+	ChunksRemoved = "chunks_removed"
+	// FileIndexed commits an ingest of a file: its mtime, size, content
+	// hash and full list of chunk ids.
+	FileIndexed = "file_indexed"
+	// FileDeleted records a file gone from the repository; its chunks are
+	// removed.
+	FileDeleted = "file_deleted"
+)
+
+// ChunksSchema is the current schema version of code-memory payloads.
+const ChunksSchema = 1
+
+// FileToken is the subject token of a file: 16 hex of SHA-256 of its
+// repo-relative path.
+func FileToken(path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return "f" + hex.EncodeToString(sum[:8])
+}
+
+// ChunkSubject is the subject of a code-memory event.
+func ChunkSubject(repo, path, typ string) string {
+	return "trellis.chunks." + repo + "." + FileToken(path) + "." + typ
+}
+
+// FileFilter is the subject filter of one file's aggregate.
+func FileFilter(repo, path string) string { return "trellis.chunks." + repo + "." + FileToken(path) + ".>" }
+
+// RepoStateSubjects are the subjects whose last message per file tells the
+// file's recorded state.
+func RepoStateSubjects(repo string) []string {
+	return []string{"trellis.chunks." + repo + ".*." + FileIndexed, "trellis.chunks." + repo + ".*." + FileDeleted}
+}
+
+// ChunkRecord is a chunk as the events carry it.
+type ChunkRecord struct {
+	ChunkID     string   `json:"chunk_id"`
+	Repo        string   `json:"repo"`
+	SourcePath  string   `json:"source_path"`
+	StartLine   int      `json:"start_line"`
+	EndLine     int      `json:"end_line"`
+	ChunkType   string   `json:"chunk_type"`
+	Name        string   `json:"name"`
+	Language    string   `json:"language"`
+	Tags        []string `json:"tags"`
+	ContentHash string   `json:"content_hash"`
+	Content     string   `json:"content"`
+}
+
+// ChunksAddedPayload is the payload of chunks_added. A file whose chunks
+// do not fit one message is spread over several events; Part and Parts
+// number them.
+type ChunksAddedPayload struct {
+	Path   string        `json:"path"`
+	Part   int           `json:"part"`
+	Parts  int           `json:"parts"`
+	Chunks []ChunkRecord `json:"chunks"`
+}
+
+// ChunksRemovedPayload is the payload of chunks_removed.
+type ChunksRemovedPayload struct {
+	Path     string   `json:"path"`
+	ChunkIDs []string `json:"chunk_ids"`
+}
+
+// FileIndexedPayload is the payload of file_indexed.
+type FileIndexedPayload struct {
+	Path        string   `json:"path"`
+	MTime       int64    `json:"mtime_unix_nano"`
+	Size        int64    `json:"size"`
+	ContentHash string   `json:"content_hash"`
+	Language    string   `json:"language"`
+	ChunkIDs    []string `json:"chunk_ids"`
+}
+
+// FileDeletedPayload is the payload of file_deleted.
+type FileDeletedPayload struct {
+	Path     string   `json:"path"`
+	ChunkIDs []string `json:"chunk_ids"`
+}
+
+// FileState is what the log says about a file.
+type FileState struct {
+	Path        string
+	MTime       int64
+	Size        int64
+	ContentHash string
+	ChunkIDs    []string
+	Deleted     bool
+	Seq         uint64
+}
+
+// DecodeFileState reads a file_indexed or file_deleted event.
+func DecodeFileState(rec Recorded) (FileState, error) {
+	switch rec.Type {
+	case FileIndexed:
+		var p FileIndexedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return FileState{}, err
+		}
+		return FileState{Path: p.Path, MTime: p.MTime, Size: p.Size, ContentHash: p.ContentHash, ChunkIDs: p.ChunkIDs, Seq: rec.Seq}, nil
+	case FileDeleted:
+		var p FileDeletedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return FileState{}, err
+		}
+		return FileState{Path: p.Path, Deleted: true, Seq: rec.Seq}, nil
+	}
+	return FileState{}, fmt.Errorf("event %s is not a file state", rec.Type)
+}

@@ -1,0 +1,468 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/chunking"
+	"github.com/trellis/trellis/events"
+)
+
+// IngestConfig configures an ingest.
+type IngestConfig struct {
+	// Root is the directory to ingest.
+	Root string
+	// Repo names the repository (default: the root's base name).
+	Repo string
+	// Rules decide what is never read (default chunking.DefaultRules()).
+	Rules *chunking.Rules
+	// MaxFileBytes skips larger files (default 1 MiB).
+	MaxFileBytes int64
+	// Workers append files concurrently (default 8).
+	Workers int
+	// Progress, when set, is called as files are done.
+	Progress func(done, total int)
+}
+
+// IngestSummary reports an ingest.
+type IngestSummary struct {
+	Repo          string       `json:"repo"`
+	Root          string       `json:"root"`
+	FilesSeen     int          `json:"files_seen"`
+	FilesSkipped  int          `json:"files_skipped"`
+	FilesChanged  int          `json:"files_changed"`
+	FilesNew      int          `json:"files_new"`
+	FilesDeleted  int          `json:"files_deleted"`
+	Unchanged     int          `json:"files_unchanged"`
+	ChunksAdded   int          `json:"chunks_added"`
+	ChunksRemoved int          `json:"chunks_removed"`
+	Events        int          `json:"events"`
+	Seconds       float64      `json:"seconds"`
+	Skipped       []SkipReport `json:"skipped"`
+}
+
+// SkipReport says why a file was not ingested.
+type SkipReport struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// RepoName derives a valid repository name from a directory.
+func RepoName(root string) string {
+	base := filepath.Base(filepath.Clean(root))
+	var b strings.Builder
+	for _, r := range base {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), "-")
+	if name == "" {
+		name = "repo"
+	}
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return name
+}
+
+// Ingest walks the tree and appends, per changed file, its chunk
+// difference as events: chunks_added (content included, spread over
+// several events when large), chunks_removed, then file_indexed as the
+// commit. Unchanged files (same mtime and size, or same content hash) cost
+// no parsing and no events; deleted files get file_deleted. Unreadable,
+// binary, sensitive and oversized files are skipped and reported; the
+// ingest goes on with the rest.
+func Ingest(ctx context.Context, store *events.Store, cfg IngestConfig) (*IngestSummary, error) {
+	start := time.Now()
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, trellis.FieldError("path", "%v", err)
+	}
+	info, err := os.Stat(root)
+	if err != nil {
+		return nil, trellis.FieldError("path", "%v", err)
+	}
+	if !info.IsDir() {
+		return nil, trellis.FieldError("path", "%s is not a directory", root)
+	}
+	if cfg.Repo == "" {
+		cfg.Repo = RepoName(root)
+	}
+	if !repoNameRE.MatchString(cfg.Repo) {
+		return nil, trellis.FieldError("repo", "%q is not a repository name: use 1-64 characters of A-Z a-z 0-9 _ -", cfg.Repo)
+	}
+	if cfg.Rules == nil {
+		r := chunking.DefaultRules()
+		cfg.Rules = &r
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = 1 << 20
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	sum := &IngestSummary{Repo: cfg.Repo, Root: root, Skipped: []SkipReport{}}
+	// What the log holds: the last file_indexed / file_deleted per file.
+	known := map[string]events.FileState{}
+	err = store.LastPerSubject(ctx, events.StreamChunks, events.RepoStateSubjects(cfg.Repo), func(r events.Recorded) error {
+		st, err := events.DecodeFileState(r)
+		if err == nil {
+			known[st.Path] = st
+		}
+		return err
+	})
+	if err != nil {
+		return nil, storeError("load repository state", err)
+	}
+	files, skipped := walk(root, cfg.Rules)
+	sum.Skipped = append(sum.Skipped, skipped...)
+	sum.FilesSeen = len(files) + len(skipped)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	for _, f := range files {
+		seen[f.rel] = true
+	}
+	jobs := make(chan walkedFile)
+	var wg sync.WaitGroup
+	var firstErr error
+	done := 0
+	for w := 0; w < cfg.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range jobs {
+				res, err := ingestFile(ctx, store, cfg, f, known[f.rel])
+				mu.Lock()
+				done++
+				if cfg.Progress != nil {
+					cfg.Progress(done, len(files))
+				}
+				switch {
+				case err != nil && firstErr == nil:
+					firstErr = err
+				case res.skip != "":
+					sum.Skipped = append(sum.Skipped, SkipReport{Path: f.rel, Reason: res.skip})
+				case res.unchanged:
+					sum.Unchanged++
+				default:
+					if res.isNew {
+						sum.FilesNew++
+					} else {
+						sum.FilesChanged++
+					}
+				}
+				sum.ChunksAdded += res.added
+				sum.ChunksRemoved += res.removed
+				sum.Events += res.events
+				if res.deleted {
+					sum.FilesDeleted++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, f := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- f
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return sum, firstErr
+	}
+	// Files the log holds that are gone now.
+	var gone []string
+	for p, st := range known {
+		if !st.Deleted && !seen[p] {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(gone)
+	for _, p := range gone {
+		n, err := deleteFile(ctx, store, cfg.Repo, known[p])
+		if err != nil {
+			return sum, err
+		}
+		sum.FilesDeleted++
+		sum.ChunksRemoved += n
+		sum.Events++
+	}
+	sum.FilesSkipped = len(sum.Skipped)
+	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Path < sum.Skipped[j].Path })
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, nil
+}
+
+// walkedFile is a regular file found by walk.
+type walkedFile struct {
+	abs, rel string
+	info     fs.FileInfo
+}
+
+// walk lists the regular files under root that the rules let through,
+// loading .gitignore files as it descends. Symbolic links are not followed
+// (no loops, nothing outside the root); unreadable directories are
+// reported and skipped.
+func walk(root string, rules *chunking.Rules) ([]walkedFile, []SkipReport) {
+	var files []walkedFile
+	var skipped []SkipReport
+	ignores := map[string]*chunking.GitIgnore{}
+	ignored := func(rel string, isDir bool) bool {
+		for dir := filepath.Dir(rel); ; dir = filepath.Dir(dir) {
+			key := dir
+			if key == "." {
+				key = ""
+			}
+			if gi := ignores[key]; gi != nil && gi.Match(rel, isDir) {
+				return true
+			}
+			if dir == "." || dir == "/" {
+				return false
+			}
+		}
+	}
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if err != nil {
+			if rel != "." {
+				skipped = append(skipped, SkipReport{Path: rel, Reason: "unreadable: " + err.Error()})
+			}
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if rel == "." {
+			loadGitIgnore(root, "", ignores)
+			return nil
+		}
+		isDir := d.IsDir()
+		if ex, _ := rules.Excluded(rel, isDir); ex || ignored(rel, isDir) {
+			if isDir {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			skipped = append(skipped, SkipReport{Path: rel, Reason: "symbolic link (not followed)"})
+			return nil
+		}
+		if isDir {
+			loadGitIgnore(p, rel, ignores)
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			skipped = append(skipped, SkipReport{Path: rel, Reason: "unreadable: " + err.Error()})
+			return nil
+		}
+		files = append(files, walkedFile{abs: p, rel: rel, info: info})
+		return nil
+	})
+	return files, skipped
+}
+
+func loadGitIgnore(dir, rel string, into map[string]*chunking.GitIgnore) {
+	data, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	if err == nil {
+		into[rel] = chunking.ParseGitIgnore(rel, data)
+	}
+}
+
+// fileResult is what ingesting one file did.
+type fileResult struct {
+	skip                   string
+	unchanged, isNew       bool
+	deleted                bool
+	added, removed, events int
+}
+
+// maxEventBytes bounds the chunks of one chunks_added event.
+const maxEventBytes = 600 << 10
+
+func ingestFile(ctx context.Context, store *events.Store, cfg IngestConfig, f walkedFile, st events.FileState) (fileResult, error) {
+	var res fileResult
+	mtime, size := f.info.ModTime().UnixNano(), f.info.Size()
+	if st.Path != "" && !st.Deleted && st.MTime == mtime && st.Size == size {
+		res.unchanged = true
+		return res, nil
+	}
+	drop := func(reason string) (fileResult, error) {
+		res.skip = reason
+		if st.Path != "" && !st.Deleted {
+			// It was indexed before: its chunks must go.
+			n, err := deleteFile(ctx, store, cfg.Repo, st)
+			res.deleted, res.removed, res.events = err == nil, n, 1
+			return res, err
+		}
+		return res, nil
+	}
+	if size > cfg.MaxFileBytes {
+		return drop(fmt.Sprintf("too large: %d bytes (limit %d)", size, cfg.MaxFileBytes))
+	}
+	content, err := os.ReadFile(f.abs)
+	if err != nil {
+		return drop("unreadable: " + err.Error())
+	}
+	if sens, why := cfg.Rules.SensitiveContent(f.rel, content); sens {
+		return drop("sensitive: " + why)
+	}
+	sum := sha256.Sum256(content)
+	hash := hex.EncodeToString(sum[:])
+	if st.Path != "" && !st.Deleted && st.ContentHash == hash {
+		res.unchanged = true
+		return res, nil
+	}
+	chunks, skip, err := chunking.ChunkFile(f.rel, content)
+	if err != nil {
+		return drop("chunking failed: " + err.Error())
+	}
+	if skip != nil {
+		return drop(skip.Reason)
+	}
+	old := map[string]bool{}
+	for _, id := range st.ChunkIDs {
+		old[id] = true
+	}
+	fresh := st.Path == "" || st.Deleted
+	var added []events.ChunkRecord
+	ids := make([]string, 0, len(chunks))
+	now := map[string]bool{}
+	for _, c := range chunks {
+		ids = append(ids, c.ChunkID)
+		now[c.ChunkID] = true
+		if fresh || !old[c.ChunkID] {
+			added = append(added, record(cfg.Repo, c))
+		}
+	}
+	var removed []string
+	if !fresh {
+		for _, id := range st.ChunkIDs {
+			if !now[id] {
+				removed = append(removed, id)
+			}
+		}
+	}
+	res.isNew = fresh
+	// The aggregate's last sequence (a crashed ingest may have left
+	// uncommitted events after the last commit).
+	seq, err := lastSeq(ctx, store, events.FileFilter(cfg.Repo, f.rel), st.Seq)
+	if err != nil {
+		return res, err
+	}
+	appendOne := func(typ string, payload any) error {
+		env, err := events.NewEnvelope(time.Now(), typ, f.rel, "ingest", events.ChunksSchema, payload)
+		if err != nil {
+			return err
+		}
+		ack, err := store.Append(ctx, events.ChunkSubject(cfg.Repo, f.rel, typ), env, events.Expect{Filter: events.FileFilter(cfg.Repo, f.rel), LastSeq: seq}, "")
+		if errors.Is(err, events.ErrWrongLastSequence) {
+			return trellis.Errorf(trellis.CodeConflict, "%s changed in the log during the ingest (another ingest running?); run it again", f.rel)
+		}
+		if err != nil {
+			return storeError("append "+typ, err)
+		}
+		seq = ack.Seq
+		res.events++
+		return nil
+	}
+	parts := splitChunks(added)
+	for i, part := range parts {
+		if err := appendOne(events.ChunksAdded, events.ChunksAddedPayload{Path: f.rel, Part: i + 1, Parts: len(parts), Chunks: part}); err != nil {
+			return res, err
+		}
+	}
+	if len(removed) > 0 {
+		if err := appendOne(events.ChunksRemoved, events.ChunksRemovedPayload{Path: f.rel, ChunkIDs: removed}); err != nil {
+			return res, err
+		}
+	}
+	if err := appendOne(events.FileIndexed, events.FileIndexedPayload{Path: f.rel, MTime: mtime, Size: size, ContentHash: hash,
+		Language: chunking.Language(f.rel), ChunkIDs: ids}); err != nil {
+		return res, err
+	}
+	res.added, res.removed = len(added), len(removed)
+	return res, nil
+}
+
+func record(repo string, c chunking.Chunk) events.ChunkRecord {
+	tags := c.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return events.ChunkRecord{ChunkID: c.ChunkID, Repo: repo, SourcePath: c.SourcePath, StartLine: c.StartLine, EndLine: c.EndLine,
+		ChunkType: c.ChunkType, Name: c.Name, Language: c.Language, Tags: tags, ContentHash: c.ContentHash, Content: c.Content}
+}
+
+// splitChunks groups chunks into parts that fit one event each.
+func splitChunks(cs []events.ChunkRecord) [][]events.ChunkRecord {
+	var parts [][]events.ChunkRecord
+	var cur []events.ChunkRecord
+	size := 0
+	for _, c := range cs {
+		b, _ := json.Marshal(c)
+		if size+len(b) > maxEventBytes && len(cur) > 0 {
+			parts = append(parts, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, c)
+		size += len(b)
+	}
+	if len(cur) > 0 {
+		parts = append(parts, cur)
+	}
+	return parts
+}
+
+// lastSeq returns the last sequence of an aggregate at or after from.
+func lastSeq(ctx context.Context, store *events.Store, filter string, from uint64) (uint64, error) {
+	recs, last, err := store.LoadFrom(ctx, events.StreamChunks, filter, from)
+	if err != nil {
+		return 0, storeError("load file", err)
+	}
+	if len(recs) == 0 {
+		return from, nil
+	}
+	return last, nil
+}
+
+func deleteFile(ctx context.Context, store *events.Store, repo string, st events.FileState) (int, error) {
+	seq, err := lastSeq(ctx, store, events.FileFilter(repo, st.Path), st.Seq)
+	if err != nil {
+		return 0, err
+	}
+	env, err := events.NewEnvelope(time.Now(), events.FileDeleted, st.Path, "ingest", events.ChunksSchema,
+		events.FileDeletedPayload{Path: st.Path, ChunkIDs: st.ChunkIDs})
+	if err != nil {
+		return 0, err
+	}
+	_, err = store.Append(ctx, events.ChunkSubject(repo, st.Path, events.FileDeleted), env, events.Expect{Filter: events.FileFilter(repo, st.Path), LastSeq: seq}, "")
+	if err != nil {
+		return 0, storeError("append file_deleted", err)
+	}
+	return len(st.ChunkIDs), nil
+}

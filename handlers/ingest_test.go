@@ -1,0 +1,189 @@
+package handlers_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers"
+)
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const pyLib = `"""Text helpers."""
+import textwrap
+
+
+class TextWrapper:
+    """Wraps paragraphs."""
+
+    def wrap(self, text):
+        """Split text into lines of at most width characters."""
+        return textwrap.wrap(text)
+
+
+def count_words(text):
+    """Count the words in a text."""
+    return len(text.split())
+`
+
+// TestIngestIncrementalAndSearch: ingest, search with citations, edit /
+// add / delete / rename files and re-ingest: only differences become
+// events; unchanged files cost nothing; replay rebuilds equal results.
+func TestIngestIncrementalAndSearch(t *testing.T) {
+	t.Parallel()
+	svc, b := setupMemory(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"lib/text.py":   pyLib,
+		"docs/guide.md": "# Guide\n\nHow to wrap text.\n\n## Counting\n\nUse count_words to count words.\n",
+		"notes.txt":     "plain notes about tokens\n",
+		".env":          "SECRET=1\n",
+		"keys/id_rsa":   "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n",
+		"bin.dat":       "\x00\x01\x02binary",
+	})
+	sum, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesNew != 3 || sum.ChunksAdded == 0 {
+		t.Fatalf("first ingest = %+v", sum)
+	}
+	for _, sk := range sum.Skipped {
+		if strings.Contains(sk.Path, ".env") {
+			t.Fatalf(".env was read: %+v", sk)
+		}
+	}
+	res, err := svc.Search(ctx, trellis.SearchRequest{Query: "split text into lines", Repo: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NotFound || res.Results[0].Name != "TextWrapper.wrap" || res.Results[0].SourcePath != "lib/text.py" || !strings.HasPrefix(res.Results[0].ChunkID, "chunk_") {
+		t.Fatalf("search = %+v", res)
+	}
+	wrapID := res.Results[0].ChunkID
+	// Re-ingest with nothing changed: no events.
+	again, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"})
+	if err != nil || again.Events != 0 || again.Unchanged != 3 {
+		t.Fatalf("unchanged re-ingest = %+v, %v", again, err)
+	}
+	// Edit (line shift above wrap keeps its id), add, delete, rename.
+	time.Sleep(10 * time.Millisecond)
+	writeFiles(t, root, map[string]string{
+		"lib/text.py": strings.Replace(pyLib, "import textwrap\n", "import textwrap\nimport re\n", 1) + "\n\ndef shout(text):\n    return text.upper()\n",
+		"lib/new.go":  "package lib\n\n// Reader reads.\ntype Reader struct{}\n\n// Read reads bytes.\nfunc (r *Reader) Read(p []byte) (int, error) { return 0, nil }\n",
+	})
+	os.Remove(filepath.Join(root, "notes.txt"))
+	os.Rename(filepath.Join(root, "docs/guide.md"), filepath.Join(root, "docs/manual.md"))
+	third, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.FilesChanged != 1 || third.FilesNew != 2 || third.FilesDeleted != 2 {
+		t.Fatalf("incremental ingest = %+v", third)
+	}
+	res, _ = svc.Search(ctx, trellis.SearchRequest{Query: "split text into lines", Repo: "demo"})
+	if res.Results[0].ChunkID != wrapID {
+		t.Fatalf("unchanged method's chunk id moved: %s -> %s", wrapID, res.Results[0].ChunkID)
+	}
+	res, _ = svc.Search(ctx, trellis.SearchRequest{Query: "reads bytes", Repo: "demo", FileType: ".go"})
+	if res.NotFound || res.Results[0].Name != "Reader.Read" {
+		t.Fatalf("go search = %+v", res)
+	}
+	if res, _ = svc.Search(ctx, trellis.SearchRequest{Query: "plain notes about tokens", Repo: "demo"}); !res.NotFound && res.Results[0].SourcePath == "notes.txt" {
+		t.Fatalf("deleted file still found: %+v", res)
+	}
+	// Filters and not-found suggestions.
+	if res, _ = svc.Search(ctx, trellis.SearchRequest{Query: "count words", PathPrefix: "docs"}); res.NotFound || !strings.HasPrefix(res.Results[0].SourcePath, "docs/") {
+		t.Fatalf("path prefix = %+v", res)
+	}
+	if res, _ = svc.Search(ctx, trellis.SearchRequest{Query: "count words", ChunkType: "function"}); res.NotFound || res.Results[0].Name != "count_words" {
+		t.Fatalf("chunk type = %+v", res)
+	}
+	res, _ = svc.Search(ctx, trellis.SearchRequest{Query: "wrapx paragrafs"})
+	if !res.NotFound || len(res.Suggestions) == 0 {
+		t.Fatalf("not found = %+v", res)
+	}
+	full, err := svc.Chunk(ctx, wrapID)
+	if err != nil || !strings.Contains(full.Content, "def wrap") {
+		t.Fatalf("chunk show = %+v, %v", full, err)
+	}
+	// Replay rebuilds the index from the events: same answers.
+	before, _ := svc.Search(ctx, trellis.SearchRequest{Query: "text", TopK: 20})
+	if _, err := svc.Replay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := svc.Search(ctx, trellis.SearchRequest{Query: "text", TopK: 20})
+	if len(before.Results) != len(after.Results) {
+		t.Fatalf("replay: %d results, then %d", len(before.Results), len(after.Results))
+	}
+	for i := range before.Results {
+		if before.Results[i].ChunkID != after.Results[i].ChunkID {
+			t.Fatalf("replay changed result %d", i)
+		}
+	}
+	// Bad input.
+	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: filepath.Join(root, "missing")}); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		t.Fatalf("missing path: %v", err)
+	}
+	if _, err := svc.Chunk(ctx, "nope"); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		t.Fatalf("bad chunk id: %v", err)
+	}
+	if _, err := svc.Chunk(ctx, "chunk_0000000000000000"); trellis.ErrorCode(err) != trellis.CodeNotFound {
+		t.Fatalf("unknown chunk id: %v", err)
+	}
+	if _, err := svc.Search(ctx, trellis.SearchRequest{Query: "x", TopK: 1000}); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		t.Fatalf("top-k 1000: %v", err)
+	}
+	_ = events.StreamChunks
+}
+
+// TestIngestBadFiles: unreadable files, symlink loops, huge files and
+// invalid UTF-8 are reported and the ingest goes on with the rest.
+func TestIngestBadFiles(t *testing.T) {
+	t.Parallel()
+	_, b := setupMemory(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"ok.py":      "def ok():\n    return 1\n",
+		"latin1.txt": "caf\xe9 au lait\n",
+		"big.txt":    strings.Repeat("x", 2<<20),
+	})
+	os.Symlink(root, filepath.Join(root, "loop"))
+	os.WriteFile(filepath.Join(root, "locked.py"), []byte("def x(): pass\n"), 0o000)
+	sum, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, s := range sum.Skipped {
+		reasons[s.Path] = s.Reason
+	}
+	if !strings.Contains(reasons["big.txt"], "too large") || !strings.Contains(reasons["loop"], "link") || reasons["latin1.txt"] == "" {
+		t.Fatalf("skipped = %+v", sum.Skipped)
+	}
+	if os.Geteuid() != 0 && reasons["locked.py"] == "" {
+		t.Fatalf("unreadable file not reported: %+v", sum.Skipped)
+	}
+	if sum.FilesNew < 1 {
+		t.Fatalf("the readable file was not ingested: %+v", sum)
+	}
+}

@@ -1,0 +1,588 @@
+package projections
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/char/regexp"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/camelcase"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/trellis/trellis/events"
+)
+
+// Search is the code-memory search projection: a bleve index (BM25
+// scoring) of every chunk, built from the chunk events. Names and paths
+// are boosted fields; identifiers are split (camelCase, snake_case, dotted
+// and slashed paths) and stemmed; parent directories are indexed as
+// keywords so path-prefix filters are term lookups. The last applied
+// sequence is stored inside the index, in the same batch as the documents.
+type Search struct {
+	dir string
+
+	mu      sync.Mutex
+	idx     bleve.Index
+	batch   *bleve.Batch
+	pending int
+}
+
+// chunkDoc is one indexed chunk.
+type chunkDoc struct {
+	ChunkID   string   `json:"chunk_id"`
+	Repo      string   `json:"repo"`
+	Path      string   `json:"path"`
+	PathText  string   `json:"path_text"`
+	Dirs      []string `json:"dirs"`
+	Ext       string   `json:"ext"`
+	StartLine int      `json:"start_line"`
+	EndLine   int      `json:"end_line"`
+	ChunkType string   `json:"chunk_type"`
+	Name      string   `json:"name"`
+	NameText  string   `json:"name_text"`
+	Language  string   `json:"language"`
+	Tags      []string `json:"tags"`
+	Doc       string   `json:"doc"`
+	Content   string   `json:"content"`
+}
+
+const (
+	codeAnalyzer = "trellis_code"
+	lastSeqKey   = "trellis_last_seq"
+	flushEvery   = 2000
+)
+
+// NewSearch returns the projection keeping its index in dir.
+func NewSearch(dir string) *Search { return &Search{dir: dir} }
+
+// Name implements Projection.
+func (s *Search) Name() string { return "search" }
+
+// Stream implements Projection.
+func (s *Search) Stream() string { return events.StreamChunks }
+
+// indexMapping is the index layout.
+func indexMapping() (mapping.IndexMapping, error) {
+	m := bleve.NewIndexMapping()
+	m.ScoringModel = index.BM25Scoring
+	err := m.AddCustomCharFilter("trellis_separators", map[string]any{
+		"type": regexp.Name, "regexp": `[_\-./\\:()\[\]{}<>,;"'=*&|!?+#@$%^~` + "`" + `]`, "replace": " ",
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = m.AddCustomAnalyzer(codeAnalyzer, map[string]any{
+		"type":          custom.Name,
+		"char_filters":  []string{"trellis_separators"},
+		"tokenizer":     unicode.Name,
+		"token_filters": []string{camelcase.Name, lowercase.Name, en.StopName, porter.Name},
+	})
+	if err != nil {
+		return nil, err
+	}
+	doc := bleve.NewDocumentMapping()
+	text := func(name string, store bool) {
+		f := bleve.NewTextFieldMapping()
+		f.Analyzer, f.Store, f.IncludeTermVectors = codeAnalyzer, store, false
+		doc.AddFieldMappingsAt(name, f)
+	}
+	kw := func(name string, store bool) {
+		f := bleve.NewTextFieldMapping()
+		f.Analyzer, f.Store, f.IncludeTermVectors = keyword.Name, store, false
+		doc.AddFieldMappingsAt(name, f)
+	}
+	num := func(name string) {
+		f := bleve.NewNumericFieldMapping()
+		f.Store, f.Index = true, false
+		doc.AddFieldMappingsAt(name, f)
+	}
+	text("content", true)
+	text("doc", false)
+	text("name_text", false)
+	text("path_text", false)
+	for _, k := range []string{"chunk_id", "repo", "path", "ext", "chunk_type", "name", "language"} {
+		kw(k, true)
+	}
+	kw("dirs", false)
+	kw("tags", true)
+	num("start_line")
+	num("end_line")
+	m.DefaultMapping = doc
+	m.DefaultAnalyzer = codeAnalyzer
+	return m, nil
+}
+
+func (s *Search) indexPath() string { return filepath.Join(s.dir, "chunks.bleve") }
+
+// open opens or creates the index.
+func (s *Search) open() error {
+	if s.idx != nil {
+		return nil
+	}
+	idx, err := bleve.Open(s.indexPath())
+	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		m, merr := indexMapping()
+		if merr != nil {
+			return merr
+		}
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return err
+		}
+		idx, err = bleve.New(s.indexPath(), m)
+	}
+	if err != nil {
+		return fmt.Errorf("search index %s: %w", s.indexPath(), err)
+	}
+	s.idx, s.batch = idx, idx.NewBatch()
+	return nil
+}
+
+// Load implements Projection.
+func (s *Search) Load() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return 0, err
+	}
+	raw, err := s.idx.GetInternal([]byte(lastSeqKey))
+	if err != nil || len(raw) == 0 {
+		return 0, err
+	}
+	return strconv.ParseUint(string(raw), 10, 64)
+}
+
+// Apply implements Projection.
+func (s *Search) Apply(rec events.Recorded) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return err
+	}
+	switch rec.Type {
+	case events.ChunksAdded:
+		var p events.ChunksAddedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return err
+		}
+		for _, c := range p.Chunks {
+			if err := s.batch.Index(c.ChunkID, toDoc(c)); err != nil {
+				return err
+			}
+			s.pending++
+		}
+	case events.ChunksRemoved:
+		var p events.ChunksRemovedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return err
+		}
+		for _, id := range p.ChunkIDs {
+			s.batch.Delete(id)
+			s.pending++
+		}
+	case events.FileDeleted:
+		var p events.FileDeletedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return err
+		}
+		for _, id := range p.ChunkIDs {
+			s.batch.Delete(id)
+			s.pending++
+		}
+	}
+	if s.pending >= flushEvery {
+		return s.flushLocked(rec.Seq)
+	}
+	return nil
+}
+
+func toDoc(c events.ChunkRecord) chunkDoc {
+	var dirs []string
+	for d := path.Dir(c.SourcePath); d != "." && d != "/" && d != ""; d = path.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	return chunkDoc{ChunkID: c.ChunkID, Repo: c.Repo, Path: c.SourcePath, PathText: c.SourcePath, Dirs: dirs,
+		Ext: strings.ToLower(path.Ext(c.SourcePath)), StartLine: c.StartLine, EndLine: c.EndLine, ChunkType: c.ChunkType,
+		Name: c.Name, NameText: c.Name, Language: c.Language, Tags: c.Tags, Doc: docOf(c.Content), Content: c.Content}
+}
+
+// docOf extracts a chunk's documentation: the comment lines and docstring
+// near its start (a Go or Java doc comment, a Python docstring, a Rust ///
+// comment). It is indexed as its own short field, so the words a developer
+// used to describe the code weigh more than the words of its body.
+func docOf(content string) string {
+	var doc []string
+	inQuote := false
+	for i, line := range strings.Split(content, "\n") {
+		if i > 40 {
+			break
+		}
+		t := strings.TrimSpace(line)
+		switch {
+		case inQuote:
+			doc = append(doc, t)
+			if strings.Contains(t, `"""`) || strings.Contains(t, "'''") {
+				inQuote = false
+			}
+		case strings.HasPrefix(t, `"""`) || strings.HasPrefix(t, "'''"):
+			doc = append(doc, t)
+			inQuote = !(len(t) > 3 && (strings.HasSuffix(t, `"""`) || strings.HasSuffix(t, "'''")))
+		case strings.HasPrefix(t, "//"), strings.HasPrefix(t, "#"), strings.HasPrefix(t, "/*"), strings.HasPrefix(t, "*"):
+			doc = append(doc, t)
+		}
+	}
+	return strings.Join(doc, "\n")
+}
+
+func (s *Search) flushLocked(seq uint64) error {
+	if seq > 0 {
+		s.batch.SetInternal([]byte(lastSeqKey), []byte(strconv.FormatUint(seq, 10)))
+	}
+	if s.batch.Size() == 0 && seq == 0 {
+		return nil
+	}
+	if err := s.idx.Batch(s.batch); err != nil {
+		return fmt.Errorf("search index batch: %w", err)
+	}
+	s.batch.Reset()
+	s.pending = 0
+	return nil
+}
+
+// Save implements Projection: flushes the pending batch with the sequence.
+func (s *Search) Save(seq uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return err
+	}
+	return s.flushLocked(seq)
+}
+
+// Reset implements Projection.
+func (s *Search) Reset() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idx != nil {
+		_ = s.idx.Close()
+		s.idx, s.batch = nil, nil
+	}
+	return os.RemoveAll(s.indexPath())
+}
+
+// Close closes the index.
+func (s *Search) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idx == nil {
+		return nil
+	}
+	err := s.idx.Close()
+	s.idx, s.batch = nil, nil
+	return err
+}
+
+// Filters narrow a search.
+type Filters struct {
+	PathPrefix string
+	FileType   string
+	ChunkType  string
+	Tag        string
+	Repo       string
+}
+
+// Hit is one search result.
+type Hit struct {
+	ChunkID   string   `json:"chunk_id"`
+	Repo      string   `json:"repo"`
+	Path      string   `json:"source_path"`
+	StartLine int      `json:"start_line"`
+	EndLine   int      `json:"end_line"`
+	ChunkType string   `json:"chunk_type"`
+	Name      string   `json:"name"`
+	Language  string   `json:"language"`
+	Tags      []string `json:"tags"`
+	Score     float64  `json:"score"`
+	Content   string   `json:"content"`
+}
+
+// Query searches: BM25 over content, name (×3) and path (×1.5), exact
+// name and identifier matches boosted further, narrowed by filters.
+func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if err := s.flushLocked(0); err != nil {
+		return nil, err
+	}
+	content := bleve.NewMatchQuery(text)
+	content.SetField("content")
+	name := bleve.NewMatchQuery(text)
+	name.SetField("name_text")
+	name.SetBoost(3)
+	pathQ := bleve.NewMatchQuery(text)
+	pathQ.SetField("path_text")
+	pathQ.SetBoost(1.5)
+	doc := bleve.NewMatchQuery(text)
+	doc.SetField("doc")
+	doc.SetBoost(2)
+	exact := bleve.NewTermQuery(strings.TrimSpace(text))
+	exact.SetField("name")
+	exact.SetBoost(5)
+	var q query.Query = bleve.NewDisjunctionQuery(content, doc, name, pathQ, exact)
+	var must []query.Query
+	term := func(field, v string) {
+		t := bleve.NewTermQuery(v)
+		t.SetField(field)
+		must = append(must, t)
+	}
+	if p := strings.Trim(f.PathPrefix, "/"); p != "" {
+		// A directory prefix is a keyword lookup; anything else a prefix
+		// of the path.
+		dir := bleve.NewTermQuery(p)
+		dir.SetField("dirs")
+		file := bleve.NewPrefixQuery(p)
+		file.SetField("path")
+		must = append(must, bleve.NewDisjunctionQuery(dir, file))
+	}
+	if f.FileType != "" {
+		ext := strings.ToLower(f.FileType)
+		if !strings.HasPrefix(ext, ".") {
+			ext = "." + ext
+		}
+		term("ext", ext)
+	}
+	if f.ChunkType != "" {
+		term("chunk_type", f.ChunkType)
+	}
+	if f.Tag != "" {
+		term("tags", f.Tag)
+	}
+	if f.Repo != "" {
+		term("repo", f.Repo)
+	}
+	if len(must) > 0 {
+		q = bleve.NewConjunctionQuery(append(must, q)...)
+	}
+	// Fetch more than asked and re-rank: tests and module-level glue are
+	// seldom the answer to a question about behaviour.
+	req := bleve.NewSearchRequestOptions(q, max(4*k, 40), 0, false)
+	req.Fields = []string{"*"}
+	res, err := s.idx.Search(req)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	hits := make([]Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		hit := hitOf(h.ID, h.Score, h.Fields)
+		hit.Score *= rankWeight(hit)
+		hits = append(hits, hit)
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, nil
+}
+
+// rankWeight scales a chunk's BM25 score by what kind of code it is.
+func rankWeight(h Hit) float64 {
+	w := 1.0
+	for _, t := range h.Tags {
+		if t == "test" {
+			w *= 0.5
+		}
+	}
+	switch h.ChunkType {
+	case "module", "file":
+		w *= 0.7
+	}
+	return w
+}
+
+func hitOf(id string, score float64, f map[string]any) Hit {
+	str := func(k string) string { s, _ := f[k].(string); return s }
+	num := func(k string) int { n, _ := f[k].(float64); return int(n) }
+	var tags []string
+	switch t := f["tags"].(type) {
+	case string:
+		tags = []string{t}
+	case []any:
+		for _, v := range t {
+			if s, ok := v.(string); ok {
+				tags = append(tags, s)
+			}
+		}
+	}
+	if tags == nil {
+		tags = []string{}
+	}
+	return Hit{ChunkID: id, Repo: str("repo"), Path: str("path"), StartLine: num("start_line"), EndLine: num("end_line"),
+		ChunkType: str("chunk_type"), Name: str("name"), Language: str("language"), Tags: tags, Score: score, Content: str("content")}
+}
+
+// Chunk returns one chunk by id.
+func (s *Search) Chunk(id string) (*Hit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if err := s.flushLocked(0); err != nil {
+		return nil, err
+	}
+	q := bleve.NewDocIDQuery([]string{id})
+	req := bleve.NewSearchRequestOptions(q, 1, 0, false)
+	req.Fields = []string{"*"}
+	res, err := s.idx.Search(req)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", id, err)
+	}
+	if len(res.Hits) == 0 {
+		return nil, nil
+	}
+	h := hitOf(id, 0, res.Hits[0].Fields)
+	return &h, nil
+}
+
+// Suggest proposes next searches when a query finds nothing: terms of the
+// index close to the query's words (edit distance up to 2, or the same
+// first four letters), the most common first, then the names of the chunks
+// a fuzzy search finds.
+func (s *Search) Suggest(text string, limit int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	type cand struct {
+		term  string
+		count uint64
+	}
+	var out []cand
+	seen := map[string]bool{}
+	for _, w := range words {
+		seen[w] = true
+	}
+	dict, err := s.idx.FieldDict("content")
+	if err != nil {
+		return nil, err
+	}
+	for {
+		e, err := dict.Next()
+		if err != nil || e == nil {
+			break
+		}
+		for _, w := range words {
+			if len(w) < 3 || seen[e.Term] {
+				continue
+			}
+			if editDistance(w, e.Term, 2) <= 2 || (len(w) >= 4 && len(e.Term) >= 4 && e.Term[:4] == w[:4]) {
+				seen[e.Term] = true
+				out = append(out, cand{e.Term, e.Count})
+			}
+		}
+	}
+	_ = dict.Close()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].count > out[j].count })
+	var terms []string
+	for _, c := range out {
+		if len(terms) == limit {
+			return terms, nil
+		}
+		terms = append(terms, c.term)
+	}
+	var qs []query.Query
+	for _, w := range words {
+		if len(w) >= 3 {
+			fq := bleve.NewFuzzyQuery(w)
+			fq.SetField("content")
+			fq.Fuzziness = 2
+			qs = append(qs, fq)
+		}
+	}
+	if len(qs) == 0 {
+		return terms, nil
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewDisjunctionQuery(qs...), limit, 0, false)
+	req.Fields = []string{"name"}
+	res, err := s.idx.Search(req)
+	if err != nil {
+		return terms, nil
+	}
+	for _, h := range res.Hits {
+		if n, ok := h.Fields["name"].(string); ok && n != "" && !seen[n] && len(terms) < limit {
+			seen[n] = true
+			terms = append(terms, n)
+		}
+	}
+	return terms, nil
+}
+
+// editDistance is the Levenshtein distance of a and b, or max+1 once it
+// exceeds max.
+func editDistance(a, b string, max int) int {
+	if d := len(a) - len(b); d > max || -d > max {
+		return max + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		best := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			best = min(best, cur[j])
+		}
+		if best > max {
+			return max + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Stats reports the index's size.
+func (s *Search) Stats() (docs uint64, bytes int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return 0, 0, err
+	}
+	if docs, err = s.idx.DocCount(); err != nil {
+		return 0, 0, err
+	}
+	err = filepath.Walk(s.indexPath(), func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			bytes += info.Size()
+		}
+		return nil
+	})
+	return docs, bytes, err
+}
