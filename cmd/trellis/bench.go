@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,7 +22,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
-	c.AddCommand(a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory())
+	c.AddCommand(a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest())
 	return c
 }
 
@@ -176,6 +179,34 @@ func (a *app) benchMemory() *cobra.Command {
 	}
 	c.Flags().IntVar(&cfg.Observations, "observations", 100000, "observations to consolidate")
 	c.Flags().Float64Var(&cfg.NearDuplicates, "near", 0.2, "share of near-duplicate observations")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) benchIngest() *cobra.Command {
+	var cfg bench.IngestConfig
+	var syncInterval time.Duration
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "ingest",
+		Short:   "Ingest a tree (default the Go standard library) and index it, beside raw bleve indexing of the same chunks; re-ingest and query latency",
+		Example: "  trellis bench ingest --root $(go env GOROOT)/src",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Root == "" {
+				out, err := exec.Command("go", "env", "GOROOT").Output()
+				if err == nil {
+					cfg.Root = filepath.Join(strings.TrimSpace(string(out)), "src")
+				}
+			}
+			return a.benchOn(cmd, syncInterval, asJSON, func(store *events.Store) (report, error) {
+				return bench.RunIngest(cmd.Context(), store, cfg)
+			})
+		},
+	}
+	c.Flags().StringVar(&cfg.Root, "root", "", "tree to ingest (default $(go env GOROOT)/src)")
+	c.Flags().IntVar(&cfg.Queries, "queries", 300, "queries to time")
+	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
