@@ -65,6 +65,7 @@ func initScenario(sc *godog.ScenarioContext) {
 	poolSteps(sc, w)
 	vineSteps(sc, w)
 	memorySteps(sc, w)
+	codeSteps(sc, w)
 	sc.Step(`^a running Trellis server$`, w.runningServer)
 	sc.Step(`^I add (\d+) tasks "([^"]*)" with a budget of (\d+) tool calls and (\d+) steps$`, w.addNumbered)
 	sc.Step(`^a worker "([^"]*)" runs the loop (\d+) times: take the next task, then finish it with "([^"]*)" and next step "([^"]*)"$`, w.workerLoop)
