@@ -39,7 +39,9 @@ func ChunkSubject(repo, path, typ string) string {
 }
 
 // FileFilter is the subject filter of one file's aggregate.
-func FileFilter(repo, path string) string { return "trellis.chunks." + repo + "." + FileToken(path) + ".>" }
+func FileFilter(repo, path string) string {
+	return "trellis.chunks." + repo + "." + FileToken(path) + ".>"
+}
 
 // RepoStateSubjects are the subjects whose last message per file tells the
 // file's recorded state.

@@ -24,7 +24,7 @@ type codeState struct {
 func codeSteps(sc *godog.ScenarioContext, w *world) {
 	cs := &codeState{}
 	files := map[string]string{
-		"lib/text.py": "\"\"\"Text helpers.\"\"\"\nimport textwrap\n\n\nclass TextWrapper:\n    \"\"\"Wraps paragraphs.\"\"\"\n\n    def wrap(self, text):\n        \"\"\"Split text into lines of at most width characters.\"\"\"\n        return textwrap.wrap(text)\n",
+		"lib/text.py":   "\"\"\"Text helpers.\"\"\"\nimport textwrap\n\n\nclass TextWrapper:\n    \"\"\"Wraps paragraphs.\"\"\"\n\n    def wrap(self, text):\n        \"\"\"Split text into lines of at most width characters.\"\"\"\n        return textwrap.wrap(text)\n",
 		"lib/reader.go": "package lib\n\n// Reader reads.\ntype Reader struct{}\n\n// Read reads bytes into p.\nfunc (r *Reader) Read(p []byte) (int, error) { return 0, nil }\n",
 		"docs/guide.md": "# Guide\n\nHow to use the helpers.\n\n## Wrapping\n\nCall TextWrapper.wrap.\n",
 	}
