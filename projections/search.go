@@ -381,22 +381,48 @@ func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 		q = bleve.NewConjunctionQuery(append(must, q)...)
 	}
 	// Fetch more than asked and re-rank: tests and module-level glue are
-	// seldom the answer to a question about behaviour.
+	// seldom the answer to a question about behaviour. The first pass
+	// loads only what re-ranking needs; the stored chunks are loaded for
+	// the k winners alone.
 	req := bleve.NewSearchRequestOptions(q, max(4*k, 40), 0, false)
-	req.Fields = []string{"*"}
+	req.Fields = []string{"tags", "chunk_type"}
 	res, err := s.idx.Search(req)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	hits := make([]Hit, 0, len(res.Hits))
-	for _, h := range res.Hits {
-		hit := hitOf(h.ID, h.Score, h.Fields)
-		hit.Score *= rankWeight(hit)
-		hits = append(hits, hit)
+	type ranked struct {
+		id    string
+		score float64
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
-	if len(hits) > k {
-		hits = hits[:k]
+	top := make([]ranked, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		light := hitOf(h.ID, h.Score, h.Fields)
+		top = append(top, ranked{h.ID, h.Score * rankWeight(light)})
+	}
+	sort.SliceStable(top, func(i, j int) bool { return top[i].score > top[j].score })
+	if len(top) > k {
+		top = top[:k]
+	}
+	if len(top) == 0 {
+		return []Hit{}, nil
+	}
+	ids := make([]string, len(top))
+	for i, r := range top {
+		ids[i] = r.id
+	}
+	full := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery(ids), len(ids), 0, false)
+	full.Fields = []string{"*"}
+	fres, err := s.idx.Search(full)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	byID := make(map[string]map[string]any, len(fres.Hits))
+	for _, h := range fres.Hits {
+		byID[h.ID] = h.Fields
+	}
+	hits := make([]Hit, 0, len(top))
+	for _, r := range top {
+		hits = append(hits, hitOf(r.id, r.score, byID[r.id]))
 	}
 	return hits, nil
 }
