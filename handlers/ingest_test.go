@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 )
 
@@ -152,7 +151,6 @@ func TestIngestIncrementalAndSearch(t *testing.T) {
 	if _, err := svc.Search(ctx, trellis.SearchRequest{Query: "x", TopK: 1000}); trellis.ErrorCode(err) != trellis.CodeInvalid {
 		t.Fatalf("top-k 1000: %v", err)
 	}
-	_ = events.StreamChunks
 }
 
 // TestIngestBadFiles: unreadable files, symlink loops, huge files and

@@ -28,7 +28,7 @@ func ctxT(t *testing.T) context.Context {
 
 func TestQueueLifecycle(t *testing.T) {
 	t.Parallel()
-	q, b := setupQueue(t)
+	q, _ := setupQueue(t)
 	ctx := ctxT(t)
 	added, err := q.Add(ctx, trellis.AddTaskRequest{Objective: "Refactor auth", Inputs: []string{"auth.py"}, MaxToolCalls: 5, MaxSteps: 3})
 	if err != nil {
@@ -76,7 +76,6 @@ func TestQueueLifecycle(t *testing.T) {
 	if err != nil || shown.Status != trellis.StatusDone {
 		t.Fatalf("show = %+v, %v", shown, err)
 	}
-	_ = b
 }
 
 func TestQueueNotFoundAndInvalid(t *testing.T) {
@@ -132,8 +131,9 @@ func TestQueueIdempotencyKey(t *testing.T) {
 // exactly once.
 func TestQueueConcurrentNext(t *testing.T) {
 	t.Parallel()
-	q, b := setupQueue(t)
+	_, b := setupQueue(t)
 	ctx := ctxT(t)
+	q := handlers.NewQueue(b.Store, handlers.QueueConfig{})
 	const tasks = 200
 	for i := 0; i < tasks; i++ {
 		if _, err := q.Add(ctx, trellis.AddTaskRequest{Objective: fmt.Sprintf("t%d", i)}); err != nil {
@@ -180,7 +180,6 @@ func TestQueueConcurrentNext(t *testing.T) {
 	if n != tasks {
 		t.Fatalf("%d claimed events; want %d", n, tasks)
 	}
-	_ = q
 }
 
 // TestQueueRacingFinish: a done and a fail racing on one task cannot both

@@ -197,7 +197,7 @@ func TestPauseResumeAndLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := claimLeased(t, q, cons, "p1")
+	claimLeased(t, q, cons, "p1")
 	// The one in-flight slot is taken: a second claimant gets nothing.
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
@@ -210,5 +210,4 @@ func TestPauseResumeAndLimit(t *testing.T) {
 	if err != nil || controls.MaxInFlight != 1 || controls.Paused {
 		t.Fatalf("controls = %+v, %v", controls, err)
 	}
-	_ = first
 }

@@ -30,11 +30,12 @@ func TestServerMetrics(t *testing.T) {
 		}
 	}
 	a, _ := svc.Next(ctx, trellis.NextRequest{Worker: "w"})
-	b, _ := svc.Next(ctx, trellis.NextRequest{Worker: "w"})
+	if b, err := svc.Next(ctx, trellis.NextRequest{Worker: "w"}); err != nil || b == nil {
+		t.Fatalf("second claim: %v, %v", b, err)
+	}
 	if _, err := svc.Done(ctx, trellis.DoneRequest{TaskID: a.TaskID, Worker: "w", WhatWasDone: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	_ = b
 	want := []string{
 		`trellis_queue_events_total{kind="added",queue="default"} 3`,
 		`trellis_queue_events_total{kind="claimed",queue="default"} 2`,
