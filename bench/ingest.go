@@ -96,7 +96,7 @@ func RunIngest(ctx context.Context, store *events.Store, cfg IngestConfig) (*Ing
 
 	// The raw rate: the same chunk events straight into a fresh index.
 	var recs []events.Recorded
-	if err := store.Read(ctx, events.StreamChunks, "trellis.chunks.bench.*."+events.ChunksAdded, 0, func(r events.Recorded) error {
+	if err := store.Read(ctx, events.StreamChunks, "trellis.chunks.bench.>", 0, func(r events.Recorded) error {
 		recs = append(recs, r)
 		return nil
 	}); err != nil {

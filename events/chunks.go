@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 )
 
 // Code-memory event types: the last token of
@@ -11,12 +12,12 @@ import (
 // repo-relative path. Each file is an aggregate: its events are the chunk
 // difference of each ingest that changed it, committed by file_indexed.
 const (
-	// ChunksAdded carries chunks (with their content) added to a file.
+	// ChunksAdded carries chunks (with their content) added to a file whose
+	// difference does not fit the file_indexed event.
 	ChunksAdded = "chunks_added"
-	// ChunksRemoved lists chunk ids a file no longer has.
-	ChunksRemoved = "chunks_removed"
 	// FileIndexed commits an ingest of a file: its mtime, size, content
-	// hash and full list of chunk ids.
+	// hash, full list of chunk ids, and the difference (chunks added,
+	// chunk ids removed).
 	FileIndexed = "file_indexed"
 	// FileDeleted records a file gone from the repository; its chunks are
 	// removed.
@@ -74,20 +75,44 @@ type ChunksAddedPayload struct {
 	Chunks []ChunkRecord `json:"chunks"`
 }
 
-// ChunksRemovedPayload is the payload of chunks_removed.
-type ChunksRemovedPayload struct {
-	Path     string   `json:"path"`
-	ChunkIDs []string `json:"chunk_ids"`
+// FileIndexedPayload is the payload of file_indexed: the file's new state
+// and, in the common case of a difference that fits one message, the
+// difference itself (chunks added with their content, chunk ids removed),
+// so a changed file costs one append. Larger differences send their added
+// chunks ahead in chunks_added events.
+type FileIndexedPayload struct {
+	Path        string        `json:"path"`
+	MTime       int64         `json:"mtime_unix_nano"`
+	Size        int64         `json:"size"`
+	ContentHash string        `json:"content_hash"`
+	Language    string        `json:"language"`
+	ChunkIDs    []string      `json:"chunk_ids"`
+	Added       []ChunkRecord `json:"added,omitempty"`
+	Removed     []string      `json:"removed,omitempty"`
 }
 
-// FileIndexedPayload is the payload of file_indexed.
-type FileIndexedPayload struct {
-	Path        string   `json:"path"`
-	MTime       int64    `json:"mtime_unix_nano"`
-	Size        int64    `json:"size"`
-	ContentHash string   `json:"content_hash"`
-	Language    string   `json:"language"`
-	ChunkIDs    []string `json:"chunk_ids"`
+// File-state headers: every file_indexed and file_deleted message carries
+// the file's state in these headers, so an ingest reads the repository's
+// state with a headers-only consumer, without the chunk contents.
+const (
+	HeaderFilePath  = "Trellis-File-Path"
+	HeaderFileMTime = "Trellis-File-Mtime"
+	HeaderFileSize  = "Trellis-File-Size"
+	HeaderFileHash  = "Trellis-File-Hash"
+	HeaderDeleted   = "Trellis-File-Deleted"
+)
+
+// FileStateFromHeaders reads a file's state from a file_indexed or
+// file_deleted message's headers (chunk ids are in the payload).
+func FileStateFromHeaders(h HeaderRecord) (FileState, error) {
+	path := h.Header.Get(HeaderFilePath)
+	if path == "" {
+		return FileState{}, fmt.Errorf("message #%d on %s has no %s header", h.Seq, h.Subject, HeaderFilePath)
+	}
+	st := FileState{Path: path, Seq: h.Seq, Deleted: h.Header.Get(HeaderDeleted) == "true", ContentHash: h.Header.Get(HeaderFileHash)}
+	st.MTime, _ = strconv.ParseInt(h.Header.Get(HeaderFileMTime), 10, 64)
+	st.Size, _ = strconv.ParseInt(h.Header.Get(HeaderFileSize), 10, 64)
+	return st, nil
 }
 
 // FileDeletedPayload is the payload of file_deleted.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -127,12 +128,21 @@ func (s *Store) Subscribe(ctx context.Context, stream string, from uint64, fn fu
 	return &Subscription{cc: cc}, nil
 }
 
-// LastPerSubject calls fn with the last event of every subject matching
-// filters (a "last value per subject" read), in stream order.
-func (s *Store) LastPerSubject(ctx context.Context, stream string, filters []string, fn func(Recorded) error) error {
+// HeaderRecord is a message read without its payload.
+type HeaderRecord struct {
+	Subject string
+	Seq     uint64
+	Header  nats.Header
+}
+
+// LastHeadersPerSubject calls fn with the headers of the last message of
+// every subject matching filters (a "last value per subject" read that
+// leaves the payloads on the server), in stream order.
+func (s *Store) LastHeadersPerSubject(ctx context.Context, stream string, filters []string, fn func(HeaderRecord) error) error {
 	cons, err := s.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 		FilterSubjects: filters,
+		HeadersOnly:    true,
 	})
 	if err != nil {
 		return fmt.Errorf("last per subject on %s: %w", stream, err)
@@ -154,11 +164,7 @@ func (s *Store) LastPerSubject(ctx context.Context, stream string, filters []str
 			if err != nil {
 				return err
 			}
-			rec, err := Decode(stream, msg.Subject(), meta.Sequence.Stream, msg.Data())
-			if err != nil {
-				return err
-			}
-			if err := fn(rec); err != nil {
+			if err := fn(HeaderRecord{Subject: msg.Subject(), Seq: meta.Sequence.Stream, Header: msg.Headers()}); err != nil {
 				return err
 			}
 			remaining = meta.NumPending

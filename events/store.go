@@ -133,6 +133,13 @@ type Appended struct {
 // on by our own event); Append recognises its own event id among the
 // aggregate's events and reports the original sequence as a duplicate.
 func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect Expect, msgID string) (Appended, error) {
+	return s.AppendWithHeaders(ctx, subject, env, expect, msgID, nil)
+}
+
+// AppendWithHeaders is Append with extra message headers: a summary of the
+// event that readers can fetch without its payload (a headers-only
+// consumer).
+func (s *Store) AppendWithHeaders(ctx context.Context, subject string, env Envelope, expect Expect, msgID string, hdr nats.Header) (Appended, error) {
 	body, err := json.Marshal(env)
 	if err != nil {
 		return Appended{}, fmt.Errorf("encode event %s: %w", env.Type, err)
@@ -155,7 +162,16 @@ func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect
 	backoff := 50 * time.Millisecond
 	for {
 		actx, acancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		ack, err := s.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: body}, opts...)
+		msg := &nats.Msg{Subject: subject, Data: body}
+		for k, vs := range hdr {
+			for _, v := range vs {
+				if msg.Header == nil {
+					msg.Header = nats.Header{}
+				}
+				msg.Header.Add(k, v)
+			}
+		}
+		ack, err := s.js.PublishMsg(actx, msg, opts...)
 		acancel()
 		if err == nil {
 			return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil

@@ -12,9 +12,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/chunking"
@@ -83,10 +86,10 @@ func RepoName(root string) string {
 	return name
 }
 
-// Ingest walks the tree and appends, per changed file, its chunk
-// difference as events: chunks_added (content included, spread over
-// several events when large), chunks_removed, then file_indexed as the
-// commit. Unchanged files (same mtime and size, or same content hash) cost
+// Ingest walks the tree and appends, per changed file, one file_indexed
+// event: the file's state (also in its headers) and its chunk difference
+// (the added chunks with their content, the removed ids); a difference too
+// large for one message sends its first parts ahead as chunks_added. Unchanged files (same mtime and size, or same content hash) cost
 // no parsing and no events; deleted files get file_deleted. Unreadable,
 // binary, sensitive and oversized files are skipped and reported; the
 // ingest goes on with the rest.
@@ -122,8 +125,8 @@ func Ingest(ctx context.Context, store *events.Store, cfg IngestConfig) (*Ingest
 	sum := &IngestSummary{Repo: cfg.Repo, Root: root, Skipped: []SkipReport{}}
 	// What the log holds: the last file_indexed / file_deleted per file.
 	known := map[string]events.FileState{}
-	err = store.LastPerSubject(ctx, events.StreamChunks, events.RepoStateSubjects(cfg.Repo), func(r events.Recorded) error {
-		st, err := events.DecodeFileState(r)
+	err = store.LastHeadersPerSubject(ctx, events.StreamChunks, events.RepoStateSubjects(cfg.Repo), func(h events.HeaderRecord) error {
+		st, err := events.FileStateFromHeaders(h)
 		if err == nil {
 			known[st.Path] = st
 		}
@@ -344,11 +347,18 @@ func ingestFile(ctx context.Context, store *events.Store, cfg IngestConfig, f wa
 	if skip != nil {
 		return drop(skip.Reason)
 	}
+	fresh := st.Path == "" || st.Deleted
+	// The previous chunk ids (in the last commit's payload) and the
+	// aggregate's last sequence (a crashed ingest may have left
+	// uncommitted events after the last commit).
+	prev, seq, err := previousState(ctx, store, events.FileFilter(cfg.Repo, f.rel), st)
+	if err != nil {
+		return res, err
+	}
 	old := map[string]bool{}
-	for _, id := range st.ChunkIDs {
+	for _, id := range prev {
 		old[id] = true
 	}
-	fresh := st.Path == "" || st.Deleted
 	var added []events.ChunkRecord
 	ids := make([]string, 0, len(chunks))
 	now := map[string]bool{}
@@ -361,25 +371,19 @@ func ingestFile(ctx context.Context, store *events.Store, cfg IngestConfig, f wa
 	}
 	var removed []string
 	if !fresh {
-		for _, id := range st.ChunkIDs {
+		for _, id := range prev {
 			if !now[id] {
 				removed = append(removed, id)
 			}
 		}
 	}
 	res.isNew = fresh
-	// The aggregate's last sequence (a crashed ingest may have left
-	// uncommitted events after the last commit).
-	seq, err := lastSeq(ctx, store, events.FileFilter(cfg.Repo, f.rel), st.Seq)
-	if err != nil {
-		return res, err
-	}
-	appendOne := func(typ string, payload any) error {
+	appendOne := func(typ string, payload any, hdr nats.Header) error {
 		env, err := events.NewEnvelope(time.Now(), typ, f.rel, "ingest", events.ChunksSchema, payload)
 		if err != nil {
 			return err
 		}
-		ack, err := store.Append(ctx, events.ChunkSubject(cfg.Repo, f.rel, typ), env, events.Expect{Filter: events.FileFilter(cfg.Repo, f.rel), LastSeq: seq}, "")
+		ack, err := store.AppendWithHeaders(ctx, events.ChunkSubject(cfg.Repo, f.rel, typ), env, events.Expect{Filter: events.FileFilter(cfg.Repo, f.rel), LastSeq: seq}, "", hdr)
 		if errors.Is(err, events.ErrWrongLastSequence) {
 			return trellis.Errorf(trellis.CodeConflict, "%s changed in the log during the ingest (another ingest running?); run it again", f.rel)
 		}
@@ -390,19 +394,26 @@ func ingestFile(ctx context.Context, store *events.Store, cfg IngestConfig, f wa
 		res.events++
 		return nil
 	}
+	// One event per changed file; a difference too large for one message
+	// sends its first parts ahead as chunks_added.
 	parts := splitChunks(added)
+	var last []events.ChunkRecord
+	if len(parts) > 0 {
+		last = parts[len(parts)-1]
+		parts = parts[:len(parts)-1]
+	}
 	for i, part := range parts {
-		if err := appendOne(events.ChunksAdded, events.ChunksAddedPayload{Path: f.rel, Part: i + 1, Parts: len(parts), Chunks: part}); err != nil {
+		if err := appendOne(events.ChunksAdded, events.ChunksAddedPayload{Path: f.rel, Part: i + 1, Parts: len(parts) + 1, Chunks: part}, nil); err != nil {
 			return res, err
 		}
 	}
-	if len(removed) > 0 {
-		if err := appendOne(events.ChunksRemoved, events.ChunksRemovedPayload{Path: f.rel, ChunkIDs: removed}); err != nil {
-			return res, err
-		}
-	}
+	hdr := nats.Header{}
+	hdr.Set(events.HeaderFilePath, f.rel)
+	hdr.Set(events.HeaderFileMTime, strconv.FormatInt(mtime, 10))
+	hdr.Set(events.HeaderFileSize, strconv.FormatInt(size, 10))
+	hdr.Set(events.HeaderFileHash, hash)
 	if err := appendOne(events.FileIndexed, events.FileIndexedPayload{Path: f.rel, MTime: mtime, Size: size, ContentHash: hash,
-		Language: chunking.Language(f.rel), ChunkIDs: ids}); err != nil {
+		Language: chunking.Language(f.rel), ChunkIDs: ids, Added: last, Removed: removed}, hdr); err != nil {
 		return res, err
 	}
 	res.added, res.removed = len(added), len(removed)
@@ -438,31 +449,43 @@ func splitChunks(cs []events.ChunkRecord) [][]events.ChunkRecord {
 	return parts
 }
 
-// lastSeq returns the last sequence of an aggregate at or after from.
-func lastSeq(ctx context.Context, store *events.Store, filter string, from uint64) (uint64, error) {
-	recs, last, err := store.LoadFrom(ctx, events.StreamChunks, filter, from)
+// previousState returns the chunk ids of a file's last commit (none for
+// a new or deleted file) and the aggregate's last sequence.
+func previousState(ctx context.Context, store *events.Store, filter string, st events.FileState) ([]string, uint64, error) {
+	recs, last, err := store.LoadFrom(ctx, events.StreamChunks, filter, st.Seq)
 	if err != nil {
-		return 0, storeError("load file", err)
+		return nil, 0, storeError("load file", err)
 	}
 	if len(recs) == 0 {
-		return from, nil
+		return nil, st.Seq, nil
 	}
-	return last, nil
+	var ids []string
+	if !st.Deleted && st.Path != "" && recs[0].Seq == st.Seq {
+		prev, err := events.DecodeFileState(recs[0])
+		if err != nil {
+			return nil, 0, trellis.Errorf(trellis.CodeInternal, "file state of %s: %w", st.Path, err)
+		}
+		ids = prev.ChunkIDs
+	}
+	return ids, last, nil
 }
 
 func deleteFile(ctx context.Context, store *events.Store, repo string, st events.FileState) (int, error) {
-	seq, err := lastSeq(ctx, store, events.FileFilter(repo, st.Path), st.Seq)
+	ids, seq, err := previousState(ctx, store, events.FileFilter(repo, st.Path), st)
 	if err != nil {
 		return 0, err
 	}
 	env, err := events.NewEnvelope(time.Now(), events.FileDeleted, st.Path, "ingest", events.ChunksSchema,
-		events.FileDeletedPayload{Path: st.Path, ChunkIDs: st.ChunkIDs})
+		events.FileDeletedPayload{Path: st.Path, ChunkIDs: ids})
 	if err != nil {
 		return 0, err
 	}
-	_, err = store.Append(ctx, events.ChunkSubject(repo, st.Path, events.FileDeleted), env, events.Expect{Filter: events.FileFilter(repo, st.Path), LastSeq: seq}, "")
+	hdr := nats.Header{}
+	hdr.Set(events.HeaderFilePath, st.Path)
+	hdr.Set(events.HeaderDeleted, "true")
+	_, err = store.AppendWithHeaders(ctx, events.ChunkSubject(repo, st.Path, events.FileDeleted), env, events.Expect{Filter: events.FileFilter(repo, st.Path), LastSeq: seq}, "", hdr)
 	if err != nil {
 		return 0, storeError("append file_deleted", err)
 	}
-	return len(st.ChunkIDs), nil
+	return len(ids), nil
 }

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,5 +184,31 @@ func TestIngestBadFiles(t *testing.T) {
 	}
 	if sum.FilesNew < 1 {
 		t.Fatalf("the readable file was not ingested: %+v", sum)
+	}
+}
+
+// TestIngestLargeFileSpansEvents: a file whose chunks do not fit one
+// message is spread over chunks_added events before its file_indexed
+// commit, and every chunk is searchable.
+func TestIngestLargeFileSpansEvents(t *testing.T) {
+	t.Parallel()
+	svc, b := setupMemory(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	var src strings.Builder
+	for i := 0; i < 2500; i++ {
+		fmt.Fprintf(&src, "def handler_%04d(request):\n    \"\"\"Handle request number %d of the big module.\"\"\"\n    value = request.get(%q)\n    return value * %d + len(request)\n\n\n", i, i, fmt.Sprint("key", i), i)
+	}
+	writeFiles(t, root, map[string]string{"big.py": src.String()})
+	sum, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesNew != 1 || sum.Events < 2 || sum.ChunksAdded < 100 {
+		t.Fatalf("large file ingest = %+v", sum)
+	}
+	res, err := svc.Search(ctx, trellis.SearchRequest{Query: "handler_1234", Repo: "big"})
+	if err != nil || res.NotFound || res.Results[0].Name != "handler_1234" {
+		t.Fatalf("search in the large file = %+v, %v", res, err)
 	}
 }

@@ -185,12 +185,18 @@ func (s *Search) Apply(rec events.Recorded) error {
 			}
 			s.pending++
 		}
-	case events.ChunksRemoved:
-		var p events.ChunksRemovedPayload
+	case events.FileIndexed:
+		var p events.FileIndexedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return err
 		}
-		for _, id := range p.ChunkIDs {
+		for _, c := range p.Added {
+			if err := s.batch.Index(c.ChunkID, toDoc(c)); err != nil {
+				return err
+			}
+			s.pending++
+		}
+		for _, id := range p.Removed {
 			s.batch.Delete(id)
 			s.pending++
 		}
