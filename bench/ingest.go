@@ -83,10 +83,7 @@ func RunIngest(ctx context.Context, store *events.Store, cfg IngestConfig) (*Ing
 		return nil, err
 	}
 	rep.IngestSeconds = time.Since(start).Seconds()
-	if err := svc.CatchUp(ctx); err != nil {
-		return nil, err
-	}
-	if _, err := svc.Search(ctx, trellis.SearchRequest{Query: "flush"}); err != nil { // flushes the last batch
+	if _, err := svc.Search(ctx, trellis.SearchRequest{Query: "flush"}); err != nil { // waits for the index, flushes the last batch
 		return nil, err
 	}
 	rep.IndexedSeconds = time.Since(start).Seconds()

@@ -23,7 +23,7 @@ func (s *Service) Search(ctx context.Context, req trellis.SearchRequest) (*trell
 	if strings.TrimSpace(req.Query) == "" {
 		return nil, trellis.FieldError("query", "must not be empty")
 	}
-	if err := s.catchUp(ctx, s.searchRun); err != nil {
+	if err := s.searchCaughtUp(ctx); err != nil {
 		return nil, err
 	}
 	hits, err := s.search.Query(req.Query, req.TopK, projections.Filters{PathPrefix: req.PathPrefix, FileType: req.FileType,
@@ -54,7 +54,7 @@ func (s *Service) Chunk(ctx context.Context, chunkID string) (*trellis.ChunkHit,
 	if !strings.HasPrefix(chunkID, "chunk_") || len(chunkID) != len("chunk_")+16 {
 		return nil, trellis.FieldError("chunk_id", "%q is not a chunk id (chunk_ and 16 hex digits)", chunkID)
 	}
-	if err := s.catchUp(ctx, s.searchRun); err != nil {
+	if err := s.searchCaughtUp(ctx); err != nil {
 		return nil, err
 	}
 	h, err := s.search.Chunk(chunkID)
@@ -105,4 +105,15 @@ func snippet(content, query string) string {
 		return strings.Join(hit, "\n")
 	}
 	return strings.Join(first, "\n")
+}
+
+// searchCaughtUp waits until the search index has applied everything
+// ingested so far, up to SearchTimeout.
+func (s *Service) searchCaughtUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
+	defer cancel()
+	if err := s.searchRun.CatchUp(ctx); err != nil {
+		return storeError("search index catch-up", err)
+	}
+	return nil
 }

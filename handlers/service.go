@@ -29,6 +29,10 @@ type ServiceConfig struct {
 	// ReadTimeout bounds how long a read waits for a projection to catch up
 	// with the log (default 10 s).
 	ReadTimeout time.Duration
+	// SearchTimeout bounds how long a code search waits for the search
+	// index to catch up (default 2 min: indexing a large ingest takes a
+	// while).
+	SearchTimeout time.Duration
 	// Logger receives projection warnings (default slog.Default()).
 	Logger *slog.Logger
 	// Metrics, when set, receives the queue metrics derived from the log
@@ -66,6 +70,9 @@ var _ trellis.QueueService = (*Service)(nil)
 func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = 10 * time.Second
+	}
+	if cfg.SearchTimeout <= 0 {
+		cfg.SearchTimeout = 2 * time.Minute
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

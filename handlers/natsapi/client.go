@@ -284,8 +284,11 @@ func (c *Client) History(ctx context.Context, req trellis.HistoryRequest) ([]tre
 	return *out, nil
 }
 
-// Search implements trellis.CodeService.
+// Search implements trellis.CodeService. It waits longer than other
+// calls: right after a large ingest the server waits for its index.
 func (c *Client) Search(ctx context.Context, req trellis.SearchRequest) (*trellis.SearchResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 150*time.Second)
+	defer cancel()
 	return callInto[trellis.SearchResult](ctx, c, OpSearch, req)
 }
 

@@ -125,8 +125,11 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 			go func() {
 				defer func() { <-r.sem }()
 				timeout := cfg.Timeout
-				if m.Subject == Prefix+OpReplay {
+				switch m.Subject {
+				case Prefix + OpReplay:
 					timeout = 10 * time.Minute
+				case Prefix + OpSearch, Prefix + OpChunk:
+					timeout = 150 * time.Second // the index may be catching up with a large ingest
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
