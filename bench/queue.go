@@ -71,8 +71,9 @@ func (r *QueueReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "  Trellis task lifecycle              %10.0f /s   (add -> next -> done)\n", r.LifecyclePerSec)
 	fmt.Fprintf(w, "  ratio lifecycle / raw work-queue    %10.2f     (goal >= 0.40)\n", r.Ratio)
 	if r.Claimed > 0 {
-		fmt.Fprintf(w, "  claim latency at %d tasks/s offered: p50 %.2f ms, p99 %.2f ms (goal p99 < 5 ms); queue wait p50 %.2f ms, p99 %.2f ms; %d claims\n",
-			r.OfferedRate, r.ClaimP50Ms, r.ClaimP99Ms, r.WaitP50Ms, r.WaitP99Ms, r.Claimed)
+		fmt.Fprintf(w, "  claim latency at %d tasks/s offered (add acknowledged -> claim recorded): p50 %.2f ms, p99 %.2f ms (goal p99 < 5 ms); %d claims\n",
+			r.OfferedRate, r.WaitP50Ms, r.WaitP99Ms, r.Claimed)
+		fmt.Fprintf(w, "  queue next call duration (includes waiting for the next task to arrive): p50 %.2f ms, p99 %.2f ms\n", r.ClaimP50Ms, r.ClaimP99Ms)
 	}
 }
 

@@ -42,7 +42,7 @@ func BenchmarkQueue(b *testing.B) {
 		rep.Print(os.Stdout)
 		b.ReportMetric(rep.Ratio, "ratio")
 		b.ReportMetric(rep.LifecyclePerSec, "lifecycles/s")
-		b.ReportMetric(rep.ClaimP99Ms, "claim-p99-ms")
+		b.ReportMetric(rep.WaitP99Ms, "claim-p99-ms")
 	}
 }
 

@@ -92,6 +92,13 @@ func IsDispatch(typ string) bool {
 	return false
 }
 
+// TaskFilterIn is TaskFilter when the task's queue is known: the same
+// subjects (task ids are unique across queues), without a wildcard in the
+// middle, which the server resolves faster.
+func TaskFilterIn(queue, taskID string) string {
+	return "trellis.queue." + queue + "." + taskID + ".>"
+}
+
 // QueueDispatchSubjects are the subjects a queue's durable claim consumer
 // delivers: events that make a task claimable.
 func QueueDispatchSubjects(queue string) []string {

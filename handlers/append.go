@@ -31,7 +31,7 @@ func (q *Queue) decideAndAppend(ctx context.Context, task *trellis.Task, seq uin
 			return nil, 0, err
 		}
 		subject := events.QueueSubject(task.Queue, task.TaskID, d.typ)
-		ack, err := q.store.Append(ctx, subject, env, events.Expect{Filter: events.TaskFilter(task.TaskID), LastSeq: seq}, "")
+		ack, err := q.store.Append(ctx, subject, env, events.Expect{Filter: events.TaskFilterIn(task.Queue, task.TaskID), LastSeq: seq}, "")
 		if errors.Is(err, events.ErrWrongLastSequence) {
 			q.cache.drop(task.TaskID)
 			if attempt+1 >= maxDecideAttempts {

@@ -115,7 +115,7 @@ func (q *Queue) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.T
 		msgID = "idem:" + req.Queue + ":" + req.IdempotencyKey
 	}
 	subject := events.QueueSubject(req.Queue, id, events.TaskAdded)
-	ack, err := q.store.Append(ctx, subject, env, events.Expect{Filter: events.TaskFilter(id)}, msgID)
+	ack, err := q.store.Append(ctx, subject, env, events.Expect{Filter: events.TaskFilterIn(req.Queue, id)}, msgID)
 	if err != nil {
 		return nil, storeError("add task", err)
 	}
