@@ -110,10 +110,5 @@ func snippet(content, query string) string {
 // searchCaughtUp waits until the search index has applied everything
 // ingested so far, up to SearchTimeout.
 func (s *Service) searchCaughtUp(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
-	defer cancel()
-	if err := s.searchRun.CatchUp(ctx); err != nil {
-		return storeError("search index catch-up", err)
-	}
-	return nil
+	return s.waitProjection(ctx, s.searchRun, 0, s.cfg.SearchTimeout)
 }

@@ -188,10 +188,22 @@ func (s *Service) List(ctx context.Context, req trellis.ListRequest) (*trellis.T
 }
 
 func (s *Service) catchUp(ctx context.Context, r *projections.Runner) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadTimeout)
+	return s.waitProjection(ctx, r, 0, s.cfg.ReadTimeout)
+}
+
+// waitProjection waits, up to timeout, until r has applied sequence seq
+// (0: everything its stream holds now).
+func (s *Service) waitProjection(ctx context.Context, r *projections.Runner, seq uint64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := r.CatchUp(ctx); err != nil {
-		return storeError("projection catch-up", err)
+	var err error
+	if seq == 0 {
+		err = r.CatchUp(ctx)
+	} else {
+		err = r.WaitFor(ctx, seq)
+	}
+	if err != nil {
+		return storeError("projection "+r.Projection().Name()+" catch-up", err)
 	}
 	return nil
 }

@@ -36,12 +36,7 @@ func (s *Service) VineNext(ctx context.Context, req trellis.VineFileRequest) (*v
 }
 
 func (s *Service) waitFrontier(ctx context.Context, seq uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadTimeout)
-	defer cancel()
-	if err := s.frontierRun.WaitFor(ctx, seq); err != nil {
-		return storeError("frontier projection catch-up", err)
-	}
-	return nil
+	return s.waitProjection(ctx, s.frontierRun, seq, s.cfg.ReadTimeout)
 }
 
 // VineRead implements trellis.VineService.

@@ -128,16 +128,11 @@ func (a *app) queueDone() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.TaskID = args[0]
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			t, err := s.queue.Done(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			return a.printFinished(s, t, asJSON)
+			var dataDir string
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				dataDir = s.dataDir
+				return s.queue.Done(ctx, req)
+			}, func(v any) { a.printFinished(dataDir, v.(*trellis.Task)) })
 		},
 	}
 	f := c.Flags()
@@ -163,16 +158,11 @@ func (a *app) queueFail() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.TaskID = args[0]
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			t, err := s.queue.Fail(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			return a.printFinished(s, t, asJSON)
+			var dataDir string
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				dataDir = s.dataDir
+				return s.queue.Fail(ctx, req)
+			}, func(v any) { a.printFinished(dataDir, v.(*trellis.Task)) })
 		},
 	}
 	f := c.Flags()
@@ -187,13 +177,9 @@ func (a *app) queueFail() *cobra.Command {
 	return c
 }
 
-func (a *app) printFinished(s *session, t *trellis.Task, asJSON bool) error {
-	if asJSON {
-		return printJSON(a.stdout, t)
-	}
+func (a *app) printFinished(dataDir string, t *trellis.Task) {
 	printTask(a.stdout, t)
-	fmt.Fprintf(a.stdout, "  Checkpoint: %s\n", filepath.Join(s.dataDir, "checkpoints", t.TaskID+".md"))
-	return nil
+	fmt.Fprintf(a.stdout, "  Checkpoint: %s\n", filepath.Join(dataDir, "checkpoints", t.TaskID+".md"))
 }
 
 func (a *app) queueList() *cobra.Command {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -161,20 +162,9 @@ func (a *app) vineNext() *cobra.Command {
 		Example: "  trellis vine next plan.vine --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			fr, err := s.vine.VineNext(cmd.Context(), trellis.VineFileRequest{File: absFile(args[0])})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, fr)
-			}
-			printFrontier(a.stdout, fr)
-			return nil
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				return s.vine.VineNext(ctx, trellis.VineFileRequest{File: absFile(args[0])})
+			}, func(v any) { printFrontier(a.stdout, v.(*vine.Frontier)) })
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -190,16 +180,13 @@ func (a *app) vineRead() *cobra.Command {
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.File, req.Action = absFile(args[0]), args[1]
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			res, err := s.vine.VineRead(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			return printJSON(a.stdout, res.Result)
+			return a.call(cmd, true, func(ctx context.Context, s *session) (any, error) {
+				res, err := s.vine.VineRead(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				return res.Result, nil
+			}, nil)
 		},
 	}
 	c.Flags().StringVar(&req.ID, "id", "", "node id (task, context, descendants)")
@@ -209,16 +196,12 @@ func (a *app) vineRead() *cobra.Command {
 	return c
 }
 
-func (a *app) printWrite(res *trellis.VineWriteResult, asJSON bool) error {
-	if asJSON {
-		return printJSON(a.stdout, res)
-	}
+func (a *app) printWrite(res *trellis.VineWriteResult) {
 	fmt.Fprintln(a.stdout, res.Summary)
 	for _, r := range res.Results {
 		fmt.Fprintf(a.stdout, "  %s: %s\n", r.Op, r.Summary)
 	}
 	printFrontier(a.stdout, &res.Frontier)
-	return nil
 }
 
 func (a *app) vineWrite() *cobra.Command {
@@ -251,16 +234,9 @@ func (a *app) vineWrite() *cobra.Command {
 			if err != nil {
 				return &trellis.Error{Code: trellis.CodeInvalid, Field: "ops", Message: err.Error(), Err: err}
 			}
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			res, err := s.vine.VineWrite(cmd.Context(), trellis.VineWriteRequest{File: absFile(args[0]), Operations: ops, Agent: agent})
-			if err != nil {
-				return err
-			}
-			return a.printWrite(res, asJSON)
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				return s.vine.VineWrite(ctx, trellis.VineWriteRequest{File: absFile(args[0]), Operations: ops, Agent: agent})
+			}, func(v any) { a.printWrite(v.(*trellis.VineWriteResult)) })
 		},
 	}
 	c.Flags().StringVar(&opsJSON, "ops", "", "JSON array of operations")
@@ -334,16 +310,9 @@ func (a *app) vineExpand() *cobra.Command {
 			if !filepath.IsAbs(child) && !strings.HasPrefix(child, "./") && !strings.HasPrefix(child, "../") {
 				child = "./" + child
 			}
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			res, err := s.vine.VineExpand(cmd.Context(), trellis.VineExpandRequest{File: absFile(args[0]), RefID: args[1], ChildFile: child, Agent: agent})
-			if err != nil {
-				return err
-			}
-			return a.printWrite(res, asJSON)
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				return s.vine.VineExpand(ctx, trellis.VineExpandRequest{File: absFile(args[0]), RefID: args[1], ChildFile: child, Agent: agent})
+			}, func(v any) { a.printWrite(v.(*trellis.VineWriteResult)) })
 		},
 	}
 	c.Flags().StringVar(&agent, "agent", "", "who expands (recorded in the history)")
@@ -359,27 +328,19 @@ func (a *app) vineImport() *cobra.Command {
 		Example: "  trellis vine import plan.vine",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			info, err := s.vine.VineImport(cmd.Context(), trellis.VineFileRequest{File: absFile(args[0])})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, info)
-			}
-			what := "already in the log"
-			switch {
-			case info.Imported:
-				what = "imported"
-			case info.HandEdit:
-				what = "hand edit recorded"
-			}
-			fmt.Fprintf(a.stdout, "%s: graph %s (%s), %d nodes, %d%% complete\n", what, info.GraphID, info.Path, info.Progress.Total, info.Progress.Percentage)
-			return nil
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				return s.vine.VineImport(ctx, trellis.VineFileRequest{File: absFile(args[0])})
+			}, func(v any) {
+				info := v.(*trellis.VineGraphInfo)
+				what := "already in the log"
+				switch {
+				case info.Imported:
+					what = "imported"
+				case info.HandEdit:
+					what = "hand edit recorded"
+				}
+				fmt.Fprintf(a.stdout, "%s: graph %s (%s), %d nodes, %d%% complete\n", what, info.GraphID, info.Path, info.Progress.Total, info.Progress.Percentage)
+			})
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
