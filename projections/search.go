@@ -390,7 +390,7 @@ func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 	// seldom the answer to a question about behaviour. The first pass
 	// loads only what re-ranking needs; the stored chunks are loaded for
 	// the k winners alone.
-	req := bleve.NewSearchRequestOptions(q, max(4*k, 40), 0, false)
+	req := bleve.NewSearchRequestOptions(q, max(2*k, 20), 0, false)
 	req.Fields = []string{"tags", "chunk_type"}
 	res, err := s.idx.Search(req)
 	if err != nil {
