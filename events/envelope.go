@@ -3,6 +3,7 @@ package events
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,10 +56,16 @@ func NewEnvelope(now time.Time, typ, aggregateID, actor string, schema int, payl
 	}, nil
 }
 
+// ErrBadEvent marks an event that cannot mean anything: its payload does
+// not decode, or it refers to an aggregate that does not exist. Such an
+// event can only come from outside Trellis (anyone who may publish on the
+// subjects); projections skip it, loudly, instead of stopping.
+var ErrBadEvent = errors.New("bad event")
+
 // DecodePayload decodes the payload into v.
 func (e Envelope) DecodePayload(v any) error {
 	if err := json.Unmarshal(e.Payload, v); err != nil {
-		return fmt.Errorf("decode %s payload of event %s: %w", e.Type, e.ID, err)
+		return fmt.Errorf("decode %s payload of event %s: %w: %w", e.Type, e.ID, ErrBadEvent, err)
 	}
 	return nil
 }

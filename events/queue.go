@@ -212,7 +212,7 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 	}
 	at := rec.Time.UTC()
 	if rec.Type != TaskAdded && t == nil {
-		return nil, fmt.Errorf("event %s (%s) precedes its task's added event", rec.ID, rec.Type)
+		return nil, fmt.Errorf("event %s (%s) precedes its task's added event: %w", rec.ID, rec.Type, ErrBadEvent)
 	}
 	switch rec.Type {
 	case TaskAdded:

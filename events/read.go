@@ -13,6 +13,8 @@ import (
 // Read calls fn for every event of stream matching filter (all subjects when
 // empty) from sequence from (1 when 0) up to the stream's last sequence at
 // the time of the call, in order. It stops at the first error fn returns.
+// A message that is not an envelope is passed on empty (no type, no
+// aggregate), so readers can skip it.
 func (s *Store) Read(ctx context.Context, stream, filter string, from uint64, fn func(Recorded) error) error {
 	last, err := s.LastSeq(ctx, stream)
 	if err != nil {
@@ -42,7 +44,8 @@ func (s *Store) Read(ctx context.Context, stream, filter string, from uint64, fn
 			}
 			rec, err := Decode(stream, msg.Subject(), meta.Sequence.Stream, msg.Data())
 			if err != nil {
-				return err
+				// Not an envelope: passed on empty (see Subscribe).
+				rec = Recorded{Stream: stream, Subject: msg.Subject(), Seq: meta.Sequence.Stream}
 			}
 			if rec.Seq > last {
 				return nil
@@ -113,8 +116,10 @@ func (s *Store) Subscribe(ctx context.Context, stream string, from uint64, fn fu
 		}
 		rec, err := Decode(stream, msg.Subject(), meta.Sequence.Stream, msg.Data())
 		if err != nil {
-			onErr(err)
-			return
+			// Not an envelope (published from outside Trellis): report it
+			// and pass it on empty, so readers still move past its sequence.
+			onErr(fmt.Errorf("%w: %w", ErrBadEvent, err))
+			rec = Recorded{Stream: stream, Subject: msg.Subject(), Seq: meta.Sequence.Stream}
 		}
 		if err := fn(rec); err != nil {
 			onErr(err)

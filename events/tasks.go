@@ -163,7 +163,7 @@ func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
 		return nt, nil
 	}
 	if t == nil {
-		return nil, fmt.Errorf("event %s (%s) precedes its task's creation", rec.ID, rec.Type)
+		return nil, fmt.Errorf("event %s (%s) precedes its task's creation: %w", rec.ID, rec.Type, ErrBadEvent)
 	}
 	switch rec.Type {
 	case TaskAgentJoined:

@@ -156,7 +156,7 @@ func ApplyGraph(st *GraphState, rec Recorded) (*GraphState, error) {
 		}
 		g, err := vine.Parse(text)
 		if err != nil {
-			return st, fmt.Errorf("event %s: stored graph does not parse: %w", rec.ID, err)
+			return st, fmt.Errorf("event %s: stored graph does not parse: %w: %w", rec.ID, ErrBadEvent, err)
 		}
 		next := &GraphState{GraphID: rec.AggregateID, Path: p.Path, Graph: g}
 		if st != nil {
@@ -169,7 +169,7 @@ func ApplyGraph(st *GraphState, rec Recorded) (*GraphState, error) {
 		return next, nil
 	}
 	if st == nil {
-		return nil, fmt.Errorf("event %s (%s) precedes its graph's import", rec.ID, rec.Type)
+		return nil, fmt.Errorf("event %s (%s) precedes its graph's import: %w", rec.ID, rec.Type, ErrBadEvent)
 	}
 	switch rec.Type {
 	case GraphBatchApplied:
@@ -179,7 +179,7 @@ func ApplyGraph(st *GraphState, rec Recorded) (*GraphState, error) {
 		}
 		res, err := vine.Apply(st.Graph, p.Ops)
 		if err != nil {
-			return st, fmt.Errorf("event %s: batch no longer applies: %w", rec.ID, err)
+			return st, fmt.Errorf("event %s: batch no longer applies: %w: %w", rec.ID, ErrBadEvent, err)
 		}
 		return &GraphState{GraphID: st.GraphID, Path: st.Path, Graph: res.Graph, Events: st.Events + 1}, nil
 	case GraphExpanded:
@@ -197,7 +197,7 @@ func ApplyGraph(st *GraphState, rec Recorded) (*GraphState, error) {
 		}
 		g, err := vine.Expand(st.Graph, p.RefID, child)
 		if err != nil {
-			return st, fmt.Errorf("event %s: expansion no longer applies: %w", rec.ID, err)
+			return st, fmt.Errorf("event %s: expansion no longer applies: %w: %w", rec.ID, ErrBadEvent, err)
 		}
 		return &GraphState{GraphID: st.GraphID, Path: st.Path, Graph: g, Events: st.Events + 1}, nil
 	}

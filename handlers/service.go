@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -300,6 +301,9 @@ func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, er
 	enc := newJSONLWriter(w)
 	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
 		t, err := events.ApplyTask(tasks[rec.AggregateID], rec)
+		if errors.Is(err, events.ErrBadEvent) {
+			return nil // not a Trellis event: nothing to export
+		}
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -70,6 +71,9 @@ func (s *FactStore) Load() (uint64, error) {
 
 // Apply implements Projection.
 func (s *FactStore) Apply(rec events.Recorded) error {
+	if rec.AggregateID == "" {
+		return fmt.Errorf("event #%d on %s names no scope: %w", rec.Seq, rec.Subject, events.ErrBadEvent)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.scopes[rec.AggregateID]

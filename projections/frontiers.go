@@ -100,13 +100,13 @@ func (f *Frontiers) Apply(rec events.Recorded) error {
 					st = vine.StatusStarted
 				}
 				if err := e.index.SetStatus(op.ID, st); err != nil {
-					return fmt.Errorf("graph %s: batch %s no longer applies: %w", rec.AggregateID, rec.ID, err)
+					return fmt.Errorf("graph %s: batch %s no longer applies: %w: %w", rec.AggregateID, rec.ID, events.ErrBadEvent, err)
 				}
 			}
 			return nil
 		}
 		if _, err := e.index.Apply(p.Ops); err != nil {
-			return fmt.Errorf("graph %s: batch %s no longer applies: %w", rec.AggregateID, rec.ID, err)
+			return fmt.Errorf("graph %s: batch %s no longer applies: %w: %w", rec.AggregateID, rec.ID, events.ErrBadEvent, err)
 		}
 		return nil
 	}

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -94,10 +95,15 @@ func (r *Runner) apply(rec events.Recorded) error {
 		return nil
 	}
 	r.mu.Unlock()
-	if err := r.proj.Apply(rec); err != nil {
-		// A projection that cannot apply an event must not silently skip
-		// it: record the failure so readers see it, and keep the position
-		// so a restart retries.
+	if err := r.proj.Apply(rec); errors.Is(err, events.ErrBadEvent) {
+		// An event that cannot mean anything (published from outside
+		// Trellis) must not stop every read: skip it, loudly. Replays skip
+		// it the same way, so rebuilt views still equal live ones.
+		r.log.Error("projection skipped a bad event", "seq", rec.Seq, "subject", rec.Subject, "err", err)
+	} else if err != nil {
+		// Any other failure (a disk that cannot be written) must not be
+		// skipped: record it so readers see it, and keep the position so a
+		// restart retries.
 		r.mu.Lock()
 		r.failed = fmt.Errorf("projection %s: apply %s #%d: %w", r.proj.Name(), rec.Type, rec.Seq, err)
 		r.cond.Broadcast()
