@@ -256,17 +256,7 @@ func TestMemoryBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := b.memorySeqs(t)
-			res := b.do(t, c.method, c.path, c.body)
-			if res.status != c.status {
-				t.Fatalf("status %d, want %d; body %.300s", res.status, c.status, res.body)
-			}
-			e := res.apiError(t)
-			if e.Code != c.code || e.Field != c.field {
-				t.Errorf("code %q field %q, want %q %q; body %.300s", e.Code, e.Field, c.code, c.field, res.body)
-			}
-			if c.msg != "" && !strings.Contains(e.Message, c.msg) {
-				t.Errorf("message %q lacks %q", e.Message, c.msg)
-			}
+			b.do(t, c.method, c.path, c.body).expectError(t, c.status, c.code, c.field, c.msg)
 			if after := b.memorySeqs(t); after != before {
 				t.Fatalf("event logs changed (TRELLIS_TASKS, TRELLIS_MEMORY, TRELLIS_QUEUE): %v -> %v", before, after)
 			}

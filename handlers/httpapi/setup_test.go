@@ -127,6 +127,23 @@ func (r response) expect(t *testing.T, status int, v any) {
 	}
 }
 
+// expectError fails the test unless the response is an error with the
+// status, the stable code and the field, and a message containing msg
+// (when not empty).
+func (r response) expectError(t *testing.T, status int, code trellis.Code, field, msg string) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body %.300s", r.status, status, r.body)
+	}
+	e := r.apiError(t)
+	if e.Code != code || e.Field != field {
+		t.Errorf("code %q field %q, want %q %q; body %.300s", e.Code, e.Field, code, field, r.body)
+	}
+	if msg != "" && !strings.Contains(e.Message, msg) {
+		t.Errorf("message %q lacks %q", e.Message, msg)
+	}
+}
+
 // apiError decodes an error-shaped body, failing the test when the body
 // does not have exactly that shape.
 func (r response) apiError(t *testing.T) *trellis.Error {
