@@ -15,13 +15,32 @@ type decision struct {
 	payload any
 }
 
+// taskState is a task as a command starts from: folded from the log
+// (fresh) or taken from this process's cache or a dispatch message, which
+// may be behind the log.
+type taskState struct {
+	task  *trellis.Task
+	seq   uint64
+	fresh bool
+}
+
 // decideAndAppend runs decide against the task and appends the event it
 // returns with the aggregate's expected last sequence. When another writer
-// got there first it reloads the task and decides again. It returns the
-// new state and its sequence.
-func (q *Queue) decideAndAppend(ctx context.Context, task *trellis.Task, seq uint64, actor string, decide func(*trellis.Task) (decision, error)) (*trellis.Task, uint64, error) {
+// got there first it reloads the task and decides again. A refusal decided
+// from a state that may be stale (a cache, a dispatch) is re-decided from
+// the log before it is reported: only the log can say a command is wrong.
+// It returns the new state and its sequence.
+func (q *Queue) decideAndAppend(ctx context.Context, st taskState, actor string, decide func(*trellis.Task) (decision, error)) (*trellis.Task, uint64, error) {
+	task, seq := st.task, st.seq
 	for attempt := 0; ; attempt++ {
 		d, err := decide(task)
+		if err != nil && !st.fresh {
+			if task, seq, err = q.load(ctx, task.TaskID); err != nil {
+				return nil, 0, err
+			}
+			st.fresh = true
+			continue
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -40,6 +59,7 @@ func (q *Queue) decideAndAppend(ctx context.Context, task *trellis.Task, seq uin
 			if task, seq, err = q.load(ctx, task.TaskID); err != nil {
 				return nil, 0, err
 			}
+			st.fresh = true
 			continue
 		}
 		if err != nil {

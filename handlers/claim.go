@@ -105,7 +105,7 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 		return nil, trellis.Errorf(trellis.CodeInternal, "undecodable dispatch %s: %w", msg.Subject(), err)
 	}
 	dispatch, delivery := rec.Seq, meta.NumDelivered
-	task, seq, err := q.dispatchedState(ctx, rec, delivery)
+	st, err := q.dispatchedState(ctx, rec, delivery)
 	if err != nil {
 		if trellis.ErrorCode(err) == trellis.CodeNotFound {
 			_ = msg.Term()
@@ -115,7 +115,7 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 	}
 	for {
 		var expired *trellis.Task
-		claimed, cseq, err := q.decideAndAppend(ctx, task, seq, worker, func(t *trellis.Task) (decision, error) {
+		claimed, cseq, err := q.decideAndAppend(ctx, st, worker, func(t *trellis.Task) (decision, error) {
 			expired = nil
 			switch t.Status {
 			case trellis.StatusQueued:
@@ -159,7 +159,7 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 			_ = msg.Term()
 			return nil, nil
 		case expired != nil:
-			task, seq = claimed, cseq // queued again: now claim it
+			st = taskState{task: claimed, seq: cseq, fresh: true} // queued again: now claim it
 			continue
 		}
 		return claimed, nil
@@ -169,16 +169,17 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 // dispatchedState returns the task a dispatch names and its last sequence.
 // A first delivery of an add is usually the task's only event, so its
 // sequence is the aggregate's last sequence and no load is needed.
-func (q *Queue) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (*trellis.Task, uint64, error) {
+func (q *Queue) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (taskState, error) {
 	if cached, cseq, ok := q.cache.get(rec.AggregateID); ok && cseq >= rec.Seq {
-		return cached, cseq, nil
+		return taskState{task: cached, seq: cseq}, nil
 	}
 	if rec.Type == events.TaskAdded && delivery == 1 {
 		task, err := events.ApplyTask(nil, rec)
 		if err != nil {
-			return nil, 0, trellis.Errorf(trellis.CodeInternal, "dispatch %s: %w", rec.Subject, err)
+			return taskState{}, trellis.Errorf(trellis.CodeInternal, "dispatch %s: %w", rec.Subject, err)
 		}
-		return task, rec.Seq, nil
+		return taskState{task: task, seq: rec.Seq}, nil
 	}
-	return q.load(ctx, rec.AggregateID)
+	task, seq, err := q.load(ctx, rec.AggregateID)
+	return taskState{task: task, seq: seq, fresh: true}, err
 }

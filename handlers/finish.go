@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/trellis/trellis"
@@ -28,6 +29,12 @@ func (q *Queue) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Tas
 			Usage:           usage,
 			BudgetExhausted: usage.Exceeds(t.Budget),
 		}}
+	}, func(rec events.Recorded) bool {
+		var p events.TaskCompletedPayload
+		return rec.Type == events.TaskCompleted && rec.DecodePayload(&p) == nil &&
+			p.Worker == req.Worker && p.WhatWasDone == req.WhatWasDone && slices.Equal(p.WhatChanged, req.WhatChanged) &&
+			p.WhatNext == req.WhatNext && slices.Equal(p.Blockers, req.Blockers) && slices.Equal(p.Citations, req.Citations) &&
+			p.Usage == usage
 	})
 }
 
@@ -53,6 +60,18 @@ func (q *Queue) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Tas
 			Usage:           usage,
 			BudgetExhausted: exhausted,
 		}}
+	}, func(rec events.Recorded) bool {
+		switch {
+		case rec.Type == events.TaskFailed && !req.Retry:
+			var p events.TaskFailedPayload
+			return rec.DecodePayload(&p) == nil && p.Worker == req.Worker && p.Error == req.Error &&
+				p.WhatWasDone == req.WhatWasDone && slices.Equal(p.Blockers, req.Blockers) && p.Usage == usage
+		case (rec.Type == events.TaskAttemptFailed || rec.Type == events.TaskDead) && req.Retry:
+			var p events.TaskAttemptFailedPayload
+			return rec.DecodePayload(&p) == nil && p.Worker == req.Worker && p.Error == req.Error &&
+				p.WhatWasDone == req.WhatWasDone && slices.Equal(p.Blockers, req.Blockers) && p.Usage == usage
+		}
+		return false
 	})
 }
 
@@ -82,6 +101,9 @@ func (q *Queue) Release(ctx context.Context, taskID, worker, reason string) (*tr
 	}
 	return q.finish(ctx, taskID, worker, func(*trellis.Task) decision {
 		return decision{events.TaskReleased, events.TaskReleasedPayload{Worker: worker, Reason: reason}}
+	}, func(rec events.Recorded) bool {
+		var p events.TaskReleasedPayload
+		return rec.Type == events.TaskReleased && rec.DecodePayload(&p) == nil && p.Worker == worker && p.Reason == reason
 	})
 }
 
@@ -94,7 +116,7 @@ func (q *Queue) Retry(ctx context.Context, taskID, actor string) (*trellis.Task,
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := q.decideAndAppend(ctx, task, seq, actor, func(t *trellis.Task) (decision, error) {
+	t, _, err := q.decideAndAppend(ctx, taskState{task: task, seq: seq, fresh: true}, actor, func(t *trellis.Task) (decision, error) {
 		if t.Status != trellis.StatusFailed && t.Status != trellis.StatusDead {
 			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is %s; only failed or dead tasks can be retried", t.TaskID, t.Status)
 		}
@@ -104,13 +126,15 @@ func (q *Queue) Retry(ctx context.Context, taskID, actor string) (*trellis.Task,
 }
 
 // finish loads the task and appends the event build returns after checking
-// that worker holds the claim.
-func (q *Queue) finish(ctx context.Context, taskID, worker string, build func(*trellis.Task) decision) (*trellis.Task, error) {
-	task, seq, err := q.loadCached(ctx, taskID)
+// that worker holds the claim. A finish the log already holds (same
+// worker, same content: a retry after a lost reply) is not a conflict: it
+// succeeds again with the task's current state, appending nothing.
+func (q *Queue) finish(ctx context.Context, taskID, worker string, build func(*trellis.Task) decision, same func(events.Recorded) bool) (*trellis.Task, error) {
+	st, err := q.loadCached(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := q.decideAndAppend(ctx, task, seq, worker, func(t *trellis.Task) (decision, error) {
+	t, _, err := q.decideAndAppend(ctx, st, worker, func(t *trellis.Task) (decision, error) {
 		switch {
 		case t.Status == trellis.StatusQueued:
 			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is queued, not claimed: claim it with queue next first", t.TaskID)
@@ -121,10 +145,43 @@ func (q *Queue) finish(ctx context.Context, taskID, worker string, build func(*t
 		}
 		return build(t), nil
 	})
+	if trellis.ErrorCode(err) == trellis.CodeConflict {
+		if t, ok, rerr := q.repeated(ctx, taskID, worker, same); rerr != nil {
+			return nil, rerr
+		} else if ok {
+			return t, nil
+		}
+	}
 	if err == nil && t.Status.Terminal() {
 		q.cache.drop(taskID)
 	}
 	return t, err
+}
+
+// repeated reports whether the log already holds the finish same
+// recognises, made by worker after its latest claim, and returns the
+// task's current state. An older finish, from before worker claimed the
+// task again, is not a repeat of this one.
+func (q *Queue) repeated(ctx context.Context, taskID, worker string, same func(events.Recorded) bool) (*trellis.Task, bool, error) {
+	recs, _, err := q.store.Load(ctx, events.StreamQueue, events.TaskFilter(taskID))
+	if err != nil {
+		return nil, false, storeError("load task", err)
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		if same(r) {
+			t, err := events.FoldTask(recs)
+			if err != nil {
+				return nil, false, trellis.Errorf(trellis.CodeInternal, "fold task %s: %w", taskID, err)
+			}
+			return t, true, nil
+		}
+		var c events.TaskClaimedPayload
+		if r.Type == events.TaskClaimed && r.DecodePayload(&c) == nil && c.Worker == worker {
+			return nil, false, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // DefaultRetryBackoff is exponential backoff with jitter: 1 s before the

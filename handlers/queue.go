@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -112,7 +114,7 @@ func (q *Queue) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.T
 	}
 	msgID := ""
 	if req.IdempotencyKey != "" {
-		msgID = "idem:" + req.Queue + ":" + req.IdempotencyKey
+		msgID = idempotencyMsgID(req.Queue, req.IdempotencyKey)
 	}
 	subject := events.QueueSubject(req.Queue, id, events.TaskAdded)
 	ack, err := q.store.Append(ctx, subject, env, events.Expect{Filter: events.TaskFilterIn(req.Queue, id)}, msgID)
@@ -132,6 +134,16 @@ func (q *Queue) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.T
 	}
 	q.cache.put(task, ack.Seq)
 	return task.Clone(), nil
+}
+
+// idempotencyMsgID is the message id an add with an idempotency key is
+// stored under. The key is hashed: a NATS header value loses trailing
+// spaces and turns CR and LF into spaces, so keys that differ only there
+// would otherwise share an id and the second add would silently return
+// the first task.
+func idempotencyMsgID(queue, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "idem:" + queue + ":" + hex.EncodeToString(sum[:])
 }
 
 // Show returns the task folded from its events in the log.
@@ -177,11 +189,12 @@ func (q *Queue) load(ctx context.Context, taskID string) (*trellis.Task, uint64,
 
 // loadCached returns the cached task when this process touched it last,
 // else loads it.
-func (q *Queue) loadCached(ctx context.Context, taskID string) (*trellis.Task, uint64, error) {
+func (q *Queue) loadCached(ctx context.Context, taskID string) (taskState, error) {
 	if t, seq, ok := q.cache.get(taskID); ok {
-		return t, seq, nil
+		return taskState{task: t, seq: seq}, nil
 	}
-	return q.load(ctx, taskID)
+	t, seq, err := q.load(ctx, taskID)
+	return taskState{task: t, seq: seq, fresh: true}, err
 }
 
 // storeError wraps an infrastructure error with a stable code.
