@@ -206,6 +206,16 @@ func retryable(err error) bool {
 		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
 
+// IsUnavailable reports errors that mean JetStream could not answer now
+// (no responders while a stream or consumer elects its leader, a timeout,
+// a lost or closed connection, JetStream off) rather than that the request
+// was wrong: callers report them as unavailable, worth retrying.
+func IsUnavailable(err error) bool {
+	return retryable(err) || errors.Is(err, context.Canceled) || errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
+}
+
 // findOwn looks for an event with id among the aggregate's events appended
 // after the expected sequence (all subjects of the filter, or the subject
 // alone): only those can be an earlier attempt of this append.

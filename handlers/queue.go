@@ -207,7 +207,7 @@ func storeError(what string, err error) error {
 		return err
 	}
 	code := trellis.CodeInternal
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, context.Canceled) {
+	if events.IsUnavailable(err) {
 		code = trellis.CodeUnavailable
 	}
 	return &trellis.Error{Code: code, Message: fmt.Sprintf("%s: %v", what, err), Err: err}

@@ -19,7 +19,14 @@ import (
 type Client struct {
 	nc      *nats.Conn
 	timeout time.Duration
+	// watch is how often a call in flight checks that a server is still
+	// there to answer it.
+	watch time.Duration
 }
+
+// lostGrace is how long a call in flight tolerates a lost NATS connection
+// (a reconnect to another cluster node) before it gives up.
+const lostGrace = 2 * time.Second
 
 var (
 	_ trellis.QueueService  = (*Client)(nil)
@@ -35,7 +42,52 @@ func NewClient(nc *nats.Conn, timeout time.Duration) *Client {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	return &Client{nc: nc, timeout: timeout}
+	return &Client{nc: nc, timeout: timeout, watch: 500 * time.Millisecond}
+}
+
+// errServerGone is the cause of a call abandoned because nothing can
+// answer it any more.
+var errServerGone = errors.New("server gone")
+
+// watchCall cancels ctx when the call in flight can no longer be answered:
+// the NATS connection stays lost for lostGrace, or no Trellis server
+// answers pings any more (the one holding the request died). A server that
+// is alive but slow keeps the call waiting until its timeout.
+func (c *Client) watchCall(ctx context.Context, op string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(c.watch)
+		defer t.Stop()
+		var lostSince time.Time
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if !c.nc.IsConnected() {
+				if lostSince.IsZero() {
+					lostSince = time.Now()
+				} else if time.Since(lostSince) >= lostGrace {
+					cancel(fmt.Errorf("%w: lost the connection to NATS while waiting for the %s reply", errServerGone, op))
+					return
+				}
+				continue
+			}
+			lostSince = time.Time{}
+			pctx, pcancel := context.WithTimeout(ctx, c.watch)
+			_, err := c.nc.RequestWithContext(pctx, Prefix+OpPing, []byte("{}"))
+			pcancel()
+			if errors.Is(err, nats.ErrNoResponders) {
+				cancel(fmt.Errorf("%w: no trellis server answers any more (the one handling %s stopped)", errServerGone, op))
+				return
+			}
+		}
+	}()
+	return ctx, func() { close(stop); cancel(nil) }
 }
 
 // call sends req to op and decodes the result into out (which may be a
@@ -50,7 +102,14 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	msg, err := c.nc.RequestWithContext(ctx, Prefix+op, data)
+	wctx, stopWatch := c.watchCall(ctx, op)
+	msg, err := c.nc.RequestWithContext(wctx, Prefix+op, data)
+	cause := context.Cause(wctx)
+	stopWatch()
+	if err != nil && errors.Is(cause, errServerGone) {
+		return &trellis.Error{Code: trellis.CodeUnavailable, Err: cause, Message: fmt.Sprintf(
+			"%v; the request may or may not have been applied: check before repeating it", cause)}
+	}
 	if err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return &trellis.Error{Code: trellis.CodeInvalid, Field: "body", Err: err,
