@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,6 +39,18 @@ type StoreConfig struct {
 	// AppendTimeout bounds an append and its retries when the caller's
 	// context has no deadline (default 30 s).
 	AppendTimeout time.Duration
+	// BatchMin is the smallest number of appends waiting on one stream
+	// that are committed together as one atomic batch, synced once (see
+	// the group commit in groupcommit.go); fewer are sent one by one,
+	// concurrently. Default (0) per stream: 12 with one replica (a batch
+	// has a fixed cost there: the server stages it on disk), 2 with more
+	// (staged in memory). Negative turns batching off.
+	BatchMin int
+	// BatchMax bounds the events of one batch (default 256; the server
+	// takes at most 1000).
+	BatchMax int
+	// BatchMaxBytes bounds the bytes of one batch (default 8 MiB).
+	BatchMaxBytes int
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
@@ -53,15 +66,33 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	if c.AppendTimeout <= 0 {
 		c.AppendTimeout = 30 * time.Second
 	}
+	if c.BatchMax <= 0 {
+		c.BatchMax = 256
+	}
+	c.BatchMax = min(c.BatchMax, 1000)
+	if c.BatchMaxBytes <= 0 {
+		c.BatchMaxBytes = 8 << 20
+	}
 	return c
 }
 
 // Store is the event log on JetStream: checked appends, aggregate loads and
 // stream reads. It is safe for concurrent use.
 type Store struct {
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	cfg StoreConfig
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	cfg   StoreConfig
+	stats commitStats
+
+	mu         sync.Mutex
+	committers map[string]*committer
+	traits     map[string]streamTraits
+}
+
+// streamTraits is what the group commit needs to know of a stream.
+type streamTraits struct {
+	atomic   bool // takes atomic batches
+	replicas int
 }
 
 // NewStore wraps a NATS connection. Call Ensure once to create the streams.
@@ -71,7 +102,7 @@ func NewStore(nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
-	return &Store{nc: nc, js: js, cfg: cfg}, nil
+	return &Store{nc: nc, js: js, cfg: cfg, committers: map[string]*committer{}, traits: map[string]streamTraits{}}, nil
 }
 
 // Conn returns the underlying NATS connection.
@@ -83,23 +114,28 @@ func (s *Store) JetStream() jetstream.JetStream { return s.js }
 // Config returns the store's configuration with defaults applied.
 func (s *Store) Config() StoreConfig { return s.cfg }
 
-// Ensure creates or updates every domain stream.
+// Ensure creates or updates every domain stream. Streams allow atomic
+// batches (the group commit); on a server too old to know them the store
+// appends one event at a time.
 func (s *Store) Ensure(ctx context.Context) error {
 	for _, spec := range Streams() {
 		cfg := jetstream.StreamConfig{
-			Name:        spec.Name,
-			Description: spec.Description,
-			Subjects:    []string{spec.Subjects()},
-			Retention:   jetstream.LimitsPolicy,
-			Storage:     jetstream.FileStorage,
-			Replicas:    s.cfg.Replicas,
-			Duplicates:  s.cfg.DuplicateWindow,
-			AllowDirect: true,
-			Discard:     jetstream.DiscardOld,
+			Name:               spec.Name,
+			Description:        spec.Description,
+			Subjects:           []string{spec.Subjects()},
+			Retention:          jetstream.LimitsPolicy,
+			Storage:            jetstream.FileStorage,
+			Replicas:           s.cfg.Replicas,
+			Duplicates:         s.cfg.DuplicateWindow,
+			AllowDirect:        true,
+			Discard:            jetstream.DiscardOld,
+			AllowAtomicPublish: true,
 		}
-		if _, err := s.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		st, err := s.js.CreateOrUpdateStream(ctx, cfg)
+		if err != nil {
 			return fmt.Errorf("create stream %s: %w", spec.Name, err)
 		}
+		s.learn(spec.Name, st.CachedInfo().Config)
 	}
 	return nil
 }
@@ -132,6 +168,9 @@ type Appended struct {
 // attempt was in fact stored fails the sequence check (the aggregate moved
 // on by our own event); Append recognises its own event id among the
 // aggregate's events and reports the original sequence as a duplicate.
+//
+// Appends go through the stream's group commit (see AppendAll): under load
+// several callers' events share one synced write.
 func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect Expect, msgID string) (Appended, error) {
 	return s.AppendWithHeaders(ctx, subject, env, expect, msgID, nil)
 }
@@ -140,38 +179,17 @@ func (s *Store) Append(ctx context.Context, subject string, env Envelope, expect
 // event that readers can fetch without its payload (a headers-only
 // consumer).
 func (s *Store) AppendWithHeaders(ctx context.Context, subject string, env Envelope, expect Expect, msgID string, hdr nats.Header) (Appended, error) {
-	body, err := json.Marshal(env)
-	if err != nil {
-		return Appended{}, fmt.Errorf("encode event %s: %w", env.Type, err)
-	}
-	if msgID == "" {
-		msgID = env.ID
-	}
-	opts := []jetstream.PublishOpt{
-		jetstream.WithMsgID(msgID),
-		jetstream.WithExpectLastSequenceForSubject(expect.LastSeq, expect.Filter),
-	}
-	if max := s.nc.MaxPayload(); max > 0 && int64(len(body)+len(subject)+256) > max {
-		return Appended{}, fmt.Errorf("append %s: %d bytes: %w", subject, len(body), ErrPayloadTooLarge)
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.AppendTimeout)
-		defer cancel()
-	}
+	res := s.AppendAll(ctx, []Pending{{Subject: subject, Envelope: env, Expect: expect, MsgID: msgID, Header: hdr}})
+	return res[0].Appended, res[0].Err
+}
+
+// publishOne stores one message on its own, retrying until ctx ends when
+// no acknowledgement arrives (see Append).
+func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 	backoff := 50 * time.Millisecond
 	for {
 		actx, acancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		msg := &nats.Msg{Subject: subject, Data: body}
-		for k, vs := range hdr {
-			for _, v := range vs {
-				if msg.Header == nil {
-					msg.Header = nats.Header{}
-				}
-				msg.Header.Add(k, v)
-			}
-		}
-		ack, err := s.js.PublishMsg(actx, msg, opts...)
+		ack, err := s.js.PublishMsg(actx, r.message())
 		acancel()
 		if err == nil {
 			return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
@@ -179,17 +197,17 @@ func (s *Store) AppendWithHeaders(ctx context.Context, subject string, env Envel
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			if seq, ok := s.findOwn(ctx, subject, expect, env.ID); ok {
+			if seq, ok := s.findOwn(ctx, r.p.Subject, r.p.Expect, r.p.Envelope.ID); ok {
 				return Appended{Seq: seq, Duplicate: true}, nil
 			}
-			return Appended{}, fmt.Errorf("append %s: %w", subject, ErrWrongLastSequence)
+			return Appended{}, fmt.Errorf("append %s: %w", r.p.Subject, ErrWrongLastSequence)
 		}
 		if !retryable(err) || ctx.Err() != nil {
-			return Appended{}, fmt.Errorf("append %s: %w", subject, err)
+			return Appended{}, fmt.Errorf("append %s: %w", r.p.Subject, err)
 		}
 		select {
 		case <-ctx.Done():
-			return Appended{}, fmt.Errorf("append %s: %w (last error: %v)", subject, ctx.Err(), err)
+			return Appended{}, fmt.Errorf("append %s: %w (last error: %v)", r.p.Subject, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
 		if backoff < time.Second {

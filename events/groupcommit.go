@@ -1,0 +1,432 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Group commit.
+//
+// With fsync on every write, JetStream stores the messages of one stream one
+// synced write at a time, so single appends top out at about one per fsync.
+// An atomic batch (AllowAtomicPublish) is synced once at its commit, but on
+// a one-replica file stream it carries a fixed cost (the server stages it in
+// a file store of its own), so it pays off only from a dozen events or so.
+//
+// Each stream therefore has one committer per process. An append waits in
+// its queue while a commit is in flight; when the commit is done the
+// committer takes everything waiting (one event per aggregate, bounded in
+// count and bytes): BatchMin or more go as one atomic batch, fewer go one
+// by one, concurrently. A lone append finds no commit in flight and goes
+// alone at once, at the latency of a single write.
+//
+// Every event keeps its own Nats-Msg-Id (its ULID) and its own check of the
+// aggregate's last sequence. JetStream refuses a whole batch when one of its
+// events fails its check or repeats a stored message id; the committer then
+// sends that group's events one by one, so each caller gets its own
+// outcome: the stale event alone fails with ErrWrongLastSequence, an event
+// an earlier (unacknowledged) attempt stored is reported as a duplicate
+// with its original sequence, and the rest are stored.
+
+// Pending is one event to append.
+type Pending struct {
+	// Subject is the event's subject (trellis.<domain>.<aggregate>...).
+	Subject string
+	// Envelope is the event.
+	Envelope Envelope
+	// Expect is the concurrency check against the aggregate's last event.
+	Expect Expect
+	// MsgID overrides the Nats-Msg-Id (default Envelope.ID).
+	MsgID string
+	// Header carries extra message headers (a summary for headers-only
+	// readers).
+	Header nats.Header
+}
+
+// AppendResult is the outcome of one Pending.
+type AppendResult struct {
+	Appended
+	// Err is nil when the event is stored (or was stored before: see
+	// Appended.Duplicate); it wraps ErrWrongLastSequence when the check
+	// failed and ErrPayloadTooLarge when the event cannot fit a message.
+	Err error
+}
+
+// AppendAll appends several events, each with its own check and outcome,
+// in one group when the stream's committer can: the events of one call are
+// queued together, so a bulk operation (adding many tasks) is committed as
+// few atomic batches. Events of one aggregate should not share a call: an
+// event can only expect the last sequence before the call, so the second
+// one is stale. Results are in the order of ps.
+func (s *Store) AppendAll(ctx context.Context, ps []Pending) []AppendResult {
+	out := make([]AppendResult, len(ps))
+	if len(ps) == 0 {
+		return out
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.AppendTimeout)
+		defer cancel()
+	}
+	byStream := map[string][]*request{}
+	reqs := make([]*request, len(ps))
+	for i, p := range ps {
+		r, err := s.newRequest(ctx, p)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		reqs[i] = r
+		byStream[r.stream] = append(byStream[r.stream], r)
+	}
+	for stream, rs := range byStream {
+		s.committer(stream).enqueue(rs)
+	}
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		out[i] = r.wait(ctx, s)
+	}
+	return out
+}
+
+// request is one append waiting for, or in, a commit.
+type request struct {
+	ctx    context.Context
+	p      Pending
+	stream string
+	body   []byte
+	msgID  string
+	done   chan struct{}
+	res    AppendResult
+	// taken is guarded by the committer's mutex.
+	taken bool
+}
+
+func (s *Store) newRequest(ctx context.Context, p Pending) (*request, error) {
+	spec, err := StreamFor(p.Subject)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: %w", p.Subject, err)
+	}
+	body, err := json.Marshal(p.Envelope)
+	if err != nil {
+		return nil, fmt.Errorf("encode event %s: %w", p.Envelope.Type, err)
+	}
+	if max := s.nc.MaxPayload(); max > 0 && int64(len(body)+len(p.Subject)+headerAllowance) > max {
+		return nil, fmt.Errorf("append %s: %d bytes: %w", p.Subject, len(body), ErrPayloadTooLarge)
+	}
+	msgID := p.MsgID
+	if msgID == "" {
+		msgID = p.Envelope.ID
+	}
+	return &request{ctx: ctx, p: p, stream: spec.Name, body: body, msgID: msgID, done: make(chan struct{})}, nil
+}
+
+// headerAllowance is the room left in a message for its headers (message
+// id, concurrency check, batch headers, summaries).
+const headerAllowance = 512
+
+// message builds the request's message: body, extra headers, message id
+// and the aggregate check.
+func (r *request) message() *nats.Msg {
+	msg := &nats.Msg{Subject: r.p.Subject, Data: r.body, Header: nats.Header{}}
+	for k, vs := range r.p.Header {
+		for _, v := range vs {
+			msg.Header.Add(k, v)
+		}
+	}
+	msg.Header.Set(nats.MsgIdHdr, r.msgID)
+	msg.Header.Set(nats.ExpectedLastSubjSeqHdr, strconv.FormatUint(r.p.Expect.LastSeq, 10))
+	if r.p.Expect.Filter != "" {
+		msg.Header.Set(expectedLastSubjSeqSubjHdr, r.p.Expect.Filter)
+	}
+	return msg
+}
+
+// expectedLastSubjSeqSubjHdr names the subject filter the expected last
+// subject sequence is checked against (the whole aggregate).
+const expectedLastSubjSeqSubjHdr = "Nats-Expected-Last-Subject-Sequence-Subject"
+
+// wait returns the request's outcome. When ctx ends before the committer
+// took the request, the request is withdrawn and never sent.
+func (r *request) wait(ctx context.Context, s *Store) AppendResult {
+	select {
+	case <-r.done:
+		return r.res
+	case <-ctx.Done():
+	}
+	if s.committer(r.stream).withdraw(r) {
+		return AppendResult{Err: fmt.Errorf("append %s: %w", r.p.Subject, ctx.Err())}
+	}
+	<-r.done // in flight: its commit is bounded by the request timeouts
+	return r.res
+}
+
+func (r *request) finish(res AppendResult) {
+	r.res = res
+	close(r.done)
+}
+
+// GroupCommitStats counts how a store's appends were committed.
+type GroupCommitStats struct {
+	// Batches is the number of atomic batches committed.
+	Batches uint64 `json:"batches"`
+	// BatchedEvents is the number of events they held.
+	BatchedEvents uint64 `json:"batched_events"`
+	// Singles is the number of events sent one by one.
+	Singles uint64 `json:"singles"`
+	// Fallbacks is the number of batches refused (a stale event, a
+	// repeated message id, a lost acknowledgement) whose events were then
+	// sent one by one.
+	Fallbacks uint64 `json:"fallbacks"`
+}
+
+type commitStats struct {
+	batches, batchedEvents, singles, fallbacks atomic.Uint64
+}
+
+// GroupCommitStats returns the store's group-commit counters since it was
+// created.
+func (s *Store) GroupCommitStats() GroupCommitStats {
+	return GroupCommitStats{
+		Batches:       s.stats.batches.Load(),
+		BatchedEvents: s.stats.batchedEvents.Load(),
+		Singles:       s.stats.singles.Load(),
+		Fallbacks:     s.stats.fallbacks.Load(),
+	}
+}
+
+// committer gathers one stream's appends and commits them.
+type committer struct {
+	s      *Store
+	stream string
+
+	mu      sync.Mutex
+	queue   []*request
+	running bool
+}
+
+func (s *Store) committer(stream string) *committer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.committers[stream]
+	if !ok {
+		c = &committer{s: s, stream: stream}
+		s.committers[stream] = c
+	}
+	return c
+}
+
+// enqueue adds requests and starts the committer when it is idle.
+func (c *committer) enqueue(rs []*request) {
+	c.mu.Lock()
+	c.queue = append(c.queue, rs...)
+	start := !c.running
+	c.running = true
+	c.mu.Unlock()
+	if start {
+		go c.run()
+	}
+}
+
+// withdraw removes a request that was not taken yet.
+func (c *committer) withdraw(r *request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.taken {
+		return false
+	}
+	for i, q := range c.queue {
+		if q == r {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// run commits groups until the queue is empty.
+func (c *committer) run() {
+	for {
+		group := c.take()
+		if len(group) == 0 {
+			return
+		}
+		if c.s.batchable(c.stream, len(group)) && c.commitBatch(group) {
+			continue
+		}
+		c.commitSingles(group)
+	}
+}
+
+// take removes the next group from the queue: waiting requests in order,
+// one per aggregate and per message id (a second one would fail its check
+// inside the batch and refuse it whole), within the batch bounds. When
+// the queue is empty it marks the committer idle.
+func (c *committer) take() []*request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		c.running = false
+		return nil
+	}
+	var group, rest []*request
+	filters, ids := map[string]bool{}, map[string]bool{}
+	bytes := 0
+	for _, r := range c.queue {
+		key := r.p.Expect.Filter
+		if key == "" {
+			key = r.p.Subject
+		}
+		full := len(group) >= c.s.cfg.BatchMax || (len(group) > 0 && bytes+len(r.body) > c.s.cfg.BatchMaxBytes)
+		if full || filters[key] || ids[r.msgID] {
+			rest = append(rest, r)
+			continue
+		}
+		filters[key], ids[r.msgID] = true, true
+		bytes += len(r.body)
+		r.taken = true
+		group = append(group, r)
+	}
+	c.queue = rest
+	return group
+}
+
+// commitSingles sends each event on its own, concurrently, and waits for
+// all of them.
+func (c *committer) commitSingles(group []*request) {
+	c.s.stats.singles.Add(uint64(len(group)))
+	var wg sync.WaitGroup
+	for _, r := range group {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := c.s.publishOne(r.ctx, r)
+			r.finish(AppendResult{Appended: a, Err: err})
+		}()
+	}
+	wg.Wait()
+}
+
+// batchAck is the server's answer to a batch commit.
+type batchAck struct {
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	Batch  string `json:"batch"`
+	Count  int    `json:"count"`
+	Error  *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// commitBatch commits group as one atomic batch and reports whether it
+// was stored; when not, nothing of it was, and the caller sends the events
+// one by one.
+func (c *committer) commitBatch(group []*request) bool {
+	id := NewID(time.Now())
+	nc := c.s.nc
+	for i, r := range group {
+		msg := r.message()
+		msg.Header.Set(batchIDHdr, id)
+		msg.Header.Set(batchSeqHdr, strconv.Itoa(i+1))
+		if i < len(group)-1 {
+			if err := nc.PublishMsg(msg); err != nil {
+				c.s.stats.fallbacks.Add(1)
+				return false
+			}
+			continue
+		}
+		msg.Header.Set(batchCommitHdr, "1")
+		ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.RequestTimeout)
+		reply, err := nc.RequestMsgWithContext(ctx, msg)
+		cancel()
+		var ack batchAck
+		if err != nil || json.Unmarshal(reply.Data, &ack) != nil || ack.Error != nil || ack.Count != len(group) || ack.Seq < uint64(len(group)) {
+			// Refused whole (a stale event, a stored message id), or the
+			// acknowledgement was lost: the events go one by one, which
+			// finds out for each whether it is stored.
+			c.s.stats.fallbacks.Add(1)
+			return false
+		}
+		first := ack.Seq - uint64(len(group)) + 1
+		c.s.stats.batches.Add(1)
+		c.s.stats.batchedEvents.Add(uint64(len(group)))
+		for j, r := range group {
+			r.finish(AppendResult{Appended: Appended{Seq: first + uint64(j)}})
+		}
+	}
+	return true
+}
+
+// The atomic batch headers (nats-server 2.12+).
+const (
+	batchIDHdr     = "Nats-Batch-Id"
+	batchSeqHdr    = "Nats-Batch-Sequence"
+	batchCommitHdr = "Nats-Batch-Commit"
+)
+
+// batchable reports whether n waiting events on stream go as one batch:
+// the stream takes atomic batches and n reaches the batch minimum.
+func (s *Store) batchable(stream string, n int) bool {
+	if s.cfg.BatchMin < 0 || n < 2 {
+		return false
+	}
+	tr, ok := s.streamTraits(stream)
+	if !ok || !tr.atomic {
+		return false
+	}
+	min := s.cfg.BatchMin
+	if min == 0 {
+		min = DefaultBatchMin(tr.replicas)
+	}
+	return n >= min
+}
+
+// DefaultBatchMin is the batch minimum for a stream with the given
+// replicas: measured with `trellis bench append` on a one-replica file
+// stream, an atomic batch beats the same events sent one by one from about
+// a dozen events; replicated streams stage batches in memory, so two
+// already share a write.
+func DefaultBatchMin(replicas int) int {
+	if replicas > 1 {
+		return 2
+	}
+	return 12
+}
+
+// streamTraits returns what the group commit knows of stream, asking the
+// server once (a store that did not create the streams).
+func (s *Store) streamTraits(stream string) (streamTraits, bool) {
+	s.mu.Lock()
+	tr, ok := s.traits[stream]
+	s.mu.Unlock()
+	if ok {
+		return tr, true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	st, err := s.js.Stream(ctx, stream)
+	if err != nil {
+		return streamTraits{}, false
+	}
+	return s.learn(stream, st.CachedInfo().Config), true
+}
+
+func (s *Store) learn(stream string, cfg jetstream.StreamConfig) streamTraits {
+	tr := streamTraits{atomic: cfg.AllowAtomicPublish, replicas: cfg.Replicas}
+	s.mu.Lock()
+	s.traits[stream] = tr
+	s.mu.Unlock()
+	return tr
+}
