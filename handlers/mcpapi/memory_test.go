@@ -172,9 +172,9 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 	observe(map[string]any{"task": "fix-auth", "agent_id": "agent_1", "session": "s1", "type": "insight", "text": finding + "!"})
 	observe(map[string]any{"task": "fix-auth", "agent_id": "agent_1", "session": "s1", "type": "note", "text": "lunch"})
 	observe(map[string]any{"task": "fix-auth", "agent_id": "agent_1", "session": "s1", "type": "decision", "text": "Use a shared validator for all token paths"})
-	// No session: the MCP session's default ("mcp" over in-memory transports).
-	if o := observe(map[string]any{"task": "fix-auth", "agent_id": "agent_2", "type": "insight", "text": finding}); o.Session != "mcp" {
-		t.Fatalf("default session = %q; want mcp", o.Session)
+	// No session: the client's identity.
+	if o := observe(map[string]any{"task": "fix-auth", "agent_id": "agent_2", "type": "insight", "text": finding}); o.Session != localWorker(t, "mcpapi-test") {
+		t.Fatalf("default session = %q; want %s", o.Session, localWorker(t, "mcpapi-test"))
 	}
 
 	var r1 trellis.ConsolidationReport
@@ -255,7 +255,7 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 	observe(map[string]any{"branch": "main", "type": "discovery", "text": "The refresh endpoint is rate limited"})
 	var sr trellis.ConsolidationReport
 	callOK(t, ctx, cs, schemas, "consolidate", map[string]any{"level": "session"}, &sr)
-	if sr.Type != "session_end" || sr.Session != "mcp" || sr.TargetBranch != "main" || sr.Created != 1 {
+	if sr.Type != "session_end" || sr.Session != localWorker(t, "mcpapi-test") || sr.TargetBranch != "main" || sr.Created != 1 {
 		t.Fatalf("session run = %+v", sr)
 	}
 }
