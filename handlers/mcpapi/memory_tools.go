@@ -338,7 +338,11 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			if err != nil {
 				return nil, fmt.Errorf("consolidate: %w", err)
 			}
-			return reportResult(fmt.Sprintf("Consolidated at level %s.", in.Level), r), nil
+			lead := fmt.Sprintf("Consolidated at level %s.", in.Level)
+			if r.RunID == "" && len(r.Runs) == 0 {
+				lead = fmt.Sprintf("Nothing new to consolidate at level %s.", in.Level)
+			}
+			return reportResult(lead, r), nil
 		},
 	}.register(srv)
 
