@@ -162,7 +162,9 @@ func TestHTTPWorkerIdentity(t *testing.T) {
 
 	// Other clients: another name on the same host, the same name on
 	// another host. Neither shares alice's identity.
-	bob := dialHTTP(t, ctx, ts.URL, "bob-agent", nil)
+	// bob also claims to come from alice's far host: the handler sets the
+	// remote host itself.
+	bob := dialHTTP(t, ctx, ts.URL, "bob-agent", http.Header{"X-Trellis-Remote-Host": {"192.0.2.7"}})
 	farAlice := dialHTTP(t, ctx, far.URL, "alice-agent", nil)
 	before := b.lastSeq(t, ctx)
 	for who, cs := range map[string]*mcp.ClientSession{"bob-agent": bob, "alice-agent@192.0.2.7": farAlice} {
