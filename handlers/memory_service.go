@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -210,18 +211,26 @@ func (s *Service) Consolidate(ctx context.Context, req trellis.ConsolidateReques
 		if err := s.catchUp(ctx, s.factRun); err != nil {
 			return nil, err
 		}
+		if !trellis.ValidSession(req.Session) {
+			return nil, trellis.FieldError("session", "%q is not a session id", req.Session)
+		}
 		scopes := s.facts.SessionBranches(req.Session)
+		var task *events.AgentTask
 		if req.Task != "" {
 			// Only the session's observations on this task's branches.
 			t, err := s.memory.Task(ctx, req.Task)
 			if err != nil {
 				return nil, err
 			}
+			task = t
 			scope := events.MemoryScope(t.Branch)
 			scopes = map[string][]string{scope: scopes[scope]}
 			if len(scopes[scope]) == 0 {
-				return nil, trellis.Errorf(trellis.CodeNotFound, "session %s has no unconsolidated observations on task %s", req.Session, t.Name)
+				scopes = nil
 			}
+		}
+		if len(scopes) == 0 {
+			return s.nothingNew(req.Session, task)
 		}
 		runs, err = s.memory.ConsolidateSession(ctx, req.Session, scopes)
 	case "agent":
@@ -242,6 +251,26 @@ func (s *Service) Consolidate(ctx context.Context, req trellis.ConsolidateReques
 		return nil, err
 	}
 	return reportOf(runs, time.Now()), nil
+}
+
+// nothingNew is the result of a session consolidation that finds no
+// unprocessed observations (on task's branches, when task is not nil):
+// a report with zero counts saying so when the session's observations were
+// consolidated before, or not_found when it never observed anything
+// there. Nothing is appended.
+func (s *Service) nothingNew(session string, task *events.AgentTask) (*trellis.ConsolidationReport, error) {
+	taskID, where := "", ""
+	if task != nil {
+		taskID, where = task.TaskID, " on task "+task.Name
+	}
+	for _, r := range s.facts.Runs(taskID) {
+		if r.Type == "session_end" && r.Session == session {
+			return &trellis.ConsolidationReport{Type: "session_end", Session: session, TaskID: taskID,
+				Durable: []string{}, Ephemeral: []string{}, Time: stamp(time.Now()),
+				Summary: fmt.Sprintf("session %s%s: nothing new to consolidate (its observations were consolidated before)", session, where)}, nil
+		}
+	}
+	return nil, trellis.Errorf(trellis.CodeNotFound, "session %s has no observations%s", session, where)
 }
 
 // Facts implements trellis.MemoryService.

@@ -65,3 +65,74 @@ func TestCLIAgentMemory(t *testing.T) {
 		t.Fatalf("unknown session: exit %d %s; want 3", code, errs)
 	}
 }
+
+// TestCLIConsolidateNothingNew: consolidating a session again when it has
+// no new observations succeeds (exit 0) with zero counts and a summary
+// saying there is nothing new, and appends no run; a session that never
+// observed anything is still not found (exit 3), on its own and on a task.
+func TestCLIConsolidateNothingNew(t *testing.T) {
+	t.Parallel()
+	d := "--data=" + t.TempDir()
+	if code, _, errs := cli(t, "task", "create", d, "--name", "nn", "--objective", "x"); code != 0 {
+		t.Fatalf("create: %d %s", code, errs)
+	}
+	if code, _, errs := cli(t, "task", "join", "nn", d, "--agent", "a1", "--role", "implementer"); code != 0 {
+		t.Fatalf("join: %d %s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"--branch", "main", "--session", "s2", "--type", "insight", "--text", "The cache is rebuilt on every start"},
+		{"--task", "nn", "--agent", "a1", "--session", "s3", "--type", "decision", "--text", "Keep one cache per process"},
+	} {
+		if code, _, errs := cli(t, append([]string{"observe", d}, args...)...); code != 0 {
+			t.Fatalf("observe %v: %d %s", args, code, errs)
+		}
+	}
+	history := func() int {
+		t.Helper()
+		code, out, errs := cli(t, "consolidate", "history", d, "--json")
+		var runs []trellis.ConsolidationReport
+		mustJSON(t, out, &runs)
+		if code != 0 {
+			t.Fatalf("history: %d %s", code, errs)
+		}
+		return len(runs)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"session", []string{"--session", "s2"}},
+		{"session on a task", []string{"--session", "s3", "--task", "nn"}},
+	} {
+		base := append([]string{"consolidate", d, "--level", "session"}, c.args...)
+		code, out, errs := cli(t, append(base, "--json")...)
+		var first trellis.ConsolidationReport
+		mustJSON(t, out, &first)
+		if code != 0 || first.Created != 1 || first.Processed != 1 {
+			t.Fatalf("%s: first run: %d %+v %s", c.name, code, first, errs)
+		}
+		runs := history()
+
+		code, out, errs = cli(t, base...)
+		if code != 0 || !strings.Contains(out, "nothing new to consolidate") || errs != "" {
+			t.Fatalf("%s: second run: exit %d, %q, %q; want 0 and nothing new", c.name, code, out, errs)
+		}
+		code, out, errs = cli(t, append(base, "--json")...)
+		var again trellis.ConsolidationReport
+		mustJSON(t, out, &again)
+		if code != 0 || again.Type != "session_end" || again.Created+again.Updated+again.Deduplicated+again.Superseded+again.Processed != 0 ||
+			!strings.Contains(again.Summary, "nothing new to consolidate") || again.Session != c.args[1] || again.RunID != "" {
+			t.Fatalf("%s: second run --json: %d %+v %s", c.name, code, again, errs)
+		}
+		if n := history(); n != runs {
+			t.Fatalf("%s: nothing to consolidate appended runs: %d -> %d", c.name, runs, n)
+		}
+	}
+	// Never observed: not found, also on a task where the session observed
+	// nothing (s2 observed on main only).
+	for _, args := range [][]string{{"--session", "nope"}, {"--session", "s2", "--task", "nn"}} {
+		if code, _, errs := cli(t, append([]string{"consolidate", d, "--level", "session"}, args...)...); code != 3 {
+			t.Fatalf("%v: exit %d %s; want 3", args, code, errs)
+		}
+	}
+}

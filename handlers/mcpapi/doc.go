@@ -11,9 +11,11 @@
 // can correct itself. Unknown arguments are rejected the same way.
 //
 // A claim belongs to a worker. The worker argument is optional: without it
-// the worker is "mcp:" plus the MCP session id, or "mcp" for a transport
-// without session ids (stdio), so queue_next and queue_done in one session
-// match and another session cannot finish the task.
+// a call acts as its client's identity, stable across reconnects and
+// distinct between clients: over HTTP the worker the client names
+// (X-Trellis-Worker header or ?worker=), else "mcp:<client name>@<remote
+// host>"; over stdio Config.Worker (TRELLIS_WORKER), else "mcp:<client
+// name>@<host>:<parent pid>". identity.of decides it, in one place.
 //
 // When the service also implements trellis.VineService, the server adds
 // seed 001's VINE tools (vine_next, vine_read, vine_write, vine_expand, and
@@ -25,7 +27,7 @@
 // task_complete_agent, task_complete, task_context, task_list, observe,
 // consolidate, facts and consolidation_history.
 //
-// NewServer builds the server; HTTPHandler serves it over streamable HTTP
+// NewServer and NewServerWith build the server; HTTPHandler serves it over streamable HTTP
 // (mounted at /mcp by `trellis serve`) and ServeStdio over stdin/stdout
 // (`trellis mcp`).
 package mcpapi

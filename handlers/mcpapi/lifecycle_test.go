@@ -35,8 +35,8 @@ func TestSeedLifecycle(t *testing.T) {
 	}
 	var next trellis.Task
 	decodeStructured(t, res, &next)
-	if next.TaskID != added.TaskID || next.Status != trellis.StatusClaimed || next.ClaimedBy != "mcp" {
-		t.Fatalf("next = %+v; want %s claimed by mcp", next, added.TaskID)
+	if next.TaskID != added.TaskID || next.Status != trellis.StatusClaimed || next.ClaimedBy != localWorker(t, "mcpapi-test") {
+		t.Fatalf("next = %+v; want %s claimed by %s", next, added.TaskID, localWorker(t, "mcpapi-test"))
 	}
 	for _, want := range []string{added.TaskID, "Fix bug in payment processing", "bug_report.md", "Bug is fixed", "max_tool_calls 15", "max_steps 8", "queue_done", "queue_fail"} {
 		if !strings.Contains(text(res), want) {
@@ -125,7 +125,8 @@ func TestFailPathAndList(t *testing.T) {
 		t.Fatalf("next = %+v", next)
 	}
 
-	// Without the explicit worker this session is "mcp": not the claimant.
+	// Without the explicit worker this client is its default identity: not
+	// the claimant.
 	msg := callErr(t, ctx, cs, "queue_fail", map[string]any{"task_id": added.TaskID, "error": "x"})
 	if !strings.HasPrefix(msg, "conflict: ") || !strings.Contains(msg, "agent-7") {
 		t.Fatalf("fail by another worker = %q; want conflict naming agent-7", msg)

@@ -172,9 +172,9 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 	observe(map[string]any{"task": "fix-auth", "agent_id": "agent_1", "session": "s1", "type": "insight", "text": finding + "!"})
 	observe(map[string]any{"task": "fix-auth", "agent_id": "agent_1", "session": "s1", "type": "note", "text": "lunch"})
 	observe(map[string]any{"task": "fix-auth", "agent_id": "agent_1", "session": "s1", "type": "decision", "text": "Use a shared validator for all token paths"})
-	// No session: the MCP session's default ("mcp" over in-memory transports).
-	if o := observe(map[string]any{"task": "fix-auth", "agent_id": "agent_2", "type": "insight", "text": finding}); o.Session != "mcp" {
-		t.Fatalf("default session = %q; want mcp", o.Session)
+	// No session: the client's identity.
+	if o := observe(map[string]any{"task": "fix-auth", "agent_id": "agent_2", "type": "insight", "text": finding}); o.Session != localWorker(t, "mcpapi-test") {
+		t.Fatalf("default session = %q; want %s", o.Session, localWorker(t, "mcpapi-test"))
 	}
 
 	var r1 trellis.ConsolidationReport
@@ -255,7 +255,7 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 	observe(map[string]any{"branch": "main", "type": "discovery", "text": "The refresh endpoint is rate limited"})
 	var sr trellis.ConsolidationReport
 	callOK(t, ctx, cs, schemas, "consolidate", map[string]any{"level": "session"}, &sr)
-	if sr.Type != "session_end" || sr.Session != "mcp" || sr.TargetBranch != "main" || sr.Created != 1 {
+	if sr.Type != "session_end" || sr.Session != localWorker(t, "mcpapi-test") || sr.TargetBranch != "main" || sr.Created != 1 {
 		t.Fatalf("session run = %+v", sr)
 	}
 }
@@ -367,5 +367,36 @@ func TestMemoryBadInput(t *testing.T) {
 	callOK(t, ctx, cs, schemas, "task_complete_agent", map[string]any{"task": "t1", "agent_id": "a1"}, &r)
 	if r.Created != 1 {
 		t.Fatalf("a1's run = %+v", r)
+	}
+}
+
+// TestConsolidateNothingNewMCP: consolidate at level session run again
+// when the session has nothing new is a normal result: zero counts, a
+// summary and text saying there is nothing new, no run appended. A
+// session that never observed anything is a not_found tool error.
+func TestConsolidateNothingNewMCP(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	cs := b.connect(t, ctx)
+	schemas := outputSchemas(t, ctx, cs)
+	callOK(t, ctx, cs, schemas, "observe", map[string]any{"branch": "main", "type": "insight", "text": "Retries need jitter"}, nil)
+	var first trellis.ConsolidationReport
+	callOK(t, ctx, cs, schemas, "consolidate", map[string]any{"level": "session"}, &first)
+	if first.Created != 1 || first.Processed != 1 {
+		t.Fatalf("first run = %+v", first)
+	}
+	before := b.memorySeqs(t, ctx)
+	var again trellis.ConsolidationReport
+	res := callOK(t, ctx, cs, schemas, "consolidate", map[string]any{"level": "session"}, &again)
+	if again.Type != "session_end" || again.Session != first.Session || again.RunID != "" ||
+		again.Created+again.Updated+again.Deduplicated+again.Superseded+again.Processed != 0 ||
+		!strings.Contains(again.Summary, "nothing new to consolidate") || !strings.Contains(text(res), "nothing new to consolidate") {
+		t.Fatalf("second run = %+v, text %q", again, text(res))
+	}
+	if after := b.memorySeqs(t, ctx); after != before {
+		t.Fatalf("nothing to consolidate changed the log: %v -> %v", before, after)
+	}
+	if msg := callErr(t, ctx, cs, "consolidate", map[string]any{"level": "session", "session": "never-seen"}); !strings.HasPrefix(msg, "not_found: ") {
+		t.Fatalf("unknown session = %q; want not_found", msg)
 	}
 }

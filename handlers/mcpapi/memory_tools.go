@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,7 +32,7 @@ const (
 const memoryInstructions = `Agent tasks and memory (seed 004; task_* tools, not the queue): multi-agent work whose observations are distilled into facts.
 1. task_create (name, objectives, parent branch, default main): the task gets the branch task/<name>.
 2. Each agent calls task_join (agent_id, role): its branch is task/<name>/<agent_id>. A joining agent reads task_context first.
-3. While working, record observations with observe (task, agent_id, type insight|decision|discovery, text; the session defaults to this MCP session) and move objectives with task_objective (todo → active → done | blocked; done is final).
+3. While working, record observations with observe (task, agent_id, type insight|decision|discovery, text; the session defaults to this client's identity) and move objectives with task_objective (todo → active → done | blocked; done is final).
 4. When an agent is done, task_complete_agent consolidates its sessions into facts (new fact: confidence 0.7; a duplicate, Jaccard similarity of the word sets > 0.85, boosts the existing fact by 0.1 instead), collapses duplicates across sessions and merges the agent's facts into the task branch.
 5. task_complete classifies the task branch's facts as durable (confidence ≥ 0.8 and category bug_fix, architecture, pattern, decision, security or performance) or ephemeral; with merge true the durable facts are merged into the parent branch, where facts (branch main) finds them.
 consolidate runs one level by hand without completing anything; consolidation_history lists the runs.`
@@ -61,7 +60,7 @@ type historyResult struct {
 const (
 	descMemTask    = `The agent task: its name (e.g. "fix-auth") or its task_id, as task_create returned them.`
 	descMemAgent   = "The agent's id, 1-64 characters of A-Z a-z 0-9 _ -; use the same id for task_join, observe and task_complete_agent."
-	descMemSession = `The working session the observation belongs to, 1-128 characters of A-Z a-z 0-9 _ . : @ -. Optional: defaults to this MCP session ("mcp:<session id>", or "mcp" over stdio).`
+	descMemSession = `The working session the observation belongs to, 1-128 characters of A-Z a-z 0-9 _ . : @ -. Optional: defaults to this client's identity (as for queue_next's worker, with / and + as _).`
 	descMemMerge   = "Also merge the durable facts (confidence ≥ 0.8, category bug_fix, architecture, pattern, decision, security or performance) into the parent branch; duplicates there (Jaccard > 0.85) are boosted instead of copied. Default false."
 )
 
@@ -91,33 +90,9 @@ func historySchema() *jsonschema.Schema {
 	}
 }
 
-// sessionFor returns the observation session of a call: explicit when the
-// caller named one (validated by the service), else "mcp:" plus the MCP
-// session id in the session-id alphabet, else DefaultWorker.
-func sessionFor(req *mcp.CallToolRequest, explicit string) string {
-	if explicit != "" {
-		return explicit
-	}
-	if req == nil || req.Session == nil || req.Session.ID() == "" {
-		return DefaultWorker
-	}
-	id := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("_.:@-", r):
-			return r
-		}
-		return '_'
-	}, req.Session.ID())
-	s := DefaultWorker + ":" + id
-	if len(s) > 128 {
-		s = s[:128]
-	}
-	return s
-}
-
 // registerMemoryTools adds the eleven agent-task and memory tools backed
 // by svc.
-func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService) {
+func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identity) {
 	taskOut := outputSchema[trellis.AgentTaskView]()
 	reportOut := reportSchema()
 	objectiveStatus := oneOf("todo", "active", "done", "blocked")
@@ -326,7 +301,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService) {
 		},
 		req: []string{"type", "text"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.ObserveRequest) (*mcp.CallToolResult, error) {
-			in.Session = sessionFor(req, in.Session)
+			in.Session = who.session(req, in.Session)
 			o, err := svc.Observe(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("observe: %w", err)
@@ -349,7 +324,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService) {
 		},
 		params: []param{
 			{name: "level", desc: "session, agent or task.", refine: oneOf("session", "agent", "task")},
-			{name: "session", desc: `level session: the session to consolidate. Optional: defaults to this MCP session ("mcp:<session id>", or "mcp" over stdio).`},
+			{name: "session", desc: `level session: the session to consolidate. Optional: defaults to this client's identity (as for queue_next's worker, with / and + as _).`},
 			{name: "task", desc: descMemTask + " Required by levels agent and task."},
 			{name: "agent_id", desc: "level agent: the agent whose memory to consolidate."},
 			{name: "merge", desc: "level task: " + descMemMerge},
@@ -357,13 +332,17 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService) {
 		req: []string{"level"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.ConsolidateRequest) (*mcp.CallToolResult, error) {
 			if in.Level == "session" {
-				in.Session = sessionFor(req, in.Session)
+				in.Session = who.session(req, in.Session)
 			}
 			r, err := svc.Consolidate(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("consolidate: %w", err)
 			}
-			return reportResult(fmt.Sprintf("Consolidated at level %s.", in.Level), r), nil
+			lead := fmt.Sprintf("Consolidated at level %s.", in.Level)
+			if r.RunID == "" && len(r.Runs) == 0 {
+				lead = fmt.Sprintf("Nothing new to consolidate at level %s.", in.Level)
+			}
+			return reportResult(lead, r), nil
 		},
 	}.register(srv)
 

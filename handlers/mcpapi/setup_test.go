@@ -3,6 +3,8 @@ package mcpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,18 @@ func (b *testBundle) connect(t *testing.T, ctx context.Context) *mcp.ClientSessi
 		_ = ss.Wait()
 	})
 	return cs
+}
+
+// localWorker is the identity of a client named client over a transport
+// without HTTP (in-memory, stdio) of a server without a configured worker:
+// "mcp:<client>@<host>:<parent pid>".
+func localWorker(t *testing.T, client string) string {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("mcp:%s@%s:%d", client, host, os.Getppid())
 }
 
 // lastSeq is the queue stream's last sequence.

@@ -11,7 +11,8 @@ import (
 // ServeStdio runs srv over stdin/stdout (newline-delimited JSON-RPC) until
 // the client closes stdin or ctx is cancelled; both end it with a nil
 // error. Nothing else may write to stdout meanwhile: log to stderr. Calls
-// without a worker act as DefaultWorker, since stdio has no session ids.
+// without a worker act as the server's Config.Worker, else as
+// "mcp:<client name>@<host>:<parent pid>".
 func ServeStdio(ctx context.Context, srv *mcp.Server) error {
 	return serve(ctx, srv, &mcp.StdioTransport{})
 }

@@ -29,7 +29,7 @@ type showArgs struct {
 const (
 	descQueue         = `Queue name, 1-64 characters of A-Z a-z 0-9 _ - (default "default").`
 	descTaskID        = "The task_id of the task (a 26-character ULID), as returned by queue_add or queue_next."
-	descWorker        = `Who acts: 1-128 characters of A-Z a-z 0-9 _ . : @ / + -. Optional: defaults to this MCP session ("mcp:<session id>", or "mcp" over stdio). Only the worker that claimed a task may finish it, so use the same value for queue_next and queue_done/queue_fail.`
+	descWorker        = `Who acts: 1-128 characters of A-Z a-z 0-9 _ . : @ / + -. Optional: defaults to this client's identity (the X-Trellis-Worker header or ?worker= of the MCP URL, else "mcp:<client name>@<host>"; over stdio TRELLIS_WORKER, else "mcp:<client name>@<host>:<parent pid>"), which survives reconnects. Only the worker that claimed a task may finish it, so use the same value for queue_next and queue_done/queue_fail.`
 	descStepsUsed     = "Steps you spent on the task; usage beyond the budget is recorded as budget_exhausted (default 0)."
 	descToolCallsUsed = "Tool calls you spent on the task; usage beyond the budget is recorded as budget_exhausted (default 0)."
 	descBlockers      = "What stands in the way of finishing, one item each (e.g. missing file, unreachable service)."
@@ -66,7 +66,7 @@ func (b boundTool[In]) register(srv *mcp.Server) {
 }
 
 // registerTools adds the six queue tools backed by svc.
-func registerTools(srv *mcp.Server, svc trellis.QueueService) {
+func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 	taskOut := outputSchema[trellis.Task]()
 	listOut := outputSchema[trellis.TaskList]()
 	budgetRange := between(0, trellis.MaxBudget)
@@ -111,7 +111,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService) {
 			Title: "Claim the next task",
 			Description: "Claim the oldest queued task and return its task packet: task_id, objective, inputs, acceptance and budget. " +
 				"Work on exactly this one task, within its budget; then record a checkpoint with queue_done (finished) or queue_fail (cannot finish), and stop. " +
-				"The claim belongs to the worker (default: this MCP session); only that worker may finish the task. " +
+				"The claim belongs to the worker (default: this client's identity, named in the result); only that worker may finish the task. " +
 				"When no task is queued the result says so and carries no packet: there is nothing to do.",
 			Annotations: &mcp.ToolAnnotations{Title: "Claim the next task", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
 			// No OutputSchema: when nothing is queued the result has no
@@ -122,7 +122,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService) {
 			{name: "worker", desc: descWorker},
 		},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.NextRequest) (*mcp.CallToolResult, error) {
-			in.Worker = workerFor(req, in.Worker)
+			in.Worker = who.worker(req, in.Worker)
 			t, err := svc.Next(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("queue_next: %w", err)
@@ -165,7 +165,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService) {
 		},
 		req: []string{"task_id", "what_was_done"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.DoneRequest) (*mcp.CallToolResult, error) {
-			in.Worker = workerFor(req, in.Worker)
+			in.Worker = who.worker(req, in.Worker)
 			t, err := svc.Done(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("queue_done: %w", err)
@@ -200,7 +200,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService) {
 		},
 		req: []string{"task_id", "error"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.FailRequest) (*mcp.CallToolResult, error) {
-			in.Worker = workerFor(req, in.Worker)
+			in.Worker = who.worker(req, in.Worker)
 			t, err := svc.Fail(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("queue_fail: %w", err)

@@ -436,9 +436,9 @@ func TestVineBadInputMCP(t *testing.T) {
 }
 
 // TestVineClaimsAcrossSessions: two agents, each its own MCP session over
-// streamable HTTP, claim from one graph at once without naming an agent;
-// every ready task is claimed exactly once, by "mcp:<session id>", and the
-// events record who claimed.
+// streamable HTTP and its own client name, claim from one graph at once
+// without naming an agent; every ready task is claimed exactly once, by
+// "mcp:<client name>@127.0.0.1", and the events record who claimed.
 func TestVineClaimsAcrossSessions(t *testing.T) {
 	t.Parallel()
 	b, ctx := setupVine(t)
@@ -455,9 +455,9 @@ func TestVineClaimsAcrossSessions(t *testing.T) {
 	}
 	f := b.file(t, "wide.vine", sb.String())
 
-	dial := func() *mcp.ClientSession {
+	dial := func(name string) *mcp.ClientSession {
 		t.Helper()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "vine-agent", Version: "v0"}, nil).
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "v0"}, nil).
 			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, nil)
 		if err != nil {
 			t.Fatalf("connect over HTTP: %v", err)
@@ -465,7 +465,7 @@ func TestVineClaimsAcrossSessions(t *testing.T) {
 		t.Cleanup(func() { _ = cs.Close() })
 		return cs
 	}
-	sessions := []*mcp.ClientSession{dial(), dial()}
+	sessions := []*mcp.ClientSession{dial("vine-agent-1"), dial("vine-agent-2")}
 	call(t, ctx, sessions[0], "vine_next", map[string]any{"file": f}) // import once
 
 	var mu sync.Mutex
@@ -509,8 +509,8 @@ func TestVineClaimsAcrossSessions(t *testing.T) {
 	for _, r := range recs[1:] {
 		actors[r.Actor]++
 	}
-	for _, cs := range sessions {
-		delete(actors, "mcp:"+cs.ID())
+	for _, name := range []string{"vine-agent-1", "vine-agent-2"} {
+		delete(actors, "mcp:"+name+"@127.0.0.1")
 	}
 	if len(recs) != 1+leaves || len(actors) != 0 {
 		t.Fatalf("%d events; unexpected actors %v", len(recs), actors)

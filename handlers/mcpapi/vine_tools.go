@@ -149,7 +149,7 @@ const (
 		"update {id, name?, description?, decisions? (appended), attachments? ([{class: artifact|guidance|file, mime, uri}], appended), annotations?}; " +
 		"add_dep / remove_dep {taskId, depId}; add_ref {id, name, vine, description?, dependsOn?, decisions?}; update_ref_uri {id, uri}; extract_to_ref {id, vine, refName?}. " +
 		`Example: [{"op":"update","id":"build","decisions":["Used the Makefile target"]},{"op":"set_status","id":"build","status":"reviewing"}].`
-	descVineAgent = `Who claims: 1-128 characters of A-Z a-z 0-9 _ . : @ / + -. Optional: defaults to this MCP session ("mcp:<session id>", or "mcp" over stdio). Recorded in the graph's event log.`
+	descVineAgent = `Who claims: 1-128 characters of A-Z a-z 0-9 _ . : @ / + -. Optional: defaults to this client's identity, as for queue_next's worker. Recorded in the graph's event log.`
 )
 
 // vineOpArgs documents the properties of one operation object.
@@ -190,7 +190,7 @@ func refineOps(s *jsonschema.Schema) {
 }
 
 // registerVineTools adds the five vine tools backed by svc.
-func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
+func registerVineTools(srv *mcp.Server, svc trellis.VineService, who identity) {
 	frontierOut := outputSchema[vine.Frontier]()
 	writeOut := outputSchema[trellis.VineWriteResult]()
 
@@ -267,7 +267,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 			if in.opsErr != nil {
 				return nil, in.opsErr
 			}
-			res, err := svc.VineWrite(ctx, trellis.VineWriteRequest{File: absFile(in.File), Operations: in.Operations, Agent: workerFor(req, "")})
+			res, err := svc.VineWrite(ctx, trellis.VineWriteRequest{File: absFile(in.File), Operations: in.Operations, Agent: who.worker(req, "")})
 			if err != nil {
 				return nil, fmt.Errorf("vine_write: %w", err)
 			}
@@ -292,7 +292,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 		},
 		req: []string{"file", "ref_id", "child_file"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *vineExpandArgs) (*mcp.CallToolResult, error) {
-			res, err := svc.VineExpand(ctx, trellis.VineExpandRequest{File: absFile(in.File), RefID: in.RefID, ChildFile: in.ChildFile, Agent: workerFor(req, "")})
+			res, err := svc.VineExpand(ctx, trellis.VineExpandRequest{File: absFile(in.File), RefID: in.RefID, ChildFile: in.ChildFile, Agent: who.worker(req, "")})
 			if err != nil {
 				return nil, fmt.Errorf("vine_expand: %w", err)
 			}
@@ -318,7 +318,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 		},
 		req: []string{"file"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.VineClaimRequest) (*mcp.CallToolResult, error) {
-			in.File, in.Agent = absFile(in.File), workerFor(req, in.Agent)
+			in.File, in.Agent = absFile(in.File), who.worker(req, in.Agent)
 			res, err := svc.VineClaim(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("vine_claim: %w", err)
