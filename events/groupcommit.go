@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -21,12 +22,13 @@ import (
 // a one-replica file stream it carries a fixed cost (the server stages it in
 // a file store of its own), so it pays off only from a dozen events or so.
 //
-// Each stream therefore has one committer per process. An append waits in
-// its queue while a commit is in flight; when the commit is done the
-// committer takes everything waiting (one event per aggregate, bounded in
-// count and bytes): BatchMin or more go as one atomic batch, fewer go one
-// by one, concurrently. A lone append finds no commit in flight and goes
-// alone at once, at the latency of a single write.
+// Each stream therefore has one committer per process. An append goes out
+// at once as a single write while fewer than MaxSingles are in flight (a
+// lone append keeps the latency of one write); beyond that it waits in the
+// committer's queue, and as soon as BatchMin or more wait (one event per
+// aggregate, bounded in count and bytes) they go as one atomic batch, up
+// to MaxBatches batches in flight. Waiting appends that are too few for a
+// batch go one by one as single writes finish.
 //
 // Every event keeps its own Nats-Msg-Id (its ULID) and its own check of the
 // aggregate's last sequence. JetStream refuses a whole batch when one of its
@@ -88,6 +90,7 @@ func (s *Store) AppendAll(ctx context.Context, ps []Pending) []AppendResult {
 		byStream[r.stream] = append(byStream[r.stream], r)
 	}
 	for stream, rs := range byStream {
+		s.streamTraits(stream) // learn the stream before the committer needs it
 		s.committer(stream).enqueue(rs)
 	}
 	for i, r := range reqs {
@@ -210,9 +213,11 @@ type committer struct {
 	s      *Store
 	stream string
 
-	mu      sync.Mutex
-	queue   []*request
-	running bool
+	mu       sync.Mutex
+	queue    []*request
+	singles  int             // single appends in flight
+	batches  int             // batches in flight
+	inflight map[string]bool // aggregates with an event in flight
 }
 
 func (s *Store) committer(stream string) *committer {
@@ -220,22 +225,18 @@ func (s *Store) committer(stream string) *committer {
 	defer s.mu.Unlock()
 	c, ok := s.committers[stream]
 	if !ok {
-		c = &committer{s: s, stream: stream}
+		c = &committer{s: s, stream: stream, inflight: map[string]bool{}}
 		s.committers[stream] = c
 	}
 	return c
 }
 
-// enqueue adds requests and starts the committer when it is idle.
+// enqueue adds requests and starts what can start.
 func (c *committer) enqueue(rs []*request) {
 	c.mu.Lock()
 	c.queue = append(c.queue, rs...)
-	start := !c.running
-	c.running = true
+	c.pumpLocked()
 	c.mu.Unlock()
-	if start {
-		go c.run()
-	}
 }
 
 // withdraw removes a request that was not taken yet.
@@ -254,67 +255,148 @@ func (c *committer) withdraw(r *request) bool {
 	return true
 }
 
-// run commits groups until the queue is empty.
-func (c *committer) run() {
-	for {
-		group := c.take()
-		if len(group) == 0 {
-			return
-		}
-		if c.s.batchable(c.stream, len(group)) && c.commitBatch(group) {
+// pumpLocked starts commits for waiting requests: a batch when enough
+// wait, else single appends while fewer than MaxSingles are in flight
+// (more would only queue at the server, which stores one message at a
+// time); the rest wait for a commit to finish. c.mu is held.
+func (c *committer) pumpLocked() {
+	for len(c.queue) > 0 {
+		if c.batches < c.s.cfg.MaxBatches && c.s.batchable(c.stream, c.batchableLocked()) {
+			group := c.takeLocked(c.s.cfg.BatchMax)
+			c.batches++
+			go c.commitBatch(group)
 			continue
 		}
-		c.commitSingles(group)
+		if c.singles >= c.s.cfg.MaxSingles {
+			return
+		}
+		group := c.takeLocked(1)
+		if len(group) == 0 {
+			return // every waiting event's aggregate has one in flight
+		}
+		c.singles++
+		go c.commitSingle(group[0])
 	}
 }
 
-// take removes the next group from the queue: waiting requests in order,
-// one per aggregate and per message id (a second one would fail its check
-// inside the batch and refuse it whole), within the batch bounds. When
-// the queue is empty it marks the committer idle.
-func (c *committer) take() []*request {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.queue) == 0 {
-		c.running = false
-		return nil
+// aggregateKey identifies the aggregate an event checks against.
+func (r *request) aggregateKey() string {
+	if r.p.Expect.Filter != "" {
+		return r.p.Expect.Filter
 	}
-	var group, rest []*request
-	filters, ids := map[string]bool{}, map[string]bool{}
-	bytes := 0
-	for _, r := range c.queue {
-		key := r.p.Expect.Filter
-		if key == "" {
-			key = r.p.Subject
-		}
-		full := len(group) >= c.s.cfg.BatchMax || (len(group) > 0 && bytes+len(r.body) > c.s.cfg.BatchMaxBytes)
-		if full || filters[key] || ids[r.msgID] {
-			rest = append(rest, r)
+	return r.p.Subject
+}
+
+// doneLocked forgets a finished request's aggregate.
+func (c *committer) doneLocked(r *request) { delete(c.inflight, r.aggregateKey()) }
+
+// batchableLocked counts the waiting requests one batch could take.
+func (c *committer) batchableLocked() int {
+	if len(c.queue) < 2 {
+		return len(c.queue)
+	}
+	return len(c.pickLocked(c.s.cfg.BatchMax))
+}
+
+// takeLocked removes up to max waiting requests that may share a batch.
+func (c *committer) takeLocked(max int) []*request {
+	picked := c.pickLocked(max)
+	group := make([]*request, 0, len(picked))
+	rest := c.queue[:0:0]
+	j := 0
+	for i, r := range c.queue {
+		if j < len(picked) && picked[j] == i {
+			r.taken = true
+			c.inflight[r.aggregateKey()] = true
+			group = append(group, r)
+			j++
 			continue
 		}
-		filters[key], ids[r.msgID] = true, true
-		bytes += len(r.body)
-		r.taken = true
-		group = append(group, r)
+		rest = append(rest, r)
 	}
 	c.queue = rest
 	return group
 }
 
-// commitSingles sends each event on its own, concurrently, and waits for
-// all of them.
-func (c *committer) commitSingles(group []*request) {
-	c.s.stats.singles.Add(uint64(len(group)))
-	var wg sync.WaitGroup
-	for _, r := range group {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a, err := c.s.publishOne(r.ctx, r)
-			r.finish(AppendResult{Appended: a, Err: err})
-		}()
+// pickLocked returns the queue positions of the next group: waiting
+// requests in order, one per aggregate and per message id (a second one
+// would fail its check inside the batch and refuse it whole), none of an
+// aggregate with an event in flight (it waits its turn, so events of one
+// aggregate are stored in the order they were queued), within the batch
+// bounds.
+func (c *committer) pickLocked(max int) []int {
+	var picked []int
+	filters, ids := map[string]bool{}, map[string]bool{}
+	bytes := 0
+	for i, r := range c.queue {
+		if len(picked) >= max {
+			break
+		}
+		key := r.aggregateKey()
+		if filters[key] || c.inflight[key] || ids[r.msgID] || (len(picked) > 0 && bytes+len(r.body) > c.s.cfg.BatchMaxBytes) {
+			continue
+		}
+		filters[key], ids[r.msgID] = true, true
+		bytes += len(r.body)
+		picked = append(picked, i)
 	}
-	wg.Wait()
+	return picked
+}
+
+// commitSingle sends one event on its own.
+func (c *committer) commitSingle(r *request) {
+	c.s.stats.singles.Add(1)
+	a, err := c.s.publishOne(r.ctx, r)
+	r.finish(AppendResult{Appended: a, Err: err})
+	c.mu.Lock()
+	c.singles--
+	c.doneLocked(r)
+	c.pumpLocked()
+	c.mu.Unlock()
+}
+
+// commitBatch commits group as one atomic batch. When the server refuses
+// it (a stale event, a stored message id) or its answer is lost, the
+// events are sent one by one, which finds out for each whether it is
+// stored.
+func (c *committer) commitBatch(group []*request) {
+	defer func() {
+		c.mu.Lock()
+		c.batches--
+		for _, r := range group {
+			c.doneLocked(r)
+		}
+		c.pumpLocked()
+		c.mu.Unlock()
+	}()
+	msgs := make([]*nats.Msg, len(group))
+	for i, r := range group {
+		msgs[i] = r.message()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.RequestTimeout)
+	last, err := PublishBatch(ctx, c.s.nc, msgs)
+	cancel()
+	if err != nil {
+		c.s.stats.fallbacks.Add(1)
+		c.s.stats.singles.Add(uint64(len(group)))
+		var wg sync.WaitGroup
+		for _, r := range group {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a, err := c.s.publishOne(r.ctx, r)
+				r.finish(AppendResult{Appended: a, Err: err})
+			}()
+		}
+		wg.Wait()
+		return
+	}
+	first := last - uint64(len(group)) + 1
+	c.s.stats.batches.Add(1)
+	c.s.stats.batchedEvents.Add(uint64(len(group)))
+	for j, r := range group {
+		r.finish(AppendResult{Appended: Appended{Seq: first + uint64(j)}})
+	}
 }
 
 // batchAck is the server's answer to a batch commit.
@@ -330,43 +412,55 @@ type batchAck struct {
 	} `json:"error"`
 }
 
-// commitBatch commits group as one atomic batch and reports whether it
-// was stored; when not, nothing of it was, and the caller sends the events
-// one by one.
-func (c *committer) commitBatch(group []*request) bool {
+// ErrBatchRefused reports an atomic batch the server did not store.
+var ErrBatchRefused = errors.New("atomic batch refused")
+
+// PublishBatch publishes msgs to one stream as one JetStream atomic batch
+// (nats-server 2.12+, a stream with AllowAtomicPublish) and returns the
+// sequence of the last message; the batch's messages are stored at
+// consecutive sequences ending there. Every message keeps its own headers
+// (message id, expected sequences). The messages before the last are sent
+// without waiting; the commit waits for the server's answer. A batch the
+// server refuses (one failed check, a message id it holds, an incomplete
+// batch) is refused whole and wraps ErrBatchRefused with the server's
+// reason; a missing answer (ctx ends) leaves unknown whether it was
+// stored.
+func PublishBatch(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (uint64, error) {
+	if len(msgs) == 0 {
+		return 0, fmt.Errorf("%w: empty batch", ErrBatchRefused)
+	}
 	id := NewID(time.Now())
-	nc := c.s.nc
-	for i, r := range group {
-		msg := r.message()
+	for i, m := range msgs {
+		msg := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: nats.Header{}}
+		for k, vs := range m.Header {
+			msg.Header[k] = append([]string(nil), vs...)
+		}
 		msg.Header.Set(batchIDHdr, id)
 		msg.Header.Set(batchSeqHdr, strconv.Itoa(i+1))
-		if i < len(group)-1 {
+		if i < len(msgs)-1 {
 			if err := nc.PublishMsg(msg); err != nil {
-				c.s.stats.fallbacks.Add(1)
-				return false
+				return 0, fmt.Errorf("batch message %d: %w", i+1, err)
 			}
 			continue
 		}
 		msg.Header.Set(batchCommitHdr, "1")
-		ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.RequestTimeout)
 		reply, err := nc.RequestMsgWithContext(ctx, msg)
-		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("batch commit: %w", err)
+		}
 		var ack batchAck
-		if err != nil || json.Unmarshal(reply.Data, &ack) != nil || ack.Error != nil || ack.Count != len(group) || ack.Seq < uint64(len(group)) {
-			// Refused whole (a stale event, a stored message id), or the
-			// acknowledgement was lost: the events go one by one, which
-			// finds out for each whether it is stored.
-			c.s.stats.fallbacks.Add(1)
-			return false
+		if err := json.Unmarshal(reply.Data, &ack); err != nil {
+			return 0, fmt.Errorf("batch commit: bad answer %q: %w", reply.Data, err)
 		}
-		first := ack.Seq - uint64(len(group)) + 1
-		c.s.stats.batches.Add(1)
-		c.s.stats.batchedEvents.Add(uint64(len(group)))
-		for j, r := range group {
-			r.finish(AppendResult{Appended: Appended{Seq: first + uint64(j)}})
+		if ack.Error != nil {
+			return 0, fmt.Errorf("%w: %s (error %d)", ErrBatchRefused, ack.Error.Description, ack.Error.ErrCode)
 		}
+		if ack.Count != len(msgs) || ack.Seq < uint64(len(msgs)) {
+			return 0, fmt.Errorf("%w: answer for %d messages at #%d, sent %d", ErrBatchRefused, ack.Count, ack.Seq, len(msgs))
+		}
+		return ack.Seq, nil
 	}
-	return true
+	return 0, nil // unreachable: the last message returns
 }
 
 // The atomic batch headers (nats-server 2.12+).

@@ -51,6 +51,14 @@ type StoreConfig struct {
 	BatchMax int
 	// BatchMaxBytes bounds the bytes of one batch (default 8 MiB).
 	BatchMaxBytes int
+	// MaxSingles bounds the single appends in flight per stream before
+	// further appends wait to be batched (default 4: the server stores a
+	// stream's messages one at a time, so more in flight only queue
+	// there).
+	MaxSingles int
+	// MaxBatches bounds the atomic batches in flight per stream (default
+	// 1: appends arriving meanwhile make the next batch larger).
+	MaxBatches int
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
@@ -72,6 +80,12 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	c.BatchMax = min(c.BatchMax, 1000)
 	if c.BatchMaxBytes <= 0 {
 		c.BatchMaxBytes = 8 << 20
+	}
+	if c.MaxSingles <= 0 {
+		c.MaxSingles = 4
+	}
+	if c.MaxBatches <= 0 {
+		c.MaxBatches = 1
 	}
 	return c
 }

@@ -22,7 +22,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
-	c.AddCommand(a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest())
+	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest())
 	return c
 }
 
@@ -109,6 +109,32 @@ func (a *app) benchWorkers() *cobra.Command {
 	c.Flags().IntSliceVar(&cfg.Levels, "levels", []int{1, 4, 8, 32}, "handler concurrencies to measure")
 	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) benchAppend() *cobra.Command {
+	var cfg bench.AppendConfig
+	var syncInterval time.Duration
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "append",
+		Short: "Checked appends: raw single messages, raw atomic batches by size (where batching pays off), and the Store's group commit",
+		Example: `  trellis bench append
+  trellis bench append --sizes 4,8,12,16,32 --seconds 3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.benchOn(cmd, syncInterval, asJSON, func(store *events.Store) (report, error) {
+				return bench.RunAppend(cmd.Context(), store, cfg)
+			})
+		},
+	}
+	f := c.Flags()
+	f.IntSliceVar(&cfg.Publishers, "publishers", []int{1, 8, 32}, "concurrencies of raw single appends")
+	f.IntSliceVar(&cfg.Sizes, "sizes", []int{2, 4, 8, 12, 16, 32, 64, 128, 256}, "atomic batch sizes")
+	f.IntSliceVar(&cfg.Appenders, "appenders", []int{1, 8, 32, 128}, "concurrencies of appends through the group commit")
+	f.Float64Var(&cfg.Seconds, "seconds", 2, "seconds per measurement")
+	f.DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
 
