@@ -22,8 +22,13 @@ import (
 // VineConfig configures the VINE command handler.
 type VineConfig struct {
 	// Roots are the workspace roots: every .vine file and every reference a
-	// graph expands must lie inside one (default: the current directory).
+	// graph expands must lie inside one (default: the current directory). A
+	// relative file resolves against the first root.
 	Roots []string
+	// Served is true when the handler runs in a server shared by clients
+	// (trellis serve): an error about the roots then says to restart the
+	// server with --workspace, since a client's own flag does not reach it.
+	Served bool
 	// MaxFileBytes bounds a .vine file (default 16 MiB).
 	MaxFileBytes int64
 	// Now is the clock (default time.Now).
@@ -102,9 +107,12 @@ func (v *Vine) resolve(file string) (vineFile, error) {
 	if !utf8.ValidString(file) || strings.ContainsRune(file, 0) {
 		return vineFile{}, trellis.FieldError("file", "is not a valid path")
 	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return vineFile{}, trellis.FieldError("file", "%v", err)
+	abs := filepath.Clean(file)
+	if !filepath.IsAbs(abs) {
+		if len(v.cfg.Roots) == 0 {
+			return vineFile{}, trellis.FieldError("file", "%s is relative and no workspace root is configured; give an absolute path", file)
+		}
+		abs = filepath.Join(v.cfg.Roots[0], abs)
 	}
 	// Judge the real location: a symlinked directory must not lead out.
 	real := abs
@@ -118,7 +126,27 @@ func (v *Vine) resolve(file string) (vineFile, error) {
 			return vineFile{abs: real, rel: rel, graphID: events.GraphID(rel)}, nil
 		}
 	}
-	return vineFile{}, trellis.FieldError("file", "%s is outside the workspace roots (%s); start Trellis with --workspace covering it", file, strings.Join(v.cfg.Roots, ", "))
+	return vineFile{}, trellis.FieldError("file", "%s", v.outsideRoots(abs))
+}
+
+// outsideRoots explains that path is outside the workspace roots and how
+// to fix it.
+func (v *Vine) outsideRoots(path string) string {
+	roots := strings.Join(v.cfg.Roots, ", ")
+	if v.cfg.Served {
+		return fmt.Sprintf("%s is outside the workspace roots of the running server (%s); restart it with "+
+			"`trellis serve --workspace DIR` where DIR holds the file (comma-separate several roots, e.g. --workspace %s,%s); "+
+			"--workspace on a client command does not change a running server's roots", path, roots, firstOr(v.cfg.Roots, "ROOT"), filepath.Dir(path))
+	}
+	return fmt.Sprintf("%s is outside the workspace roots (%s); run with --workspace DIR (env TRELLIS_WORKSPACE, comma-separated) where DIR holds the file, e.g. --workspace %s",
+		path, roots, filepath.Dir(path))
+}
+
+func firstOr(list []string, def string) string {
+	if len(list) == 0 {
+		return def
+	}
+	return list[0]
 }
 
 // readVineFile reads and checks a .vine file: size, text, parse, validate.

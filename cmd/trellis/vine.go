@@ -127,8 +127,60 @@ func (a *app) vineFmt() *cobra.Command {
 	return c
 }
 
-// absFile makes a path absolute so a server in another directory resolves
-// the same file.
+// vineCall is a.call for the commands that run on a server's graphs: it
+// first warns when --workspace names roots the running server does not
+// have (the server's roots decide).
+func (a *app) vineCall(cmd *cobra.Command, asJSON bool, fn func(ctx context.Context, s *session) (any, error), human func(any)) error {
+	return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+		a.warnWorkspaces(s)
+		return fn(ctx, s)
+	}, human)
+}
+
+// warnWorkspaces tells on stderr that --workspace (or TRELLIS_WORKSPACE)
+// has no effect on a running server whose roots do not cover it: files
+// there will be refused until the server is restarted with them.
+func (a *app) warnWorkspaces(s *session) {
+	if !s.remote || s.ping == nil || len(a.workspaces) == 0 {
+		return
+	}
+	var missing []string
+	for _, w := range a.workspaces {
+		if !insideAny(realPath(w), s.ping.Workspaces) {
+			missing = append(missing, realPath(w))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stderr, "trellis: warning: --workspace %s is not used: VINE commands go to the running server (pid %d), whose workspace roots are %s; "+
+		"to work on files there, restart it with `trellis serve --workspace %s`\n",
+		strings.Join(missing, ","), s.ping.PID, strings.Join(s.ping.Workspaces, ", "), strings.Join(append(append([]string(nil), s.ping.Workspaces...), missing...), ","))
+}
+
+// realPath is p absolute with symbolic links resolved (as far as they
+// exist), as the server judges paths.
+func realPath(p string) string {
+	p = absFile(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// insideAny reports whether path lies inside one of roots.
+func insideAny(path string, roots []string) bool {
+	for _, r := range roots {
+		rel, err := filepath.Rel(r, path)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// absFile makes a path absolute against this process's working directory,
+// so a server in another directory resolves the same file.
 func absFile(p string) string {
 	if abs, err := filepath.Abs(p); err == nil {
 		return abs
@@ -162,9 +214,9 @@ func (a *app) vineNext() *cobra.Command {
 		Example: "  trellis vine next plan.vine --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineNext(ctx, trellis.VineFileRequest{File: absFile(args[0])})
-			}, func(v any) { printFrontier(a.stdout, v.(*vine.Frontier)) })
+			}, func(v any) { printFrontier(a.stdout, &v.(*trellis.VineFrontier).Frontier) })
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -180,7 +232,7 @@ func (a *app) vineRead() *cobra.Command {
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.File, req.Action = absFile(args[0]), args[1]
-			return a.call(cmd, true, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, true, func(ctx context.Context, s *session) (any, error) {
 				res, err := s.vine.VineRead(ctx, req)
 				if err != nil {
 					return nil, err
@@ -234,7 +286,7 @@ func (a *app) vineWrite() *cobra.Command {
 			if err != nil {
 				return &trellis.Error{Code: trellis.CodeInvalid, Field: "ops", Message: err.Error(), Err: err}
 			}
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineWrite(ctx, trellis.VineWriteRequest{File: absFile(args[0]), Operations: ops, Agent: agent})
 			}, func(v any) { a.printWrite(v.(*trellis.VineWriteResult)) })
 		},
@@ -264,6 +316,7 @@ the next ready task is claimed. Prints null (exit 0) when no task is ready.`,
 				return err
 			}
 			defer s.close()
+			a.warnWorkspaces(s)
 			res, err := s.vine.VineClaim(cmd.Context(), req)
 			if err != nil {
 				return err
@@ -310,7 +363,7 @@ func (a *app) vineExpand() *cobra.Command {
 			if !filepath.IsAbs(child) && !strings.HasPrefix(child, "./") && !strings.HasPrefix(child, "../") {
 				child = "./" + child
 			}
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineExpand(ctx, trellis.VineExpandRequest{File: absFile(args[0]), RefID: args[1], ChildFile: child, Agent: agent})
 			}, func(v any) { a.printWrite(v.(*trellis.VineWriteResult)) })
 		},
@@ -328,7 +381,7 @@ func (a *app) vineImport() *cobra.Command {
 		Example: "  trellis vine import plan.vine",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineImport(ctx, trellis.VineFileRequest{File: absFile(args[0])})
 			}, func(v any) {
 				info := v.(*trellis.VineGraphInfo)
@@ -364,6 +417,7 @@ func (a *app) vineExport() *cobra.Command {
 				return err
 			}
 			defer s.close()
+			a.warnWorkspaces(s)
 			res, err := s.vine.VineExport(cmd.Context(), trellis.VineExportRequest{Graph: graph})
 			if err != nil {
 				return err
@@ -407,6 +461,7 @@ marked done by the agent. Exits 0 when the root is complete, 1 when the graph st
 				return err
 			}
 			defer s.close()
+			a.warnWorkspaces(s)
 			file := absFile(args[0])
 			ag := &workers.VineAgent{Service: s.vine, File: file, Agent: agent, Idle: idle}
 			if command != "" {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -142,7 +141,7 @@ type vineExpandArgs struct {
 
 // Argument descriptions shared by the vine tools.
 const (
-	descVineFile = "Path of the .vine file (absolute, or relative to this MCP server's working directory); it must lie inside the workspace roots the server was started with. The first use of a file takes it under Trellis's care."
+	descVineFile = "Path of the .vine file: absolute, or relative to the first workspace root the Trellis server was started with (--workspace; not this process's working directory). It must lie inside the workspace roots. The first use of a file takes it under Trellis's care."
 	descVineID   = "Task id as written in the file's header brackets, e.g. \"build\" or \"infra/dns\"."
 	descVineOps  = "The batch: a list of operation objects, applied in order and validated once at the end, all or nothing. Each has \"op\" and only that operation's arguments: " +
 		"create {}; add_task {id, name, status?, description?, dependsOn?, annotations?}; remove_task {id}; set_status {id, status}; claim {id}; " +
@@ -191,7 +190,7 @@ func refineOps(s *jsonschema.Schema) {
 
 // registerVineTools adds the five vine tools backed by svc.
 func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
-	frontierOut := outputSchema[vine.Frontier]()
+	frontierOut := outputSchema[trellis.VineFrontier]()
 	writeOut := outputSchema[trellis.VineWriteResult]()
 
 	boundTool[vineFileArgs]{
@@ -209,7 +208,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 		params: []param{{name: "file", desc: descVineFile}},
 		req:    []string{"file"},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *vineFileArgs) (*mcp.CallToolResult, error) {
-			fr, err := svc.VineNext(ctx, trellis.VineFileRequest{File: absFile(in.File)})
+			fr, err := svc.VineNext(ctx, trellis.VineFileRequest{File: in.File})
 			if err != nil {
 				return nil, fmt.Errorf("vine_next: %w", err)
 			}
@@ -238,7 +237,6 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 		},
 		req: []string{"file", "action"},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.VineReadRequest) (*mcp.CallToolResult, error) {
-			in.File = absFile(in.File)
 			res, err := svc.VineRead(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("vine_read: %w", err)
@@ -267,7 +265,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 			if in.opsErr != nil {
 				return nil, in.opsErr
 			}
-			res, err := svc.VineWrite(ctx, trellis.VineWriteRequest{File: absFile(in.File), Operations: in.Operations, Agent: workerFor(req, "")})
+			res, err := svc.VineWrite(ctx, trellis.VineWriteRequest{File: in.File, Operations: in.Operations, Agent: workerFor(req, "")})
 			if err != nil {
 				return nil, fmt.Errorf("vine_write: %w", err)
 			}
@@ -292,7 +290,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 		},
 		req: []string{"file", "ref_id", "child_file"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *vineExpandArgs) (*mcp.CallToolResult, error) {
-			res, err := svc.VineExpand(ctx, trellis.VineExpandRequest{File: absFile(in.File), RefID: in.RefID, ChildFile: in.ChildFile, Agent: workerFor(req, "")})
+			res, err := svc.VineExpand(ctx, trellis.VineExpandRequest{File: in.File, RefID: in.RefID, ChildFile: in.ChildFile, Agent: workerFor(req, "")})
 			if err != nil {
 				return nil, fmt.Errorf("vine_expand: %w", err)
 			}
@@ -318,7 +316,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 		},
 		req: []string{"file"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.VineClaimRequest) (*mcp.CallToolResult, error) {
-			in.File, in.Agent = absFile(in.File), workerFor(req, in.Agent)
+			in.Agent = workerFor(req, in.Agent)
 			res, err := svc.VineClaim(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("vine_claim: %w", err)
@@ -326,18 +324,4 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 			return claimResult(in.Agent, res), nil
 		},
 	}.register(srv)
-}
-
-// absFile makes a relative file argument absolute against this process's
-// working directory, as the CLI does, so a service reached over NATS (whose
-// working directory may differ) gets the file the agent meant. An empty or
-// unusable argument is passed on for the service to report.
-func absFile(file string) string {
-	if strings.TrimSpace(file) == "" || filepath.IsAbs(file) {
-		return file
-	}
-	if abs, err := filepath.Abs(file); err == nil {
-		return abs
-	}
-	return file
 }
