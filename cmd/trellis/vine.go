@@ -27,9 +27,12 @@ func (a *app) vineCommand() *cobra.Command {
 		Use:   "vine",
 		Short: "VINE task graphs: validate, format, and run them event-sourced with many agents at once",
 		Long: `VINE graphs (.vine files) are executed as event-sourced aggregates: every mutation batch, claim,
-expansion and hand edit of the file is an event on TRELLIS_VINE, and the file is rewritten from the
-log after each change. Files must lie inside the workspace roots (--workspace, default the current
-directory); the graph id derives from the path relative to the root.`,
+expansion and hand edit of the file is an event on TRELLIS_VINE. The file is rewritten (canonical)
+only after a change succeeds; a refused command leaves it byte for byte unchanged, and reads never
+rewrite it (a missing file is written back). Files must lie inside the workspace roots: those of the
+running server (trellis serve --workspace DIR) when one answers, else --workspace (default the
+current directory). Paths are resolved against this command's working directory; the graph id
+derives from the path relative to the root.`,
 	}
 	c.AddCommand(a.vineValidate(), a.vineFmt(), a.vineNext(), a.vineRead(), a.vineWrite(), a.vineClaim(),
 		a.vineExpand(), a.vineImport(), a.vineExport(), a.vineRun())
@@ -204,6 +207,9 @@ func printFrontier(w io.Writer, fr *vine.Frontier) {
 	section("ready to complete", fr.ReadyToComplete)
 	section("blocked", fr.Blocked)
 	section("needs expansion", fr.NeedsExpansion)
+	if note := stalledNote(fr); note != "" {
+		fmt.Fprintln(w, note)
+	}
 }
 
 func (a *app) vineNext() *cobra.Command {
@@ -225,26 +231,37 @@ func (a *app) vineNext() *cobra.Command {
 
 func (a *app) vineRead() *cobra.Command {
 	var req trellis.VineReadRequest
+	var asJSON bool
 	c := &cobra.Command{
-		Use:     "read FILE ACTION",
-		Short:   "Query a graph: summary, list, task, context, descendants, search, refs, validate",
-		Example: "  trellis vine read plan.vine context --id build\n  trellis vine read plan.vine search --query deploy",
+		Use:   "read FILE ACTION",
+		Short: "Query a graph: summary, list, task, context, descendants, search, refs, validate",
+		Long: `Answers a read query on the graph (the file is reconciled with the log first, never rewritten):
+  summary                    root, totals, leaf and reference counts, counts by status
+  list [--status S] [--query Q]  all nodes, or those in a status (ref for references) and/or matching a text
+  task --id ID               one node in full
+  context --id ID            a task with its dependencies (status, decisions, attachments) and dependants
+  descendants --id ID        everything that transitively depends on ID (its blast radius)
+  search --query Q           nodes whose id, name or description contains Q (case-insensitive)
+  refs                       the reference nodes
+  validate                   check every constraint
+With --json: {"graph_id", "action", "result"}, result being the query's answer.`,
+		Example: "  trellis vine read plan.vine context --id build\n  trellis vine read plan.vine search --query deploy --json",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.File, req.Action = absFile(args[0]), args[1]
-			return a.vineCall(cmd, true, func(ctx context.Context, s *session) (any, error) {
-				res, err := s.vine.VineRead(ctx, req)
-				if err != nil {
-					return nil, err
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				return s.vine.VineRead(ctx, req)
+			}, func(v any) {
+				if err := printRead(a.stdout, v.(*trellis.VineReadResult)); err != nil {
+					fmt.Fprintf(a.stderr, "trellis: %v\n", err)
 				}
-				return res.Result, nil
-			}, nil)
+			})
 		},
 	}
 	c.Flags().StringVar(&req.ID, "id", "", "node id (task, context, descendants)")
 	c.Flags().StringVar(&req.Status, "status", "", "status filter (list)")
 	c.Flags().StringVar(&req.Query, "query", "", "search text (list, search)")
-	c.Flags().Bool("json", true, "print JSON (read always prints JSON)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: {graph_id, action, result}")
 	return c
 }
 
@@ -262,6 +279,7 @@ func (a *app) vineWrite() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "write FILE --ops JSON",
 		Short: "Apply one atomic batch of operations and rewrite the file",
+		Long:  writeHelp(),
 		Example: `  trellis vine write plan.vine --ops '[{"op":"set_status","id":"build","status":"reviewing"},
     {"op":"update","id":"build","decisions":["> built with -trimpath"]}]'`,
 		Args: cobra.ExactArgs(1),
@@ -306,7 +324,8 @@ func (a *app) vineClaim() *cobra.Command {
 		Short: "Atomically claim one ready task (the given one, or the first ready) and print it with its context",
 		Long: `Claims a task that is ready to start (sets it started) in one checked append, so two agents never
 start the same task. With --id, a task another agent got first is a conflict (exit 4); without it,
-the next ready task is claimed. Prints null (exit 0) when no task is ready.`,
+the next ready task is claimed. When no task is ready it says so and exits 0.
+With --json: {"graph_id", "task", "resolved_dependencies", "progress"}; task is null when none is ready.`,
 		Example: "  trellis vine claim plan.vine --agent agent-3 --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -321,26 +340,10 @@ the next ready task is claimed. Prints null (exit 0) when no task is ready.`,
 			if err != nil {
 				return err
 			}
-			if res.Task == nil {
-				fmt.Fprintln(a.stdout, "null")
-				return nil
-			}
 			if asJSON {
-				return printJSON(a.stdout, res.Task)
+				return printJSON(a.stdout, newClaimOutput(res))
 			}
-			t := res.Task.Task
-			fmt.Fprintf(a.stdout, "claimed %s: %s (now %s)\n", t.ID, t.ShortName, t.Status)
-			if t.Description != "" {
-				fmt.Fprintf(a.stdout, "  %s\n", strings.ReplaceAll(t.Description, "\n", "\n  "))
-			}
-			for _, d := range res.Task.ResolvedDependencies {
-				fmt.Fprintf(a.stdout, "  depends on %s (%s)\n", d.ID, d.Status)
-				for _, dec := range d.Decisions {
-					fmt.Fprintf(a.stdout, "    > %s\n", dec)
-				}
-			}
-			p := res.Progress
-			fmt.Fprintf(a.stdout, "progress: %d/%d complete (%d%%)\n", p.Complete, p.Total, p.Percentage)
+			printClaim(a.stdout, res)
 			return nil
 		},
 	}
@@ -449,7 +452,9 @@ ready task (atomic across agents) -> work -> record decisions -> set reviewing -
 is complete. With --exec, CMD (sh -c) does each task: the task and its resolved dependencies as JSON on
 stdin, TRELLIS_VINE_FILE and TRELLIS_VINE_TASK set; every stdout line starting with "> " is recorded as
 a decision; a non-zero exit sets the task blocked with the stderr tail. Without --exec each task is
-marked done by the agent. Exits 0 when the root is complete, 1 when the graph stalls on blocked tasks.`,
+marked done by the agent. Exits 0 when the root is complete, 8 (stalled) when the graph cannot move
+forward: the root is not complete and no task is ready or in progress (blocked tasks, references whose
+child file is missing or invalid), or nothing became ready for --idle while others hold started tasks.`,
 		Example: "  trellis vine run plan.vine --agent agent-1 --exec ./do-task.sh",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -478,7 +483,9 @@ marked done by the agent. Exits 0 when the root is complete, 1 when the graph st
 				}
 			}
 			if errors.Is(err, workers.ErrStalled) {
-				return trellis.Errorf(trellis.CodeInternal, "%w", err)
+				te := *trellis.AsError(err)
+				te.Message += fmt.Sprintf(" (e.g. trellis vine write %s --ops '[{\"op\":\"set_status\",\"id\":\"ID\",\"status\":\"notstarted\"}]')", args[0])
+				return &te
 			}
 			return err
 		},

@@ -141,19 +141,30 @@ type vineExpandArgs struct {
 
 // Argument descriptions shared by the vine tools.
 const (
-	descVineFile = "Path of the .vine file: absolute, or relative to the first workspace root the Trellis server was started with (--workspace; not this process's working directory). It must lie inside the workspace roots. The first use of a file takes it under Trellis's care."
-	descVineID   = "Task id as written in the file's header brackets, e.g. \"build\" or \"infra/dns\"."
-	descVineOps  = "The batch: a list of operation objects, applied in order and validated once at the end, all or nothing. Each has \"op\" and only that operation's arguments: " +
-		"create {}; add_task {id, name, status?, description?, dependsOn?, annotations?}; remove_task {id}; set_status {id, status}; claim {id}; " +
-		"update {id, name?, description?, decisions? (appended), attachments? ([{class: artifact|guidance|file, mime, uri}], appended), annotations?}; " +
-		"add_dep / remove_dep {taskId, depId}; add_ref {id, name, vine, description?, dependsOn?, decisions?}; update_ref_uri {id, uri}; extract_to_ref {id, vine, refName?}. " +
-		`Example: [{"op":"update","id":"build","decisions":["Used the Makefile target"]},{"op":"set_status","id":"build","status":"reviewing"}].`
+	descVineFile  = "Path of the .vine file: absolute, or relative to the first workspace root the Trellis server was started with (--workspace; not this process's working directory). It must lie inside the workspace roots. The first use of a file takes it under Trellis's care."
+	descVineID    = "Task id as written in the file's header brackets, e.g. \"build\" or \"infra/dns\"."
 	descVineAgent = `Who claims: 1-128 characters of A-Z a-z 0-9 _ . : @ / + -. Optional: defaults to this MCP session ("mcp:<session id>", or "mcp" over stdio). Recorded in the graph's event log.`
 )
 
+// descVineOps describes vine_write's operations argument, from vine.Ops.
+func descVineOps() string {
+	var b strings.Builder
+	b.WriteString("The batch: a list of operation objects, applied in order and validated once at the end, all or nothing. Each has \"op\" and only that operation's arguments (? = optional): ")
+	for i, s := range vine.Ops() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(s.Signature())
+	}
+	b.WriteString(". Values: ")
+	b.WriteString(strings.Join(vine.OpArgumentForms(), "; "))
+	b.WriteString(`. Example: [{"op":"update","id":"build","decisions":["Used the Makefile target"]},{"op":"set_status","id":"build","status":"reviewing"}].`)
+	return b.String()
+}
+
 // vineOpArgs documents the properties of one operation object.
 var vineOpArgs = map[string]string{
-	"op":          "The operation: create, add_task, remove_task, set_status, claim, update, add_dep, remove_dep, add_ref, update_ref_uri or extract_to_ref.",
+	"op":          "The operation: " + strings.Join(vine.OpNames(), ", ") + ".",
 	"id":          "The node the operation creates or changes.",
 	"name":        "Short name (add_task, add_ref, update); one line.",
 	"status":      "New status (add_task, set_status).",
@@ -180,8 +191,7 @@ func refineOps(s *jsonschema.Schema) {
 		p.Description = vineOpArgs[name]
 	}
 	if p := items.Properties["op"]; p != nil {
-		oneOf(vine.OpCreate, vine.OpAddTask, vine.OpRemoveTask, vine.OpSetStatus, vine.OpClaim, vine.OpUpdate,
-			vine.OpAddDep, vine.OpRemoveDep, vine.OpAddRef, vine.OpUpdateRefURI, vine.OpExtractToRef)(p)
+		oneOf(vine.OpNames()...)(p)
 	}
 	if p := items.Properties["status"]; p != nil {
 		oneOf(vine.Statuses()...)(p)
@@ -258,7 +268,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService) {
 		},
 		params: []param{
 			{name: "file", desc: descVineFile},
-			{name: "operations", desc: descVineOps, refine: refineOps},
+			{name: "operations", desc: descVineOps(), refine: refineOps},
 		},
 		req: []string{"file", "operations"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *vineWriteArgs) (*mcp.CallToolResult, error) {
