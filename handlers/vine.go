@@ -238,9 +238,6 @@ type openReport struct {
 	imported, handEdit bool
 	// missing: the file does not exist (the log has the graph).
 	missing bool
-	// stale: the file holds an earlier state of the graph that a writer
-	// left behind, not a hand edit.
-	stale bool
 }
 
 // reconcile compares the file with the log and records what the log does
@@ -294,8 +291,8 @@ func (v *Vine) reconcile(ctx context.Context, e *graphEntry, f vineFile, actor s
 		return nil, err
 	} else if stale {
 		// Another process appended after this file was written and has not
-		// rewritten it yet: not a hand edit.
-		rep.stale = true
+		// rewritten it yet (or died before it could): not a hand edit. The
+		// next change rewrites it.
 		return rep, nil
 	}
 	if err := v.appendSnapshot(ctx, e, f, events.GraphHandEdited, *g, actor); err != nil {
