@@ -27,6 +27,11 @@ const (
 	// CodeUnavailable: the server or the NATS cluster cannot be reached in
 	// time, or the data directory is locked by another process.
 	CodeUnavailable Code = "unavailable"
+	// CodeStalled: a VINE graph cannot move forward: its root is not
+	// complete, and no task is ready or in progress (blocked tasks or
+	// references that cannot be expanded need a human). An expected
+	// outcome of running a graph, not a failure of Trellis.
+	CodeStalled Code = "stalled"
 	// CodeInternal: anything else; a bug or an infrastructure failure.
 	CodeInternal Code = "internal"
 )
@@ -102,7 +107,7 @@ func AsError(err error) *Error {
 // ExitCode is the documented CLI exit code for an error code.
 //
 //	0 success · 1 internal · 2 invalid · 3 not_found · 4 conflict ·
-//	5 budget_exhausted · 6 unauthorized · 7 unavailable
+//	5 budget_exhausted · 6 unauthorized · 7 unavailable · 8 stalled
 func ExitCode(c Code) int {
 	switch c {
 	case "":
@@ -119,6 +124,8 @@ func ExitCode(c Code) int {
 		return 6
 	case CodeUnavailable:
 		return 7
+	case CodeStalled:
+		return 8
 	default:
 		return 1
 	}
@@ -139,6 +146,8 @@ func HTTPStatus(c Code) int {
 		return http.StatusUnauthorized
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeStalled:
+		return http.StatusConflict
 	default:
 		return http.StatusInternalServerError
 	}

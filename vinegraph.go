@@ -13,7 +13,7 @@ import (
 // vine_expand). The in-process service and the NATS client implement it.
 type VineService interface {
 	// VineNext returns the execution frontier of the graph in file.
-	VineNext(ctx context.Context, req VineFileRequest) (*vine.Frontier, error)
+	VineNext(ctx context.Context, req VineFileRequest) (*VineFrontier, error)
 	// VineRead answers a read query (summary, list, task, context,
 	// descendants, search, refs, validate).
 	VineRead(ctx context.Context, req VineReadRequest) (*VineReadResult, error)
@@ -70,6 +70,13 @@ type VineExpandRequest struct {
 // VineExportRequest names a graph by id or by file.
 type VineExportRequest struct {
 	Graph string `json:"graph"`
+}
+
+// VineFrontier is the execution frontier of a graph with the graph's id
+// (the frontier's fields are inlined in JSON, after graph_id).
+type VineFrontier struct {
+	GraphID string `json:"graph_id"`
+	vine.Frontier
 }
 
 // VineReadResult wraps a read query's answer.

@@ -22,8 +22,13 @@ import (
 // VineConfig configures the VINE command handler.
 type VineConfig struct {
 	// Roots are the workspace roots: every .vine file and every reference a
-	// graph expands must lie inside one (default: the current directory).
+	// graph expands must lie inside one (default: the current directory). A
+	// relative file resolves against the first root.
 	Roots []string
+	// Served is true when the handler runs in a server shared by clients
+	// (trellis serve): an error about the roots then says to restart the
+	// server with --workspace, since a client's own flag does not reach it.
+	Served bool
 	// MaxFileBytes bounds a .vine file (default 16 MiB).
 	MaxFileBytes int64
 	// Now is the clock (default time.Now).
@@ -102,9 +107,12 @@ func (v *Vine) resolve(file string) (vineFile, error) {
 	if !utf8.ValidString(file) || strings.ContainsRune(file, 0) {
 		return vineFile{}, trellis.FieldError("file", "is not a valid path")
 	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return vineFile{}, trellis.FieldError("file", "%v", err)
+	abs := filepath.Clean(file)
+	if !filepath.IsAbs(abs) {
+		if len(v.cfg.Roots) == 0 {
+			return vineFile{}, trellis.FieldError("file", "%s is relative and no workspace root is configured; give an absolute path", file)
+		}
+		abs = filepath.Join(v.cfg.Roots[0], abs)
 	}
 	// Judge the real location: a symlinked directory must not lead out.
 	real := abs
@@ -118,7 +126,27 @@ func (v *Vine) resolve(file string) (vineFile, error) {
 			return vineFile{abs: real, rel: rel, graphID: events.GraphID(rel)}, nil
 		}
 	}
-	return vineFile{}, trellis.FieldError("file", "%s is outside the workspace roots (%s); start Trellis with --workspace covering it", file, strings.Join(v.cfg.Roots, ", "))
+	return vineFile{}, trellis.FieldError("file", "%s", v.outsideRoots(abs))
+}
+
+// outsideRoots explains that path is outside the workspace roots and how
+// to fix it.
+func (v *Vine) outsideRoots(path string) string {
+	roots := strings.Join(v.cfg.Roots, ", ")
+	if v.cfg.Served {
+		return fmt.Sprintf("%s is outside the workspace roots of the running server (%s); restart it with "+
+			"`trellis serve --workspace DIR` where DIR holds the file (comma-separate several roots, e.g. --workspace %s,%s); "+
+			"--workspace on a client command does not change a running server's roots", path, roots, firstOr(v.cfg.Roots, "ROOT"), filepath.Dir(path))
+	}
+	return fmt.Sprintf("%s is outside the workspace roots (%s); run with --workspace DIR (env TRELLIS_WORKSPACE, comma-separated) where DIR holds the file, e.g. --workspace %s",
+		path, roots, filepath.Dir(path))
+}
+
+func firstOr(list []string, def string) string {
+	if len(list) == 0 {
+		return def
+	}
+	return list[0]
 }
 
 // readVineFile reads and checks a .vine file: size, text, parse, validate.
@@ -183,10 +211,13 @@ func (v *Vine) entry(graphID string) *graphEntry {
 	return e
 }
 
-// open locks the graph of file, brings its state up to date with the log,
-// takes a new file under care (imported) and records a hand edit of the
-// file (hand_edited) before the caller's command runs. The caller unlocks
-// the returned entry.
+// open locks the graph of file and brings its state up to date with the
+// log: a file the log does not know yet is recorded (imported), a valid
+// hand edit of the file is recorded (hand_edited), so the log learns what
+// the file holds before the caller's command runs. open never writes the
+// file: a command rewrites it only when it changes the graph (or restores
+// it when it is missing), so a refused command leaves it byte for byte as
+// it was. The caller unlocks the returned entry.
 func (v *Vine) open(ctx context.Context, file, actor string) (*graphEntry, vineFile, *openReport, error) {
 	f, err := v.resolve(file)
 	if err != nil {
@@ -202,11 +233,15 @@ func (v *Vine) open(ctx context.Context, file, actor string) (*graphEntry, vineF
 	return e, f, rep, nil
 }
 
-// openReport says what open had to record.
+// openReport says what open recorded and found.
 type openReport struct {
-	imported, handEdit, rewritten bool
+	imported, handEdit bool
+	// missing: the file does not exist (the log has the graph).
+	missing bool
 }
 
+// reconcile compares the file with the log and records what the log does
+// not know yet. It never writes the file.
 func (v *Vine) reconcile(ctx context.Context, e *graphEntry, f vineFile, actor string) (*openReport, error) {
 	rep := &openReport{}
 	if err := v.catchUp(ctx, e, f.graphID); err != nil {
@@ -224,13 +259,14 @@ func (v *Vine) reconcile(ctx context.Context, e *graphEntry, f vineFile, actor s
 		if err := v.appendSnapshot(ctx, e, f, events.GraphImported, *g, actor); err != nil {
 			return nil, err
 		}
+		e.remember(text)
 		rep.imported = true
-		return rep, v.writeGraph(e, f)
+		return rep, nil
 	}
 	if g == nil && err == nil {
-		// The file is gone: the log still has the graph; write it back.
-		rep.rewritten = true
-		return rep, v.writeGraph(e, f)
+		// The file is gone: the log still has the graph.
+		rep.missing = true
+		return rep, nil
 	}
 	if err == nil && !e.known[events.TextHash(text)] {
 		// Maybe another process appended and wrote the file since we
@@ -240,7 +276,7 @@ func (v *Vine) reconcile(ctx context.Context, e *graphEntry, f vineFile, actor s
 		}
 	}
 	if err == nil && e.known[events.TextHash(text)] {
-		return rep, nil // what Trellis last wrote (or wrote earlier)
+		return rep, nil // what Trellis last wrote (or wrote earlier), or a text already judged
 	}
 	if err != nil {
 		return nil, &trellis.Error{Code: trellis.CodeInvalid, Field: "file", Err: err, Message: fmt.Sprintf(
@@ -255,15 +291,25 @@ func (v *Vine) reconcile(ctx context.Context, e *graphEntry, f vineFile, actor s
 		return nil, err
 	} else if stale {
 		// Another process appended after this file was written and has not
-		// rewritten it yet: not a hand edit.
-		rep.rewritten = true
-		return rep, v.writeGraph(e, f)
+		// rewritten it yet (or died before it could): not a hand edit. The
+		// next change rewrites it.
+		return rep, nil
 	}
 	if err := v.appendSnapshot(ctx, e, f, events.GraphHandEdited, *g, actor); err != nil {
 		return nil, err
 	}
+	e.remember(text)
 	rep.handEdit = true
-	return rep, v.writeGraph(e, f)
+	return rep, nil
+}
+
+// restore writes a missing file back from the log; an existing file is
+// left alone.
+func (v *Vine) restore(e *graphEntry, f vineFile, rep *openReport) error {
+	if !rep.missing {
+		return nil
+	}
+	return v.writeGraph(e, f)
 }
 
 // isPastState reports whether g equals any state the graph had in its
@@ -394,13 +440,22 @@ func (v *Vine) writeText(e *graphEntry, f vineFile, text string) error {
 // returns; when another process appended first, it catches up and builds
 // again. It returns the batch result after the file is rewritten.
 func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine.Graph) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
-	e, f, _, err := v.open(ctx, file, actor)
+	e, f, rep, err := v.open(ctx, file, actor)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer e.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		ops, err := build(e.st.Graph)
+		if errors.Is(err, errNothingReady) {
+			// Nothing to change: a success that leaves the file alone
+			// (written back only when it is missing).
+			if err := v.restore(e, f, rep); err != nil {
+				return nil, nil, err
+			}
+			fr := vine.Next(e.st.Graph)
+			return &trellis.VineWriteResult{GraphID: f.graphID, Progress: fr.Progress, Frontier: fr}, nil, err
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -513,7 +568,6 @@ func (v *Vine) Claim(ctx context.Context, req trellis.VineClaimRequest) (*trelli
 	if err := trellis.ValidateWorkerID(req.Agent); err != nil {
 		return nil, trellis.FieldError("agent", "%s", trellis.AsError(err).Message)
 	}
-	var graphID string
 	res, batch, err := v.mutate(ctx, req.File, req.Agent, func(g vine.Graph) ([]vine.Op, error) {
 		if req.ID != "" {
 			return []vine.Op{{Op: vine.OpClaim, ID: req.ID}}, nil
@@ -527,16 +581,7 @@ func (v *Vine) Claim(ctx context.Context, req trellis.VineClaimRequest) (*trelli
 		return nil, errNothingReady
 	})
 	if errors.Is(err, errNothingReady) {
-		f, rerr := v.resolve(req.File)
-		if rerr != nil {
-			return nil, rerr
-		}
-		graphID = f.graphID
-		e := v.entry(graphID)
-		e.mu.Lock()
-		progress := vine.Next(e.st.Graph).Progress
-		e.mu.Unlock()
-		return &trellis.VineClaimResult{GraphID: graphID, Progress: progress}, nil
+		return &trellis.VineClaimResult{GraphID: res.GraphID, Progress: res.Progress}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -621,14 +666,17 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 	}
 }
 
-// Graph returns the current graph of file (after reconciling the file) and
-// its id and sequence.
+// Graph returns the current graph of file, its id and its sequence, after
+// reconciling the file (written back only when it is missing).
 func (v *Vine) Graph(ctx context.Context, file string) (vine.Graph, string, uint64, error) {
-	e, f, _, err := v.open(ctx, file, "trellis")
+	e, f, rep, err := v.open(ctx, file, "trellis")
 	if err != nil {
 		return vine.Graph{}, "", 0, err
 	}
 	defer e.mu.Unlock()
+	if err := v.restore(e, f, rep); err != nil {
+		return vine.Graph{}, "", 0, err
+	}
 	return e.st.Graph, f.graphID, e.seq, nil
 }
 
@@ -639,6 +687,9 @@ func (v *Vine) Import(ctx context.Context, req trellis.VineFileRequest) (*trelli
 		return nil, err
 	}
 	defer e.mu.Unlock()
+	if err := v.restore(e, f, rep); err != nil {
+		return nil, err
+	}
 	return &trellis.VineGraphInfo{GraphID: f.graphID, File: f.abs, Path: f.rel, Imported: rep.imported, HandEdit: rep.handEdit,
 		Progress: vine.Next(e.st.Graph).Progress}, nil
 }

@@ -20,7 +20,7 @@ func (s *Service) Frontiers() *projections.Frontiers { return s.frontiers }
 // VineNext implements trellis.VineService: the file is reconciled with the
 // log, then the frontier is read from the frontier projection once it has
 // applied the graph's latest event.
-func (s *Service) VineNext(ctx context.Context, req trellis.VineFileRequest) (*vine.Frontier, error) {
+func (s *Service) VineNext(ctx context.Context, req trellis.VineFileRequest) (*trellis.VineFrontier, error) {
 	_, id, seq, err := s.vine.Graph(ctx, req.File)
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (s *Service) VineNext(ctx context.Context, req trellis.VineFileRequest) (*v
 	if !ok {
 		return nil, trellis.Errorf(trellis.CodeInternal, "frontier projection lacks graph %s", id)
 	}
-	return &fr, nil
+	return &trellis.VineFrontier{GraphID: id, Frontier: fr}, nil
 }
 
 func (s *Service) waitFrontier(ctx context.Context, seq uint64) error {

@@ -19,6 +19,9 @@ type Info struct {
 	DataDir   string    `json:"data_dir"`
 	Embedded  bool      `json:"embedded"`
 	StartedAt time.Time `json:"started_at"`
+	// Workspaces are the VINE workspace roots (absolute, symbolic links
+	// resolved); a relative .vine path resolves against the first.
+	Workspaces []string `json:"workspaces"`
 }
 
 // InfoPath is the path of the info file of a data directory.

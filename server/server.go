@@ -48,7 +48,9 @@ type Config struct {
 	// SyncInterval > 0 opts the embedded server out of fsync-per-write.
 	SyncInterval time.Duration
 	// Workspaces are the roots VINE files and their references must lie in
-	// (default: the current directory).
+	// (default: the current directory); a relative file resolves against
+	// the first. With ServeAPI, errors about them tell clients to restart
+	// the server with --workspace.
 	Workspaces []string
 	// ServeAPI answers NATS API requests (trellis serve does; a one-shot
 	// CLI command does not).
@@ -131,11 +133,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, Logger: cfg.Logger, Metrics: s.registry,
-		Vine: handlers.VineConfig{Roots: cfg.Workspaces}})
+		Vine: handlers.VineConfig{Roots: cfg.Workspaces, Served: cfg.ServeAPI}})
 	if err = s.svc.Start(ctx); err != nil {
 		return nil, err
 	}
-	s.info = Info{PID: os.Getpid(), NATSURL: url, DataDir: cfg.DataDir, Embedded: s.ns != nil, StartedAt: time.Now().UTC()}
+	s.info = Info{PID: os.Getpid(), NATSURL: url, DataDir: cfg.DataDir, Embedded: s.ns != nil, StartedAt: time.Now().UTC(),
+		Workspaces: s.svc.VineHandler().Roots()}
 	if cfg.HTTPAddr != "" {
 		if err = s.startHTTP(); err != nil {
 			return nil, err
@@ -143,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if cfg.ServeAPI {
 		s.responder, err = natsapi.Serve(s.nc, s.svc, natsapi.ServeConfig{
-			Info:   natsapi.PingInfo{Version: Version, PID: s.info.PID, DataDir: cfg.DataDir, HTTPURL: s.info.HTTPURL},
+			Info:   natsapi.PingInfo{Version: Version, PID: s.info.PID, DataDir: cfg.DataDir, HTTPURL: s.info.HTTPURL, Workspaces: s.info.Workspaces},
 			Logger: cfg.Logger,
 		})
 		if err != nil {

@@ -280,29 +280,11 @@ func (b *batch) checkWritable(n *Node) error {
 	return nil
 }
 
-// opFields lists, per operation, the arguments it reads (VINE.md names).
+// opFields lists the arguments an operation reads (VINE.md names), from
+// its OpSpec.
 func opFields(name string) ([]string, bool) {
-	switch name {
-	case OpCreate:
-		return nil, true
-	case OpAddTask:
-		return []string{"id", "name", "status", "description", "dependsOn", "annotations"}, true
-	case OpRemoveTask, OpClaim:
-		return []string{"id"}, true
-	case OpSetStatus:
-		return []string{"id", "status"}, true
-	case OpUpdate:
-		return []string{"id", "name", "description", "decisions", "attachments", "annotations"}, true
-	case OpAddDep, OpRemoveDep:
-		return []string{"taskId", "depId"}, true
-	case OpAddRef:
-		return []string{"id", "name", "vine", "description", "dependsOn", "decisions"}, true
-	case OpUpdateRefURI:
-		return []string{"id", "uri"}, true
-	case OpExtractToRef:
-		return []string{"id", "vine", "refName"}, true
-	}
-	return nil, false
+	spec, ok := lookupOp(name)
+	return spec.fields(), ok
 }
 
 // checkFields rejects arguments the operation does not take, so a misplaced
@@ -370,7 +352,7 @@ func (b *batch) apply(i int, op Op) (OpResult, error) {
 	case "":
 		return OpResult{}, errf(CodeInvalid, `the "op" field is required`)
 	}
-	return OpResult{}, errf(CodeInvalid, "unknown op %q (want one of create, add_task, remove_task, set_status, claim, update, add_dep, remove_dep, add_ref, update_ref_uri, extract_to_ref)", op.Op)
+	return OpResult{}, errf(CodeInvalid, "unknown op %q (want one of %s)", op.Op, strings.Join(OpNames(), ", "))
 }
 
 // newID checks the id of a node to be created.

@@ -69,7 +69,10 @@ type VineRunReport struct {
 
 // ErrStalled reports a graph no agent can move forward: nothing is ready,
 // nothing is in progress, and the root is not complete (blocked tasks need
-// a human).
+// a human), or nothing became ready for VineAgent.Idle. Run returns it
+// inside a *trellis.Error with code trellis.CodeStalled (CLI exit 8) whose
+// message names the blocked tasks and the references that could not be
+// expanded.
 var ErrStalled = errors.New("graph is stalled")
 
 // Run loops until the root is complete, the graph stalls, or ctx ends.
@@ -85,6 +88,7 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 	rep := &VineRunReport{Agent: a.Agent, Claimed: []string{}, Completed: []string{}, Blocked: []string{}, Expanded: []string{}}
 	file := trellis.VineFileRequest{File: a.File, Agent: a.Agent}
 	idleSince := time.Time{}
+	unexpandable := map[string]string{} // reference id → why it could not be expanded
 	for {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -101,11 +105,19 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 		expanded := false
 		for _, ref := range fr.NeedsExpansion {
 			_, err := a.Service.VineExpand(ctx, trellis.VineExpandRequest{File: a.File, RefID: ref.ID, ChildFile: ref.URI, Agent: a.Agent})
-			if err == nil {
+			switch code := trellis.ErrorCode(err); {
+			case err == nil:
 				rep.Expanded = append(rep.Expanded, ref.ID)
 				expanded = true
-			} else if trellis.ErrorCode(err) != trellis.CodeNotFound && trellis.ErrorCode(err) != trellis.CodeConflict {
+				delete(unexpandable, ref.ID)
+			case code == trellis.CodeInternal || code == trellis.CodeUnavailable || ctx.Err() != nil:
 				return rep, fmt.Errorf("expand %s: %w", ref.ID, err)
+			default:
+				// Another agent expanded it first (it is no reference any
+				// more: the next pass will not list it), or its child file
+				// is missing or invalid: go on with the rest of the graph,
+				// and report it if the graph stalls on it.
+				unexpandable[ref.ID] = trellis.AsError(err).Message
 			}
 		}
 		if expanded {
@@ -132,14 +144,14 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 		}
 		if claim.Task == nil {
 			if inProgress(fr.Progress) == 0 && len(fr.ReadyToStart) == 0 {
-				return rep, fmt.Errorf("%w: root %s is %s and no task is ready or in progress (%d blocked)",
-					ErrStalled, fr.Progress.RootID, fr.Progress.RootStatus, fr.Progress.ByStatus[string(vine.StatusBlocked)])
+				return rep, stalled(&fr.Frontier, unexpandable)
 			}
 			if idleSince.IsZero() {
 				idleSince = time.Now()
 			} else if a.Idle > 0 && time.Since(idleSince) > a.Idle {
-				return rep, fmt.Errorf("%w: nothing ready for %s while %d task(s) stay started by other agents",
-					ErrStalled, a.Idle, inProgress(fr.Progress))
+				return rep, &trellis.Error{Code: trellis.CodeStalled, Err: ErrStalled, Message: fmt.Sprintf(
+					"the graph did not move for %s: nothing became ready while %d task(s) stay started by other agents (an agent may have died holding one: set it back to notstarted to let another agent take it)",
+					a.Idle, inProgress(fr.Progress))}
 			}
 			select {
 			case <-ctx.Done():
@@ -172,6 +184,53 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 			return rep, nil
 		}
 	}
+}
+
+// stalled describes a graph nothing can move forward: the root, the
+// blocked tasks whose dependencies are met (with their last decision: why
+// they are blocked), and the references that could not be expanded.
+func stalled(fr *vine.Frontier, unexpandable map[string]string) error {
+	p := fr.Progress
+	var b strings.Builder
+	fmt.Fprintf(&b, "the graph cannot move forward: root %s is %s and no task is ready to start or in progress (%d/%d complete)", p.RootID, p.RootStatus, p.Complete, p.Total)
+	if len(fr.Blocked) > 0 {
+		b.WriteString("; blocked: ")
+		for i, n := range fr.Blocked {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(n.ID)
+			if len(n.Decisions) > 0 {
+				fmt.Fprintf(&b, " (%s)", clip(n.Decisions[len(n.Decisions)-1], 120))
+			}
+		}
+	} else if n := p.ByStatus[string(vine.StatusBlocked)]; n > 0 {
+		fmt.Fprintf(&b, "; %d blocked task(s)", n)
+	}
+	if len(fr.NeedsExpansion) > 0 {
+		b.WriteString("; references that cannot be expanded: ")
+		for i, n := range fr.NeedsExpansion {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s (%s", n.ID, n.URI)
+			if why := unexpandable[n.ID]; why != "" {
+				fmt.Fprintf(&b, ": %s", clip(why, 160))
+			}
+			b.WriteString(")")
+		}
+	}
+	b.WriteString("; fix the cause, set blocked tasks back to notstarted (set_status), and run again")
+	return &trellis.Error{Code: trellis.CodeStalled, Message: b.String(), Err: ErrStalled}
+}
+
+// clip shortens s to one line of at most n bytes.
+func clip(s string, n int) string {
+	s = oneLine(s)
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "..."
+	}
+	return s
 }
 
 // inProgress counts tasks someone is working on.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,6 +48,7 @@ func (a *app) serveCommand() *cobra.Command {
 				fmt.Fprintf(a.stdout, "  mcp:   %s\n", info.MCPURL)
 				fmt.Fprintf(a.stdout, "  metrics: %s/metrics\n", info.HTTPURL)
 			}
+			fmt.Fprintf(a.stdout, "  workspace: %s (VINE files must lie here; relative paths resolve against the first)\n", strings.Join(info.Workspaces, ", "))
 			fmt.Fprintf(a.stdout, "  recorded in %s\n", server.InfoPath(info.DataDir))
 			<-cmd.Context().Done()
 			fmt.Fprintln(a.stdout, "trellis: shutting down")

@@ -31,6 +31,7 @@ type session struct {
 	replay  func(context.Context) (*handlers.ReplayResult, error)
 	dataDir string // where checkpoints are written
 	remote  bool
+	ping    *natsapi.PingInfo // what the running server answered (remote only)
 	close   func()
 }
 
@@ -96,6 +97,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		replay:  client.Replay,
 		dataDir: info.DataDir,
 		remote:  true,
+		ping:    info,
 		close:   nc.Close,
 	}, nil
 }

@@ -27,9 +27,12 @@ func (a *app) vineCommand() *cobra.Command {
 		Use:   "vine",
 		Short: "VINE task graphs: validate, format, and run them event-sourced with many agents at once",
 		Long: `VINE graphs (.vine files) are executed as event-sourced aggregates: every mutation batch, claim,
-expansion and hand edit of the file is an event on TRELLIS_VINE, and the file is rewritten from the
-log after each change. Files must lie inside the workspace roots (--workspace, default the current
-directory); the graph id derives from the path relative to the root.`,
+expansion and hand edit of the file is an event on TRELLIS_VINE. The file is rewritten (canonical)
+only after a change succeeds; a refused command leaves it byte for byte unchanged, and reads never
+rewrite it (a missing file is written back). Files must lie inside the workspace roots: those of the
+running server (trellis serve --workspace DIR) when one answers, else --workspace (default the
+current directory). Paths are resolved against this command's working directory; the graph id
+derives from the path relative to the root.`,
 	}
 	c.AddCommand(a.vineValidate(), a.vineFmt(), a.vineNext(), a.vineRead(), a.vineWrite(), a.vineClaim(),
 		a.vineExpand(), a.vineImport(), a.vineExport(), a.vineRun())
@@ -127,8 +130,60 @@ func (a *app) vineFmt() *cobra.Command {
 	return c
 }
 
-// absFile makes a path absolute so a server in another directory resolves
-// the same file.
+// vineCall is a.call for the commands that run on a server's graphs: it
+// first warns when --workspace names roots the running server does not
+// have (the server's roots decide).
+func (a *app) vineCall(cmd *cobra.Command, asJSON bool, fn func(ctx context.Context, s *session) (any, error), human func(any)) error {
+	return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+		a.warnWorkspaces(s)
+		return fn(ctx, s)
+	}, human)
+}
+
+// warnWorkspaces tells on stderr that --workspace (or TRELLIS_WORKSPACE)
+// has no effect on a running server whose roots do not cover it: files
+// there will be refused until the server is restarted with them.
+func (a *app) warnWorkspaces(s *session) {
+	if !s.remote || s.ping == nil || len(a.workspaces) == 0 {
+		return
+	}
+	var missing []string
+	for _, w := range a.workspaces {
+		if !insideAny(realPath(w), s.ping.Workspaces) {
+			missing = append(missing, realPath(w))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stderr, "trellis: warning: --workspace %s is not used: VINE commands go to the running server (pid %d), whose workspace roots are %s; "+
+		"to work on files there, restart it with `trellis serve --workspace %s`\n",
+		strings.Join(missing, ","), s.ping.PID, strings.Join(s.ping.Workspaces, ", "), strings.Join(append(append([]string(nil), s.ping.Workspaces...), missing...), ","))
+}
+
+// realPath is p absolute with symbolic links resolved (as far as they
+// exist), as the server judges paths.
+func realPath(p string) string {
+	p = absFile(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// insideAny reports whether path lies inside one of roots.
+func insideAny(path string, roots []string) bool {
+	for _, r := range roots {
+		rel, err := filepath.Rel(r, path)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// absFile makes a path absolute against this process's working directory,
+// so a server in another directory resolves the same file.
 func absFile(p string) string {
 	if abs, err := filepath.Abs(p); err == nil {
 		return abs
@@ -152,6 +207,9 @@ func printFrontier(w io.Writer, fr *vine.Frontier) {
 	section("ready to complete", fr.ReadyToComplete)
 	section("blocked", fr.Blocked)
 	section("needs expansion", fr.NeedsExpansion)
+	if note := stalledNote(fr); note != "" {
+		fmt.Fprintln(w, note)
+	}
 }
 
 func (a *app) vineNext() *cobra.Command {
@@ -162,9 +220,9 @@ func (a *app) vineNext() *cobra.Command {
 		Example: "  trellis vine next plan.vine --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineNext(ctx, trellis.VineFileRequest{File: absFile(args[0])})
-			}, func(v any) { printFrontier(a.stdout, v.(*vine.Frontier)) })
+			}, func(v any) { printFrontier(a.stdout, &v.(*trellis.VineFrontier).Frontier) })
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -173,26 +231,37 @@ func (a *app) vineNext() *cobra.Command {
 
 func (a *app) vineRead() *cobra.Command {
 	var req trellis.VineReadRequest
+	var asJSON bool
 	c := &cobra.Command{
-		Use:     "read FILE ACTION",
-		Short:   "Query a graph: summary, list, task, context, descendants, search, refs, validate",
-		Example: "  trellis vine read plan.vine context --id build\n  trellis vine read plan.vine search --query deploy",
+		Use:   "read FILE ACTION",
+		Short: "Query a graph: summary, list, task, context, descendants, search, refs, validate",
+		Long: `Answers a read query on the graph (the file is reconciled with the log first, never rewritten):
+  summary                    root, totals, leaf and reference counts, counts by status
+  list [--status S] [--query Q]  all nodes, or those in a status (ref for references) and/or matching a text
+  task --id ID               one node in full
+  context --id ID            a task with its dependencies (status, decisions, attachments) and dependants
+  descendants --id ID        everything that transitively depends on ID (its blast radius)
+  search --query Q           nodes whose id, name or description contains Q (case-insensitive)
+  refs                       the reference nodes
+  validate                   check every constraint
+With --json: {"graph_id", "action", "result"}, result being the query's answer.`,
+		Example: "  trellis vine read plan.vine context --id build\n  trellis vine read plan.vine search --query deploy --json",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.File, req.Action = absFile(args[0]), args[1]
-			return a.call(cmd, true, func(ctx context.Context, s *session) (any, error) {
-				res, err := s.vine.VineRead(ctx, req)
-				if err != nil {
-					return nil, err
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				return s.vine.VineRead(ctx, req)
+			}, func(v any) {
+				if err := printRead(a.stdout, v.(*trellis.VineReadResult)); err != nil {
+					fmt.Fprintf(a.stderr, "trellis: %v\n", err)
 				}
-				return res.Result, nil
-			}, nil)
+			})
 		},
 	}
 	c.Flags().StringVar(&req.ID, "id", "", "node id (task, context, descendants)")
 	c.Flags().StringVar(&req.Status, "status", "", "status filter (list)")
 	c.Flags().StringVar(&req.Query, "query", "", "search text (list, search)")
-	c.Flags().Bool("json", true, "print JSON (read always prints JSON)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: {graph_id, action, result}")
 	return c
 }
 
@@ -210,6 +279,7 @@ func (a *app) vineWrite() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "write FILE --ops JSON",
 		Short: "Apply one atomic batch of operations and rewrite the file",
+		Long:  writeHelp(),
 		Example: `  trellis vine write plan.vine --ops '[{"op":"set_status","id":"build","status":"reviewing"},
     {"op":"update","id":"build","decisions":["> built with -trimpath"]}]'`,
 		Args: cobra.ExactArgs(1),
@@ -234,7 +304,7 @@ func (a *app) vineWrite() *cobra.Command {
 			if err != nil {
 				return &trellis.Error{Code: trellis.CodeInvalid, Field: "ops", Message: err.Error(), Err: err}
 			}
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineWrite(ctx, trellis.VineWriteRequest{File: absFile(args[0]), Operations: ops, Agent: agent})
 			}, func(v any) { a.printWrite(v.(*trellis.VineWriteResult)) })
 		},
@@ -254,7 +324,8 @@ func (a *app) vineClaim() *cobra.Command {
 		Short: "Atomically claim one ready task (the given one, or the first ready) and print it with its context",
 		Long: `Claims a task that is ready to start (sets it started) in one checked append, so two agents never
 start the same task. With --id, a task another agent got first is a conflict (exit 4); without it,
-the next ready task is claimed. Prints null (exit 0) when no task is ready.`,
+the next ready task is claimed. When no task is ready it says so and exits 0.
+With --json: {"graph_id", "task", "resolved_dependencies", "progress"}; task is null when none is ready.`,
 		Example: "  trellis vine claim plan.vine --agent agent-3 --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -264,30 +335,15 @@ the next ready task is claimed. Prints null (exit 0) when no task is ready.`,
 				return err
 			}
 			defer s.close()
+			a.warnWorkspaces(s)
 			res, err := s.vine.VineClaim(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
-			if res.Task == nil {
-				fmt.Fprintln(a.stdout, "null")
-				return nil
-			}
 			if asJSON {
-				return printJSON(a.stdout, res.Task)
+				return printJSON(a.stdout, newClaimOutput(res))
 			}
-			t := res.Task.Task
-			fmt.Fprintf(a.stdout, "claimed %s: %s (now %s)\n", t.ID, t.ShortName, t.Status)
-			if t.Description != "" {
-				fmt.Fprintf(a.stdout, "  %s\n", strings.ReplaceAll(t.Description, "\n", "\n  "))
-			}
-			for _, d := range res.Task.ResolvedDependencies {
-				fmt.Fprintf(a.stdout, "  depends on %s (%s)\n", d.ID, d.Status)
-				for _, dec := range d.Decisions {
-					fmt.Fprintf(a.stdout, "    > %s\n", dec)
-				}
-			}
-			p := res.Progress
-			fmt.Fprintf(a.stdout, "progress: %d/%d complete (%d%%)\n", p.Complete, p.Total, p.Percentage)
+			printClaim(a.stdout, res)
 			return nil
 		},
 	}
@@ -310,7 +366,7 @@ func (a *app) vineExpand() *cobra.Command {
 			if !filepath.IsAbs(child) && !strings.HasPrefix(child, "./") && !strings.HasPrefix(child, "../") {
 				child = "./" + child
 			}
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineExpand(ctx, trellis.VineExpandRequest{File: absFile(args[0]), RefID: args[1], ChildFile: child, Agent: agent})
 			}, func(v any) { a.printWrite(v.(*trellis.VineWriteResult)) })
 		},
@@ -328,7 +384,7 @@ func (a *app) vineImport() *cobra.Command {
 		Example: "  trellis vine import plan.vine",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineImport(ctx, trellis.VineFileRequest{File: absFile(args[0])})
 			}, func(v any) {
 				info := v.(*trellis.VineGraphInfo)
@@ -364,6 +420,7 @@ func (a *app) vineExport() *cobra.Command {
 				return err
 			}
 			defer s.close()
+			a.warnWorkspaces(s)
 			res, err := s.vine.VineExport(cmd.Context(), trellis.VineExportRequest{Graph: graph})
 			if err != nil {
 				return err
@@ -395,7 +452,9 @@ ready task (atomic across agents) -> work -> record decisions -> set reviewing -
 is complete. With --exec, CMD (sh -c) does each task: the task and its resolved dependencies as JSON on
 stdin, TRELLIS_VINE_FILE and TRELLIS_VINE_TASK set; every stdout line starting with "> " is recorded as
 a decision; a non-zero exit sets the task blocked with the stderr tail. Without --exec each task is
-marked done by the agent. Exits 0 when the root is complete, 1 when the graph stalls on blocked tasks.`,
+marked done by the agent. Exits 0 when the root is complete, 8 (stalled) when the graph cannot move
+forward: the root is not complete and no task is ready or in progress (blocked tasks, references whose
+child file is missing or invalid), or nothing became ready for --idle while others hold started tasks.`,
 		Example: "  trellis vine run plan.vine --agent agent-1 --exec ./do-task.sh",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -407,6 +466,7 @@ marked done by the agent. Exits 0 when the root is complete, 1 when the graph st
 				return err
 			}
 			defer s.close()
+			a.warnWorkspaces(s)
 			file := absFile(args[0])
 			ag := &workers.VineAgent{Service: s.vine, File: file, Agent: agent, Idle: idle}
 			if command != "" {
@@ -423,7 +483,9 @@ marked done by the agent. Exits 0 when the root is complete, 1 when the graph st
 				}
 			}
 			if errors.Is(err, workers.ErrStalled) {
-				return trellis.Errorf(trellis.CodeInternal, "%w", err)
+				te := *trellis.AsError(err)
+				te.Message += fmt.Sprintf(" (e.g. trellis vine write %s --ops '[{\"op\":\"set_status\",\"id\":\"ID\",\"status\":\"notstarted\"}]')", args[0])
+				return &te
 			}
 			return err
 		},

@@ -10,11 +10,12 @@ import (
 	"github.com/trellis/trellis/vine"
 )
 
-// frontierResult is vine_next's result: the frontier as structured content
-// and, as text, the progress, the frontier's lists and what to do next.
-func frontierResult(fr *vine.Frontier) *mcp.CallToolResult {
+// frontierResult is vine_next's result: the frontier with the graph's id
+// as structured content and, as text, the progress, the frontier's lists
+// and what to do next.
+func frontierResult(fr *trellis.VineFrontier) *mcp.CallToolResult {
 	var b strings.Builder
-	renderFrontier(&b, fr)
+	renderFrontier(&b, &fr.Frontier)
 	return structured(b.String(), fr)
 }
 

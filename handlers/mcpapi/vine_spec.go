@@ -99,7 +99,7 @@ error, and ` + "`vine_claim`" + ` without ` + "`id`" + ` simply takes the next r
 ` + "`vine_claim`" + ` to setting ` + "`started`" + ` by hand.
 
 **Files and errors.** Files must lie inside the workspace roots Trellis was
-started with. Edits made by hand are noticed and recorded; an edited file that
+started with; a relative path resolves against the first root. Edits made by hand are noticed and recorded; an edited file that
 no longer parses is refused until it is fixed (or restored with
 ` + "`trellis vine export`" + `). Tool errors start with a stable code: ` + "`invalid`" + `
 (then the argument at fault), ` + "`not_found`" + `, ` + "`conflict`" + `, ` + "`unavailable`" + `,
@@ -243,8 +243,8 @@ any status ──► blocked   (with a decision saying why)
 
 ` + "`vine_write {file, operations}`" + ` applies a list of operations as ONE atomic batch:
 they run in order, the result is validated once at the end (so a batch may
-pass through invalid intermediate states), and on any error nothing is
-recorded and the file is unchanged. Each operation is a JSON object with
+pass through invalid intermediate states), and on any error nothing of the
+batch is recorded and the file is unchanged. Each operation is a JSON object with
 ` + "`op`" + ` and only the arguments that operation takes (any other argument is an
 error). Ids, names and uris are trimmed; a decision written as ` + "`> text`" + ` is
 stored as ` + "`text`" + `.
@@ -335,8 +335,11 @@ ever started by two agents. Naming a task someone else claimed first is a
 ## 12. Trellis specifics
 
 - Every file must lie inside the workspace roots the server was started with;
-  the first use of a file imports it into the log.
-- After every change the file is rewritten in canonical form from the log.
+  a relative ` + "`file`" + ` resolves against the first root (not the MCP process's
+  working directory). The first use of a file imports it into the log.
+- After every change the file is rewritten in canonical form from the log. A
+  refused call leaves the file byte for byte as it was, and reads never
+  rewrite it (a missing file is written back).
 - A file edited by hand is compared with the log on the next call: a real
   change is recorded as a hand edit; a file that no longer parses or
   validates is refused until fixed, or restored with

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -142,19 +141,30 @@ type vineExpandArgs struct {
 
 // Argument descriptions shared by the vine tools.
 const (
-	descVineFile = "Path of the .vine file (absolute, or relative to this MCP server's working directory); it must lie inside the workspace roots the server was started with. The first use of a file takes it under Trellis's care."
-	descVineID   = "Task id as written in the file's header brackets, e.g. \"build\" or \"infra/dns\"."
-	descVineOps  = "The batch: a list of operation objects, applied in order and validated once at the end, all or nothing. Each has \"op\" and only that operation's arguments: " +
-		"create {}; add_task {id, name, status?, description?, dependsOn?, annotations?}; remove_task {id}; set_status {id, status}; claim {id}; " +
-		"update {id, name?, description?, decisions? (appended), attachments? ([{class: artifact|guidance|file, mime, uri}], appended), annotations?}; " +
-		"add_dep / remove_dep {taskId, depId}; add_ref {id, name, vine, description?, dependsOn?, decisions?}; update_ref_uri {id, uri}; extract_to_ref {id, vine, refName?}. " +
-		`Example: [{"op":"update","id":"build","decisions":["Used the Makefile target"]},{"op":"set_status","id":"build","status":"reviewing"}].`
+	descVineFile  = "Path of the .vine file: absolute, or relative to the first workspace root the Trellis server was started with (--workspace; not this process's working directory). It must lie inside the workspace roots. The first use of a file takes it under Trellis's care."
+	descVineID    = "Task id as written in the file's header brackets, e.g. \"build\" or \"infra/dns\"."
 	descVineAgent = `Who claims: 1-128 characters of A-Z a-z 0-9 _ . : @ / + -. Optional: defaults to this client's identity, as for queue_next's worker. Recorded in the graph's event log.`
 )
 
+// descVineOps describes vine_write's operations argument, from vine.Ops.
+func descVineOps() string {
+	var b strings.Builder
+	b.WriteString("The batch: a list of operation objects, applied in order and validated once at the end, all or nothing. Each has \"op\" and only that operation's arguments (? = optional): ")
+	for i, s := range vine.Ops() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(s.Signature())
+	}
+	b.WriteString(". Values: ")
+	b.WriteString(strings.Join(vine.OpArgumentForms(), "; "))
+	b.WriteString(`. Example: [{"op":"update","id":"build","decisions":["Used the Makefile target"]},{"op":"set_status","id":"build","status":"reviewing"}].`)
+	return b.String()
+}
+
 // vineOpArgs documents the properties of one operation object.
 var vineOpArgs = map[string]string{
-	"op":          "The operation: create, add_task, remove_task, set_status, claim, update, add_dep, remove_dep, add_ref, update_ref_uri or extract_to_ref.",
+	"op":          "The operation: " + strings.Join(vine.OpNames(), ", ") + ".",
 	"id":          "The node the operation creates or changes.",
 	"name":        "Short name (add_task, add_ref, update); one line.",
 	"status":      "New status (add_task, set_status).",
@@ -181,8 +191,7 @@ func refineOps(s *jsonschema.Schema) {
 		p.Description = vineOpArgs[name]
 	}
 	if p := items.Properties["op"]; p != nil {
-		oneOf(vine.OpCreate, vine.OpAddTask, vine.OpRemoveTask, vine.OpSetStatus, vine.OpClaim, vine.OpUpdate,
-			vine.OpAddDep, vine.OpRemoveDep, vine.OpAddRef, vine.OpUpdateRefURI, vine.OpExtractToRef)(p)
+		oneOf(vine.OpNames()...)(p)
 	}
 	if p := items.Properties["status"]; p != nil {
 		oneOf(vine.Statuses()...)(p)
@@ -191,7 +200,7 @@ func refineOps(s *jsonschema.Schema) {
 
 // registerVineTools adds the five vine tools backed by svc.
 func registerVineTools(srv *mcp.Server, svc trellis.VineService, who identity) {
-	frontierOut := outputSchema[vine.Frontier]()
+	frontierOut := outputSchema[trellis.VineFrontier]()
 	writeOut := outputSchema[trellis.VineWriteResult]()
 
 	boundTool[vineFileArgs]{
@@ -209,7 +218,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService, who identity) {
 		params: []param{{name: "file", desc: descVineFile}},
 		req:    []string{"file"},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *vineFileArgs) (*mcp.CallToolResult, error) {
-			fr, err := svc.VineNext(ctx, trellis.VineFileRequest{File: absFile(in.File)})
+			fr, err := svc.VineNext(ctx, trellis.VineFileRequest{File: in.File})
 			if err != nil {
 				return nil, fmt.Errorf("vine_next: %w", err)
 			}
@@ -238,7 +247,6 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService, who identity) {
 		},
 		req: []string{"file", "action"},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.VineReadRequest) (*mcp.CallToolResult, error) {
-			in.File = absFile(in.File)
 			res, err := svc.VineRead(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("vine_read: %w", err)
@@ -260,14 +268,14 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService, who identity) {
 		},
 		params: []param{
 			{name: "file", desc: descVineFile},
-			{name: "operations", desc: descVineOps, refine: refineOps},
+			{name: "operations", desc: descVineOps(), refine: refineOps},
 		},
 		req: []string{"file", "operations"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *vineWriteArgs) (*mcp.CallToolResult, error) {
 			if in.opsErr != nil {
 				return nil, in.opsErr
 			}
-			res, err := svc.VineWrite(ctx, trellis.VineWriteRequest{File: absFile(in.File), Operations: in.Operations, Agent: who.worker(req, "")})
+			res, err := svc.VineWrite(ctx, trellis.VineWriteRequest{File: in.File, Operations: in.Operations, Agent: who.worker(req, "")})
 			if err != nil {
 				return nil, fmt.Errorf("vine_write: %w", err)
 			}
@@ -292,7 +300,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService, who identity) {
 		},
 		req: []string{"file", "ref_id", "child_file"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *vineExpandArgs) (*mcp.CallToolResult, error) {
-			res, err := svc.VineExpand(ctx, trellis.VineExpandRequest{File: absFile(in.File), RefID: in.RefID, ChildFile: in.ChildFile, Agent: who.worker(req, "")})
+			res, err := svc.VineExpand(ctx, trellis.VineExpandRequest{File: in.File, RefID: in.RefID, ChildFile: in.ChildFile, Agent: who.worker(req, "")})
 			if err != nil {
 				return nil, fmt.Errorf("vine_expand: %w", err)
 			}
@@ -318,7 +326,7 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService, who identity) {
 		},
 		req: []string{"file"},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.VineClaimRequest) (*mcp.CallToolResult, error) {
-			in.File, in.Agent = absFile(in.File), who.worker(req, in.Agent)
+			in.Agent = who.worker(req, in.Agent)
 			res, err := svc.VineClaim(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("vine_claim: %w", err)
@@ -326,18 +334,4 @@ func registerVineTools(srv *mcp.Server, svc trellis.VineService, who identity) {
 			return claimResult(in.Agent, res), nil
 		},
 	}.register(srv)
-}
-
-// absFile makes a relative file argument absolute against this process's
-// working directory, as the CLI does, so a service reached over NATS (whose
-// working directory may differ) gets the file the agent meant. An empty or
-// unusable argument is passed on for the service to report.
-func absFile(file string) string {
-	if strings.TrimSpace(file) == "" || filepath.IsAbs(file) {
-		return file
-	}
-	if abs, err := filepath.Abs(file); err == nil {
-		return abs
-	}
-	return file
 }

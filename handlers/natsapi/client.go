@@ -11,7 +11,6 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
-	"github.com/trellis/trellis/vine"
 )
 
 // Client calls a running Trellis server over NATS. It implements
@@ -237,8 +236,8 @@ func callInto[T any](ctx context.Context, c *Client, op string, req any) (*T, er
 }
 
 // VineNext implements trellis.VineService.
-func (c *Client) VineNext(ctx context.Context, req trellis.VineFileRequest) (*vine.Frontier, error) {
-	return callInto[vine.Frontier](ctx, c, OpVineNext, req)
+func (c *Client) VineNext(ctx context.Context, req trellis.VineFileRequest) (*trellis.VineFrontier, error) {
+	return callInto[trellis.VineFrontier](ctx, c, OpVineNext, req)
 }
 
 // VineRead implements trellis.VineService.

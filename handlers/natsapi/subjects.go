@@ -82,4 +82,6 @@ type PingInfo struct {
 	PID     int    `json:"pid"`
 	DataDir string `json:"data_dir"`
 	HTTPURL string `json:"http_url,omitempty"`
+	// Workspaces are the server's VINE workspace roots.
+	Workspaces []string `json:"workspaces,omitempty"`
 }
