@@ -5,8 +5,24 @@ import (
 	"errors"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
+
+// taskKind is the queue task aggregate: every event of trellis.queue.*.<id>,
+// folded by events.ApplyTask. Appends are checked on the task's own queue
+// (the same subjects without a wildcard in the middle).
+var taskKind = command.Kind[*trellis.Task]{
+	Name:   "task",
+	Stream: events.StreamQueue,
+	Filter: events.TaskFilter,
+	Fold:   events.ApplyTask,
+	Clone:  (*trellis.Task).Clone,
+	Schema: events.QueueSchema,
+}
+
+// taskState is a task as a command starts from.
+type taskState = command.State[*trellis.Task]
 
 // decision is what a command decided against a task's current state: one
 // event to append.
@@ -15,61 +31,25 @@ type decision struct {
 	payload any
 }
 
-// taskState is a task as a command starts from: folded from the log
-// (fresh) or taken from this process's cache or a dispatch message, which
-// may be behind the log.
-type taskState struct {
-	task  *trellis.Task
-	seq   uint64
-	fresh bool
-}
-
-// decideAndAppend runs decide against the task and appends the event it
-// returns with the aggregate's expected last sequence. When another writer
-// got there first it reloads the task and decides again. A refusal decided
-// from a state that may be stale (a cache, a dispatch) is re-decided from
-// the log before it is reported: only the log can say a command is wrong.
-// It returns the new state and its sequence.
-func (q *Queue) decideAndAppend(ctx context.Context, st taskState, actor string, decide func(*trellis.Task) (decision, error)) (*trellis.Task, uint64, error) {
-	task, seq := st.task, st.seq
-	for attempt := 0; ; attempt++ {
-		d, err := decide(task)
-		if err != nil && !st.fresh {
-			if task, seq, err = q.load(ctx, task.TaskID); err != nil {
-				return nil, 0, err
-			}
-			st.fresh = true
-			continue
-		}
+// decide runs a queue-task command through the command runner: decide
+// against st, append with the task's expected last sequence, decide again
+// on a lost race or on a refusal from a state that may be stale. It
+// returns the new state.
+func (q *Queue) decide(ctx context.Context, st taskState, actor string, fn func(*trellis.Task) (decision, error)) (taskState, error) {
+	next, err := q.tasks.Run(ctx, st, actor, func(t *trellis.Task) (command.Decision, error) {
+		d, err := fn(t)
 		if err != nil {
-			return nil, 0, err
+			return command.Decision{}, err
 		}
-		now := q.cfg.Now()
-		env, err := events.NewEnvelope(now, d.typ, task.TaskID, actor, events.QueueSchema, d.payload)
-		if err != nil {
-			return nil, 0, err
-		}
-		subject := events.QueueSubject(task.Queue, task.TaskID, d.typ)
-		ack, err := q.store.Append(ctx, subject, env, events.Expect{Filter: events.TaskFilterIn(task.Queue, task.TaskID), LastSeq: seq}, "")
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			q.cache.drop(task.TaskID)
-			if attempt+1 >= maxDecideAttempts {
-				return nil, 0, trellis.Errorf(trellis.CodeConflict, "task %s keeps changing concurrently; try again", task.TaskID)
-			}
-			if task, seq, err = q.load(ctx, task.TaskID); err != nil {
-				return nil, 0, err
-			}
-			st.fresh = true
-			continue
-		}
-		if err != nil {
-			return nil, 0, storeError("append "+d.typ, err)
-		}
-		next, err := events.ApplyTask(task.Clone(), events.Recorded{Envelope: env, Stream: events.StreamQueue, Subject: subject, Seq: ack.Seq})
-		if err != nil {
-			return nil, 0, err
-		}
-		q.cache.put(next, ack.Seq)
-		return next.Clone(), ack.Seq, nil
+		return command.Decision{Subject: events.QueueSubject(t.Queue, t.TaskID, d.typ), Type: d.typ, Payload: d.payload,
+			Check: events.TaskFilterIn(t.Queue, t.TaskID)}, nil
+	})
+	if errors.Is(err, command.ErrConflict) {
+		return next, trellis.Errorf(trellis.CodeConflict, "task %s keeps changing concurrently; try again", st.ID)
 	}
+	var te *trellis.Error
+	if err != nil && !errors.As(err, &te) && !errors.As(err, new(notYet)) && !errors.Is(err, errNotClaimable) {
+		return next, storeError("append", err)
+	}
+	return next, err
 }

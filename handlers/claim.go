@@ -115,7 +115,7 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 	}
 	for {
 		var expired *trellis.Task
-		claimed, cseq, err := q.decideAndAppend(ctx, st, worker, func(t *trellis.Task) (decision, error) {
+		next, err := q.decide(ctx, st, worker, func(t *trellis.Task) (decision, error) {
 			expired = nil
 			switch t.Status {
 			case trellis.StatusQueued:
@@ -145,6 +145,7 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 			}
 			return decision{}, errNotClaimable
 		})
+		claimed := next.Value
 		var ny notYet
 		switch {
 		case errors.As(err, &ny):
@@ -159,7 +160,7 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 			_ = msg.Term()
 			return nil, nil
 		case expired != nil:
-			st = taskState{task: claimed, seq: cseq, fresh: true} // queued again: now claim it
+			st = next // queued again: now claim it
 			continue
 		}
 		return claimed, nil
@@ -170,16 +171,15 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 // A first delivery of an add is usually the task's only event, so its
 // sequence is the aggregate's last sequence and no load is needed.
 func (q *Queue) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (taskState, error) {
-	if cached, cseq, ok := q.cache.get(rec.AggregateID); ok && cseq >= rec.Seq {
-		return taskState{task: cached, seq: cseq}, nil
+	if st, ok := q.tasks.Cached(rec.AggregateID); ok && st.Seq >= rec.Seq {
+		return st, nil
 	}
 	if rec.Type == events.TaskAdded && delivery == 1 {
 		task, err := events.ApplyTask(nil, rec)
 		if err != nil {
 			return taskState{}, trellis.Errorf(trellis.CodeInternal, "dispatch %s: %w", rec.Subject, err)
 		}
-		return taskState{task: task, seq: rec.Seq}, nil
+		return taskState{ID: rec.AggregateID, Value: task, Seq: rec.Seq}, nil
 	}
-	task, seq, err := q.load(ctx, rec.AggregateID)
-	return taskState{task: task, seq: seq, fresh: true}, err
+	return q.loadState(ctx, rec.AggregateID)
 }

@@ -9,11 +9,49 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
 
 // defaultMaxAckPending is the claim consumer's cap when no limit is set.
 const defaultMaxAckPending = 100000
+
+// controlKind is a queue's control aggregate (pause, resume, limit) on
+// trellis.queue.<queue>._control.>; its id is the queue name.
+var controlKind = command.Kind[*trellis.QueueControls]{
+	Name:   "queue controls",
+	Stream: events.StreamQueue,
+	Filter: events.ControlFilter,
+	Fold:   foldControls,
+	Clone: func(c *trellis.QueueControls) *trellis.QueueControls {
+		if c == nil {
+			return nil
+		}
+		cp := *c
+		return &cp
+	},
+	Schema: events.QueueSchema,
+}
+
+// foldControls applies one control event.
+func foldControls(c *trellis.QueueControls, rec events.Recorded) (*trellis.QueueControls, error) {
+	if c == nil {
+		c = &trellis.QueueControls{Queue: rec.AggregateID}
+	}
+	switch rec.Type {
+	case events.QueuePaused:
+		c.Paused = true
+	case events.QueueResumed:
+		c.Paused = false
+	case events.QueueLimitSet:
+		var p events.QueueLimitPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return c, err
+		}
+		c.MaxInFlight = p.MaxInFlight
+	}
+	return c, nil
+}
 
 // Controls returns a queue's controls and the control aggregate's last
 // sequence.
@@ -21,26 +59,14 @@ func (q *Queue) Controls(ctx context.Context, queue string) (*trellis.QueueContr
 	if err := trellis.ValidateQueueName(queue); err != nil {
 		return nil, 0, err
 	}
-	recs, last, err := q.store.Load(ctx, events.StreamQueue, events.ControlFilter(queue))
+	st, err := q.controls.Load(ctx, queue)
 	if err != nil {
 		return nil, 0, storeError("load queue controls", err)
 	}
-	c := &trellis.QueueControls{Queue: queue}
-	for _, r := range recs {
-		switch r.Type {
-		case events.QueuePaused:
-			c.Paused = true
-		case events.QueueResumed:
-			c.Paused = false
-		case events.QueueLimitSet:
-			var p events.QueueLimitPayload
-			if err := r.DecodePayload(&p); err != nil {
-				return nil, 0, trellis.Errorf(trellis.CodeInternal, "queue %s controls: %w", queue, err)
-			}
-			c.MaxInFlight = p.MaxInFlight
-		}
+	if st.Value == nil {
+		return &trellis.QueueControls{Queue: queue}, 0, nil
 	}
-	return c, last, nil
+	return st.Value, st.Seq, nil
 }
 
 // Pause stops every claim on a queue across the cluster (an event; the
@@ -67,32 +93,23 @@ func (q *Queue) control(ctx context.Context, queue, actor, typ string, payload a
 	if err := trellis.ValidateQueueName(queue); err != nil {
 		return nil, err
 	}
-	for attempt := 0; attempt < maxDecideAttempts; attempt++ {
-		_, last, err := q.Controls(ctx, queue)
-		if err != nil {
-			return nil, err
-		}
-		env, err := events.NewEnvelope(q.cfg.Now(), typ, queue, actor, events.QueueSchema, payload)
-		if err != nil {
-			return nil, err
-		}
-		_, err = q.store.Append(ctx, events.ControlSubject(queue, typ), env, events.Expect{Filter: events.ControlFilter(queue), LastSeq: last}, "")
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			continue
-		}
-		if err != nil {
-			return nil, storeError("append "+typ, err)
-		}
-		c, _, err := q.Controls(ctx, queue)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
-			return nil, err
-		}
-		return c, nil
+	st, err := q.controls.Load(ctx, queue)
+	if err != nil {
+		return nil, storeError("load queue controls", err)
 	}
-	return nil, trellis.Errorf(trellis.CodeConflict, "queue %s controls keep changing concurrently; try again", queue)
+	st, err = q.controls.Run(ctx, st, actor, func(*trellis.QueueControls) (command.Decision, error) {
+		return command.Decision{Subject: events.ControlSubject(queue, typ), Type: typ, Payload: payload}, nil
+	})
+	if errors.Is(err, command.ErrConflict) {
+		return nil, trellis.Errorf(trellis.CodeConflict, "queue %s controls keep changing concurrently; try again", queue)
+	}
+	if err != nil {
+		return nil, storeError("append "+typ, err)
+	}
+	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
+		return nil, err
+	}
+	return st.Value, nil
 }
 
 // Consumer returns the durable claim consumer of a queue, creating it with

@@ -112,17 +112,20 @@ func (q *Queue) Retry(ctx context.Context, taskID, actor string) (*trellis.Task,
 	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
 		return nil, err
 	}
-	task, seq, err := q.load(ctx, taskID)
+	st, err := q.loadState(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := q.decideAndAppend(ctx, taskState{task: task, seq: seq, fresh: true}, actor, func(t *trellis.Task) (decision, error) {
+	next, err := q.decide(ctx, st, actor, func(t *trellis.Task) (decision, error) {
 		if t.Status != trellis.StatusFailed && t.Status != trellis.StatusDead {
 			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is %s; only failed or dead tasks can be retried", t.TaskID, t.Status)
 		}
 		return decision{events.TaskRequeued, events.TaskRequeuedPayload{Reason: "retry of a " + string(t.Status) + " task"}}, nil
 	})
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	return next.Value, nil
 }
 
 // finish loads the task and appends the event build returns after checking
@@ -130,11 +133,11 @@ func (q *Queue) Retry(ctx context.Context, taskID, actor string) (*trellis.Task,
 // worker, same content: a retry after a lost reply) is not a conflict: it
 // succeeds again with the task's current state, appending nothing.
 func (q *Queue) finish(ctx context.Context, taskID, worker string, build func(*trellis.Task) decision, same func(events.Recorded) bool) (*trellis.Task, error) {
-	st, err := q.loadCached(ctx, taskID)
+	st, err := q.current(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := q.decideAndAppend(ctx, st, worker, func(t *trellis.Task) (decision, error) {
+	next, err := q.decide(ctx, st, worker, func(t *trellis.Task) (decision, error) {
 		switch {
 		case t.Status == trellis.StatusQueued:
 			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is queued, not claimed: claim it with queue next first", t.TaskID)
@@ -152,10 +155,13 @@ func (q *Queue) finish(ctx context.Context, taskID, worker string, build func(*t
 			return t, nil
 		}
 	}
-	if err == nil && t.Status.Terminal() {
-		q.cache.drop(taskID)
+	if err != nil {
+		return nil, err
 	}
-	return t, err
+	if next.Value.Status.Terminal() {
+		q.tasks.Forget(taskID)
+	}
+	return next.Value, nil
 }
 
 // repeated reports whether the log already holds the finish same

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
 
@@ -35,8 +36,10 @@ type QueueConfig struct {
 	RetryBackoff func(attempt int) time.Duration
 	// CacheSize bounds the per-process cache of recently touched tasks used
 	// to skip a load before an append (default 65,536; the cache is only a
-	// hint: a stale entry costs one rejected append and a reload).
+	// hint: a stale entry costs one rejected append and a catch-up).
 	CacheSize int
+	// Command tunes the command runner (retry policy); see command.Config.
+	Command command.Config
 }
 
 func (c QueueConfig) withDefaults() QueueConfig {
@@ -58,17 +61,14 @@ func (c QueueConfig) withDefaults() QueueConfig {
 	return c
 }
 
-// maxDecideAttempts bounds how often a command reloads and re-decides
-// after losing a race before it reports a conflict.
-const maxDecideAttempts = 8
-
 // Queue is the task queue's command handler. It needs only the event store:
 // any process with a NATS connection (a server, a CLI, a worker on another
 // machine) can run it.
 type Queue struct {
-	store *events.Store
-	cfg   QueueConfig
-	cache *taskCache
+	store    *events.Store
+	cfg      QueueConfig
+	tasks    *command.Runner[*trellis.Task]
+	controls *command.Runner[*trellis.QueueControls]
 
 	consumerMu sync.Mutex // serializes consumer lookup and creation
 	mu         sync.Mutex
@@ -78,7 +78,12 @@ type Queue struct {
 // NewQueue returns the queue command handler.
 func NewQueue(store *events.Store, cfg QueueConfig) *Queue {
 	cfg = cfg.withDefaults()
-	return &Queue{store: store, cfg: cfg, cache: newTaskCache(cfg.CacheSize), consumers: map[string]jetstream.Consumer{}}
+	rc := cfg.Command
+	rc.CacheSize, rc.Now = cfg.CacheSize, cfg.Now
+	return &Queue{store: store, cfg: cfg, consumers: map[string]jetstream.Consumer{},
+		tasks:    command.New(store, taskKind, rc),
+		controls: command.New(store, controlKind, command.Config{MaxAttempts: rc.MaxAttempts, Backoff: rc.Backoff, Now: cfg.Now, CacheSize: -1}),
+	}
 }
 
 // Add appends an added event and returns the new task. With an idempotency
@@ -96,9 +101,12 @@ func (q *Queue) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.T
 			return nil, err
 		}
 	}
-	now := q.cfg.Now()
-	id := events.NewID(now)
-	env, err := events.NewEnvelope(now, events.TaskAdded, id, "", events.QueueSchema, events.TaskAddedPayload{
+	id := events.NewID(q.cfg.Now())
+	msgID := ""
+	if req.IdempotencyKey != "" {
+		msgID = idempotencyMsgID(req.Queue, req.IdempotencyKey)
+	}
+	payload := events.TaskAddedPayload{
 		Queue:          req.Queue,
 		ParentID:       req.ParentID,
 		Objective:      req.Objective,
@@ -108,32 +116,23 @@ func (q *Queue) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.T
 		MaxAttempts:    req.MaxAttempts,
 		Metadata:       req.Metadata,
 		IdempotencyKey: req.IdempotencyKey,
+	}
+	st, err := q.tasks.Run(ctx, taskState{ID: id, Fresh: true}, "", func(*trellis.Task) (command.Decision, error) {
+		return command.Decision{Subject: events.QueueSubject(req.Queue, id, events.TaskAdded), Type: events.TaskAdded, Payload: payload,
+			MsgID: msgID, Check: events.TaskFilterIn(req.Queue, id)}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	msgID := ""
-	if req.IdempotencyKey != "" {
-		msgID = idempotencyMsgID(req.Queue, req.IdempotencyKey)
-	}
-	subject := events.QueueSubject(req.Queue, id, events.TaskAdded)
-	ack, err := q.store.Append(ctx, subject, env, events.Expect{Filter: events.TaskFilterIn(req.Queue, id)}, msgID)
-	if err != nil {
-		return nil, storeError("add task", err)
-	}
-	if ack.Duplicate {
-		orig, err := q.store.Get(ctx, events.StreamQueue, ack.Seq)
+	var dup *command.DuplicateError
+	if errors.As(err, &dup) {
+		orig, err := q.store.Get(ctx, events.StreamQueue, dup.Seq)
 		if err != nil {
 			return nil, storeError("load task of idempotency key", err)
 		}
 		return q.Show(ctx, orig.AggregateID)
 	}
-	task, err := events.ApplyTask(nil, events.Recorded{Envelope: env, Stream: events.StreamQueue, Subject: subject, Seq: ack.Seq})
 	if err != nil {
-		return nil, err
+		return nil, storeError("add task", err)
 	}
-	q.cache.put(task, ack.Seq)
-	return task.Clone(), nil
+	return st.Value.Clone(), nil
 }
 
 // idempotencyMsgID is the message id an add with an idempotency key is
@@ -151,8 +150,8 @@ func (q *Queue) Show(ctx context.Context, taskID string) (*trellis.Task, error) 
 	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
 		return nil, err
 	}
-	t, _, err := q.load(ctx, taskID)
-	return t, err
+	st, err := q.loadState(ctx, taskID)
+	return st.Value, err
 }
 
 // History returns every event of a task in order.
@@ -172,29 +171,33 @@ func (q *Queue) History(ctx context.Context, taskID string) ([]events.Recorded, 
 
 // load folds a task from the log.
 func (q *Queue) load(ctx context.Context, taskID string) (*trellis.Task, uint64, error) {
-	recs, last, err := q.store.Load(ctx, events.StreamQueue, events.TaskFilter(taskID))
-	if err != nil {
-		return nil, 0, storeError("load task", err)
-	}
-	if len(recs) == 0 {
-		return nil, 0, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist", taskID)
-	}
-	t, err := events.FoldTask(recs)
-	if err != nil {
-		return nil, 0, trellis.Errorf(trellis.CodeInternal, "fold task %s: %w", taskID, err)
-	}
-	q.cache.put(t, last)
-	return t.Clone(), last, nil
+	st, err := q.loadState(ctx, taskID)
+	return st.Value, st.Seq, err
 }
 
-// loadCached returns the cached task when this process touched it last,
-// else loads it.
-func (q *Queue) loadCached(ctx context.Context, taskID string) (taskState, error) {
-	if t, seq, ok := q.cache.get(taskID); ok {
-		return taskState{task: t, seq: seq}, nil
+// loadState folds a task from the log (catching up a cached state).
+func (q *Queue) loadState(ctx context.Context, taskID string) (taskState, error) {
+	st, err := q.tasks.Load(ctx, taskID)
+	if err != nil {
+		return st, storeError("load task", err)
 	}
-	t, seq, err := q.load(ctx, taskID)
-	return taskState{task: t, seq: seq, fresh: true}, err
+	if !st.Exists() {
+		return st, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist", taskID)
+	}
+	return st, nil
+}
+
+// current returns the task as this process last saw it (cached, possibly
+// behind the log), else folded from the log.
+func (q *Queue) current(ctx context.Context, taskID string) (taskState, error) {
+	st, err := q.tasks.Current(ctx, taskID)
+	if err != nil {
+		return st, storeError("load task", err)
+	}
+	if !st.Exists() {
+		return st, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist", taskID)
+	}
+	return st, nil
 }
 
 // storeError wraps an infrastructure error with a stable code.
