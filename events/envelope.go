@@ -23,6 +23,10 @@ type Envelope struct {
 	CorrelationID string          `json:"correlation_id,omitempty"`
 	Schema        int             `json:"schema"`
 	Payload       json.RawMessage `json:"payload"`
+	// PayloadRef names the payload in the blob bucket when it was too
+	// large for one message (Payload is then null on the stream; the
+	// Store's reads fill it in).
+	PayloadRef *BlobRef `json:"payload_ref,omitempty"`
 }
 
 // Recorded is an envelope as stored: with its stream, subject and sequence.

@@ -124,14 +124,39 @@ func (s *Store) newRequest(ctx context.Context, p Pending) (*request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode event %s: %w", p.Envelope.Type, err)
 	}
-	if max := s.nc.MaxPayload(); max > 0 && int64(len(body)+len(p.Subject)+headerAllowance) > max {
-		return nil, fmt.Errorf("append %s: %d bytes: %w", p.Subject, len(body), ErrPayloadTooLarge)
+	if s.tooLarge(p, body) {
+		// Too large for one message: the payload goes to the blob bucket
+		// and the event refers to it.
+		env, err := s.offload(ctx, p.Envelope)
+		if err != nil {
+			return nil, fmt.Errorf("append %s: %w", p.Subject, err)
+		}
+		p.Envelope = env
+		if body, err = json.Marshal(env); err != nil {
+			return nil, fmt.Errorf("encode event %s: %w", env.Type, err)
+		}
+		if s.tooLarge(p, body) {
+			return nil, fmt.Errorf("append %s: %d bytes without its payload: %w", p.Subject, len(body), ErrPayloadTooLarge)
+		}
 	}
 	msgID := p.MsgID
 	if msgID == "" {
 		msgID = p.Envelope.ID
 	}
 	return &request{ctx: ctx, p: p, stream: spec.Name, body: body, msgID: msgID, done: make(chan struct{})}, nil
+}
+
+// tooLarge reports whether an event's message would exceed the server's
+// maximum message size.
+func (s *Store) tooLarge(p Pending, body []byte) bool {
+	size := len(body) + len(p.Subject) + headerAllowance
+	for k, vs := range p.Header {
+		for _, v := range vs {
+			size += len(k) + len(v) + 4
+		}
+	}
+	max := s.nc.MaxPayload()
+	return max > 0 && int64(size) > max
 }
 
 // headerAllowance is the room left in a message for its headers (message

@@ -201,18 +201,22 @@ func TestGroupCommitConcurrentAppenders(t *testing.T) {
 	t.Logf("group commit: %+v", st)
 }
 
-// An event too large for one message is refused up front; its group is
-// unaffected.
+// An event whose payload is over the store's bound is refused up front;
+// its group is unaffected.
 func TestGroupCommitOversizedEvent(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
+	store, err := events.NewStore(b.Conn, events.StoreConfig{MaxPayloadBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ps := fresh(t, 3)
 	big, err := events.NewEnvelope(time.Now(), "added", ps[1].Envelope.AggregateID, "t", 1, map[string]string{"x": string(make([]byte, 2<<20))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps[1].Envelope = big
-	res := b.Store.AppendAll(context.Background(), ps)
+	res := store.AppendAll(context.Background(), ps)
 	if !errors.Is(res[1].Err, events.ErrPayloadTooLarge) {
 		t.Fatalf("oversized: %v; want ErrPayloadTooLarge", res[1].Err)
 	}

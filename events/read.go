@@ -46,6 +46,8 @@ func (s *Store) Read(ctx context.Context, stream, filter string, from uint64, fn
 			if err != nil {
 				// Not an envelope: passed on empty (see Subscribe).
 				rec = Recorded{Stream: stream, Subject: msg.Subject(), Seq: meta.Sequence.Stream}
+			} else if err := s.Resolve(ctx, &rec); err != nil {
+				return err
 			}
 			if rec.Seq > last {
 				return nil
@@ -120,6 +122,11 @@ func (s *Store) Subscribe(ctx context.Context, stream string, from uint64, fn fu
 			// and pass it on empty, so readers still move past its sequence.
 			onErr(fmt.Errorf("%w: %w", ErrBadEvent, err))
 			rec = Recorded{Stream: stream, Subject: msg.Subject(), Seq: meta.Sequence.Stream}
+		} else if err := s.resolveFeed(&rec); err != nil {
+			// A payload that cannot be fetched back: the event cannot be
+			// folded; report it as bad rather than stop every reader.
+			onErr(fmt.Errorf("%w: %w", ErrBadEvent, err))
+			rec = Recorded{Stream: stream, Subject: msg.Subject(), Seq: meta.Sequence.Stream}
 		}
 		if err := fn(rec); err != nil {
 			onErr(err)
@@ -131,6 +138,23 @@ func (s *Store) Subscribe(ctx context.Context, stream string, from uint64, fn fu
 		return nil, fmt.Errorf("subscribe %s: %w", stream, err)
 	}
 	return &Subscription{cc: cc}, nil
+}
+
+// resolveFeed resolves a large payload for a live feed, retrying while the
+// server cannot answer (a feed has no caller to report to).
+func (s *Store) resolveFeed(rec *Recorded) error {
+	if rec.PayloadRef == nil {
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+		err := s.Resolve(ctx, rec)
+		cancel()
+		if err == nil || errors.Is(err, ErrBlob) || attempt >= 10 {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
 }
 
 // HeaderRecord is a message read without its payload.

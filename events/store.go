@@ -51,6 +51,10 @@ type StoreConfig struct {
 	BatchMax int
 	// BatchMaxBytes bounds the bytes of one batch (default 8 MiB).
 	BatchMaxBytes int
+	// MaxPayloadBytes bounds an event's payload (default 64 MiB). A
+	// payload too large for one message is stored in the blob bucket (see
+	// blob.go).
+	MaxPayloadBytes int64
 	// MaxSingles bounds the single appends in flight per stream before
 	// further appends wait to be batched (default 4: the server stores a
 	// stream's messages one at a time, so more in flight only queue
@@ -81,6 +85,9 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	if c.BatchMaxBytes <= 0 {
 		c.BatchMaxBytes = 8 << 20
 	}
+	if c.MaxPayloadBytes <= 0 {
+		c.MaxPayloadBytes = 64 << 20
+	}
 	if c.MaxSingles <= 0 {
 		c.MaxSingles = 4
 	}
@@ -101,6 +108,7 @@ type Store struct {
 	mu         sync.Mutex
 	committers map[string]*committer
 	traits     map[string]streamTraits
+	bucket     jetstream.ObjectStore // the blob bucket, once known
 }
 
 // streamTraits is what the group commit needs to know of a stream.
@@ -151,6 +159,13 @@ func (s *Store) Ensure(ctx context.Context) error {
 		}
 		s.learn(spec.Name, st.CachedInfo().Config)
 	}
+	b, err := s.ensureBlobs(ctx)
+	if err != nil {
+		return fmt.Errorf("create blob bucket %s: %w", BlobBucket, err)
+	}
+	s.mu.Lock()
+	s.bucket = b
+	s.mu.Unlock()
 	return nil
 }
 
@@ -302,6 +317,9 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 		}
 		from = batch[len(batch)-1].Seq + 1
 	}
+	if err := s.resolveAll(ctx, out); err != nil {
+		return nil, 0, err
+	}
 	var last uint64
 	if len(out) > 0 {
 		last = out[len(out)-1].Seq
@@ -397,5 +415,9 @@ func (s *Store) Get(ctx context.Context, stream string, seq uint64) (Recorded, e
 		}
 		return Recorded{}, fmt.Errorf("%s #%d: %w", stream, seq, err)
 	}
-	return Decode(stream, raw.Subject, raw.Sequence, raw.Data)
+	rec, err := Decode(stream, raw.Subject, raw.Sequence, raw.Data)
+	if err != nil {
+		return rec, err
+	}
+	return rec, s.Resolve(ctx, &rec)
 }

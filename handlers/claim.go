@@ -104,6 +104,9 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 		_ = msg.Term() // not an event: never deliver it again
 		return nil, trellis.Errorf(trellis.CodeInternal, "undecodable dispatch %s: %w", msg.Subject(), err)
 	}
+	if err := q.store.Resolve(ctx, &rec); err != nil {
+		return nil, storeError("dispatch payload", err)
+	}
 	dispatch, delivery := rec.Seq, meta.NumDelivered
 	st, err := q.dispatchedState(ctx, rec, delivery)
 	if err != nil {
