@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -147,12 +148,15 @@ type Runner[S any] struct {
 	cfg   Config
 	cache *cache[S]
 	locks *locks
+
+	qmu    sync.Mutex
+	queues map[string]*aggQueue[S] // commands waiting for a round (Submit)
 }
 
 // New returns a runner for kind on store.
 func New[S any](store *events.Store, kind Kind[S], cfg Config) *Runner[S] {
 	cfg = cfg.withDefaults()
-	return &Runner[S]{store: store, kind: kind, cfg: cfg, cache: newCache[S](cfg.CacheSize), locks: newLocks()}
+	return &Runner[S]{store: store, kind: kind, cfg: cfg, cache: newCache[S](cfg.CacheSize), locks: newLocks(), queues: map[string]*aggQueue[S]{}}
 }
 
 // Store returns the event store.
@@ -317,4 +321,22 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Waiting returns how many submitted commands wait for a round on the
+// aggregate (for metrics and tests).
+func (r *Runner[S]) Waiting(id string) int {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	if q := r.queues[id]; q != nil {
+		return len(q.waiting)
+	}
+	return 0
+}
+
+// Idle reports whether no round runs or waits for the aggregate.
+func (r *Runner[S]) Idle(id string) bool {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	return r.queues[id] == nil
 }

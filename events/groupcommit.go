@@ -173,6 +173,9 @@ func (r *request) message() *nats.Msg {
 		}
 	}
 	msg.Header.Set(nats.MsgIdHdr, r.msgID)
+	if r.p.Expect.None {
+		return msg
+	}
 	msg.Header.Set(nats.ExpectedLastSubjSeqHdr, strconv.FormatUint(r.p.Expect.LastSeq, 10))
 	if r.p.Expect.Filter != "" {
 		msg.Header.Set(expectedLastSubjSeqSubjHdr, r.p.Expect.Filter)
@@ -440,6 +443,21 @@ type batchAck struct {
 // ErrBatchRefused reports an atomic batch the server did not store.
 var ErrBatchRefused = errors.New("atomic batch refused")
 
+// BatchError is a batch the server refused, with its reason.
+type BatchError struct {
+	// ErrCode is the JetStream API error code (10071: a wrong last
+	// sequence; 10201: a message id already stored).
+	ErrCode     int
+	Description string
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("%v: %s (error %d)", ErrBatchRefused, e.Description, e.ErrCode)
+}
+
+// Unwrap makes a BatchError match ErrBatchRefused.
+func (e *BatchError) Unwrap() error { return ErrBatchRefused }
+
 // PublishBatch publishes msgs to one stream as one JetStream atomic batch
 // (nats-server 2.12+, a stream with AllowAtomicPublish) and returns the
 // sequence of the last message; the batch's messages are stored at
@@ -478,7 +496,7 @@ func PublishBatch(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (uint64,
 			return 0, fmt.Errorf("batch commit: bad answer %q: %w", reply.Data, err)
 		}
 		if ack.Error != nil {
-			return 0, fmt.Errorf("%w: %s (error %d)", ErrBatchRefused, ack.Error.Description, ack.Error.ErrCode)
+			return 0, &BatchError{ErrCode: ack.Error.ErrCode, Description: ack.Error.Description}
 		}
 		if ack.Count != len(msgs) || ack.Seq < uint64(len(msgs)) {
 			return 0, fmt.Errorf("%w: answer for %d messages at #%d, sent %d", ErrBatchRefused, ack.Count, ack.Seq, len(msgs))

@@ -176,6 +176,9 @@ type Expect struct {
 	// LastSeq is the stream sequence of the aggregate's last event as the
 	// caller saw it; 0 means "the aggregate must not exist yet".
 	LastSeq uint64
+	// None appends without a check: only for the events after the first
+	// of an AppendChain, whose first event carries the aggregate's check.
+	None bool
 }
 
 // Appended is the result of an append.
