@@ -96,6 +96,16 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
+	if cfg.NATSURL == "" && cfg.NATSAddr != "-" {
+		if err := checkAddr("nats_addr", cfg.NATSAddr); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.HTTPAddr != "" {
+		if err := checkAddr("http_addr", cfg.HTTPAddr); err != nil {
+			return nil, err
+		}
+	}
 	if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
@@ -112,7 +122,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			SyncInterval: cfg.SyncInterval,
 		})
 		if err != nil {
-			return nil, err
+			return nil, listenError("nats", cfg.NATSAddr, "--nats-addr", err)
 		}
 		opts = append(opts, nats.InProcessServer(s.ns))
 		if cfg.NATSAddr != "-" {
@@ -161,7 +171,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 func (s *Server) startHTTP() error {
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("http: cannot listen on %s: %w", s.cfg.HTTPAddr, err)
+		return listenError("http", s.cfg.HTTPAddr, "--http-addr", err)
 	}
 	s.httpLn = ln
 	mcpSrv := mcpapi.NewServer(s.svc, Version)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,5 +183,72 @@ func TestCLIUsesRunningServer(t *testing.T) {
 	code, _, errs = cli(t, "queue", "list", "--data", data)
 	if code != 7 || !strings.Contains(errs, "locked") {
 		t.Fatalf("locked data dir: exit %d, %q; want 7 and 'locked'", code, errs)
+	}
+}
+
+// TestCLIWorkerNeedsServer: with no server running, `trellis worker` says
+// how to get one and exits 7 without taking the data dir, so the next
+// command still works; a stale serve.json and an unreachable --nats-url
+// are refused the same way.
+func TestCLIWorkerNeedsServer(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	code, _, errs := cli(t, "worker", "--data", data, "--exec", "true", "--metrics-addr", "")
+	if code != 7 || !strings.Contains(errs, "needs a running trellis server") || !strings.Contains(errs, "trellis serve --data "+data) ||
+		!strings.Contains(errs, "--nats-url") || !strings.Contains(errs, "--embedded") {
+		t.Fatalf("worker without a server: exit %d, %q; want 7 saying how to start or reach one", code, errs)
+	}
+	if code, _, errs := cli(t, "queue", "add", "--data", data, "--objective", "after the worker"); code != 0 {
+		t.Fatalf("queue add after the refused worker: exit %d: %s", code, errs)
+	}
+	dead := "nats://" + freeAddr(t)
+	info := `{"pid": 1, "nats_url": "` + dead + `", "data_dir": "` + data + `", "embedded": true}`
+	if err := os.WriteFile(server.InfoPath(data), []byte(info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = cli(t, "worker", "--data", data, "--exec", "true", "--metrics-addr", "")
+	if code != 7 || !strings.Contains(errs, dead) || !strings.Contains(errs, "serve.json") || !strings.Contains(errs, "does not answer") {
+		t.Fatalf("worker with a stale serve.json: exit %d, %q", code, errs)
+	}
+	code, _, errs = cli(t, "worker", "--data", t.TempDir(), "--nats-url", dead, "--exec", "true", "--metrics-addr", "")
+	if code != 7 || !strings.Contains(errs, dead) || !strings.Contains(errs, "--embedded") {
+		t.Fatalf("worker with an unreachable --nats-url: exit %d, %q", code, errs)
+	}
+}
+
+// TestCLIServeRefusals: serve on a data dir another server holds, or on a
+// port in use, exits 7 (unavailable) naming the holder's pid or the
+// address; a malformed address exits 2 naming the flag's field.
+func TestCLIServeRefusals(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	data := t.TempDir()
+	srv, err := server.Start(ctx, server.Config{DataDir: data, NATSAddr: "127.0.0.1:0", WriteInfo: true, SyncInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	code, _, errs := cli(t, "serve", "--data", data, "--nats-addr", "127.0.0.1:0", "--http-addr", "")
+	if code != 7 || !strings.Contains(errs, "locked") || !strings.Contains(errs, fmt.Sprintf("pid %d", os.Getpid())) || strings.Contains(errs, "internal") {
+		t.Fatalf("serve on a held data dir: exit %d, %q; want 7 naming the holder", code, errs)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	code, _, errs = cli(t, "serve", "--data", t.TempDir(), "--nats-addr", addr, "--http-addr", "")
+	if code != 7 || !strings.Contains(errs, addr) || !strings.Contains(errs, "in use") || !strings.Contains(errs, "--nats-addr") {
+		t.Fatalf("serve on a NATS port in use: exit %d, %q", code, errs)
+	}
+	code, _, errs = cli(t, "serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:0", "--http-addr", addr)
+	if code != 7 || !strings.Contains(errs, addr) || !strings.Contains(errs, "--http-addr") {
+		t.Fatalf("serve on an HTTP port in use: exit %d, %q", code, errs)
+	}
+	code, _, errs = cli(t, "serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:0", "--http-addr", "nonsense")
+	if code != 2 || !strings.Contains(errs, "http_addr") {
+		t.Fatalf("serve on a malformed address: exit %d, %q", code, errs)
 	}
 }
