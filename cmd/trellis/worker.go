@@ -87,7 +87,9 @@ commands get --grace to finish, the rest are released back to the queue.`,
 			if backoff > 0 {
 				qcfg.RetryBackoff = handlers.ExponentialBackoff(backoff, 5*time.Minute)
 			}
-			pool, err := workers.New(handlers.NewQueue(s.store, qcfg), &workers.Exec{Command: command}, cfg)
+			handler := &workers.Exec{Command: command}
+			defer handler.Close()
+			pool, err := workers.New(handlers.NewQueue(s.store, qcfg), handler, cfg)
 			if err != nil {
 				return err
 			}

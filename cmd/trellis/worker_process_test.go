@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -370,4 +371,72 @@ func TestServeRestartMidRun(t *testing.T) {
 			t.Fatalf("task %s completed %d times", id, counts[events.TaskCompleted][id])
 		}
 	}
+}
+
+// TestWorkerSIGKILLTakesHandlerProcesses: when a worker is killed with
+// SIGKILL, the command it runs and that command's own children die with it
+// (nothing it started keeps running unsupervised).
+func TestWorkerSIGKILLTakesHandlerProcesses(t *testing.T) {
+	t.Parallel()
+	srv, url := queueServer(t)
+	addTasks(t, srv.Service(), "orphans", 1, 0)
+	dir := t.TempDir()
+	handlerPID, childPID := filepath.Join(dir, "handler.pid"), filepath.Join(dir, "child.pid")
+	// The handler records its pid, starts a long-running child, records
+	// the child's pid (each file written whole, then renamed) and waits.
+	script := fmt.Sprintf(`echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; sleep 300 & echo $! > %[2]s.tmp && mv %[2]s.tmp %[2]s; wait`, handlerPID, childPID)
+	p := startProc(t, workerArgs(url, "orphans", "wk", "--exec", script)...)
+	pids := map[string]int{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(pids) < 2 {
+		for name, path := range map[string]string{"handler": handlerPID, "child": childPID} {
+			if b, err := os.ReadFile(path); err == nil {
+				pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+				if err != nil {
+					t.Fatalf("%s pid file: %v", name, err)
+				}
+				pids[name] = pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the handler never started its child (pids so far %v)", pids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	for name, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("the %s (pid %d) is not running before the worker is killed", name, pid)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.wait(t, 10*time.Second)
+	for name, pid := range pids {
+		deadline := time.Now().Add(10 * time.Second)
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the handler's %s (pid %d) still runs 10 s after its worker was killed", name, pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether a process exists and is not a zombie (a killed
+// process whose parent has not reaped it yet is gone for our purpose).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name: "pid (comm) S ...".
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
