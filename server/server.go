@@ -24,8 +24,10 @@ import (
 	"github.com/trellis/trellis/handlers/natsapi"
 )
 
-// Version is reported by ping and the MCP server.
-const Version = "0.1.0"
+// Version is the release version, reported by ping, the MCP server and
+// `trellis version`. It is a variable only so a release build can stamp
+// it: go build -ldflags "-X github.com/trellis/trellis/server.Version=v1.2.3".
+var Version = "0.1.0"
 
 // Config configures a Trellis server. Zero values take the documented
 // defaults.

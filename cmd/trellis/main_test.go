@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +252,45 @@ func TestCLIServeRefusals(t *testing.T) {
 	code, _, errs = cli(t, "serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:0", "--http-addr", "nonsense")
 	if code != 2 || !strings.Contains(errs, "http_addr") {
 		t.Fatalf("serve on a malformed address: exit %d, %q", code, errs)
+	}
+}
+
+// TestCLIVersion: `trellis --version` and `trellis version` print the
+// version with the Go toolchain and platform; --json gives the fields.
+func TestCLIVersion(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		code, out, errs := cli(t, args...)
+		if code != 0 || !strings.HasPrefix(out, "trellis "+server.Version) || !strings.Contains(out, runtime.Version()) ||
+			!strings.Contains(out, runtime.GOOS+"/"+runtime.GOARCH) || strings.Count(out, "\n") != 1 {
+			t.Errorf("trellis %v: exit %d, %q (%s)", args, code, out, errs)
+		}
+	}
+	code, out, _ := cli(t, "version", "--json")
+	var v struct {
+		Version, Go, Platform string
+	}
+	mustJSON(t, out, &v)
+	if code != 0 || v.Version != server.Version || v.Go != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH {
+		t.Fatalf("version --json: exit %d, %+v", code, v)
+	}
+	if code, _, errs := cli(t, "version", "extra"); code != 2 {
+		t.Fatalf("version with an argument: exit %d (%s)", code, errs)
+	}
+}
+
+// TestMakeRunTakesServeFlags: `make run ARGS="..."` passes the flags to
+// `trellis serve` (checked with make -n, which prints the commands).
+func TestMakeRunTakesServeFlags(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	out, err := exec.Command("make", "-n", "-C", "../..", "run", "ARGS=--http-addr 127.0.0.1:7171 --nats-addr 127.0.0.1:4333", "DATA=/tmp/d").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "serve --data /tmp/d --http-addr 127.0.0.1:7171 --nats-addr 127.0.0.1:4333") {
+		t.Fatalf("make run does not pass ARGS to serve:\n%s", out)
 	}
 }
