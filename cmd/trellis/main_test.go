@@ -294,3 +294,81 @@ func TestMakeRunTakesServeFlags(t *testing.T) {
 		t.Fatalf("make run does not pass ARGS to serve:\n%s", out)
 	}
 }
+
+// TestCLIListAuditReplayOutput: `queue list` prints a header row over
+// aligned columns; `audit --json` gives every event an actor field (empty
+// when no one acted, as for an add); `replay --help` names every
+// projection replay rebuilds.
+func TestCLIListAuditReplayOutput(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	d := "--data=" + data
+	var ids []string
+	for _, obj := range []string{"first", "second"} {
+		code, out, errs := cli(t, "queue", "add", d, "--objective", obj, "--json")
+		if code != 0 {
+			t.Fatalf("add: exit %d: %s", code, errs)
+		}
+		var task trellis.Task
+		mustJSON(t, out, &task)
+		ids = append(ids, task.TaskID)
+	}
+	if code, _, errs := cli(t, "queue", "next", d, "--worker", "agent-7"); code != 0 {
+		t.Fatalf("next: exit %d: %s", code, errs)
+	}
+	code, out, _ := cli(t, "queue", "list", d)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if code != 0 || len(lines) < 3 {
+		t.Fatalf("list: exit %d:\n%s", code, out)
+	}
+	header := lines[0]
+	cols := []string{"TASK ID", "STATUS", "QUEUE", "CLAIMED BY", "OBJECTIVE"}
+	for i, c := range cols {
+		if !strings.Contains(header, c) || (i > 0 && strings.Index(header, c) < strings.Index(header, cols[i-1])) {
+			t.Fatalf("list header %q lacks %q in order", header, c)
+		}
+	}
+	rows := map[string]string{}
+	for _, l := range lines[1:3] {
+		rows[strings.Fields(l)[0]] = l
+	}
+	claimed := rows[ids[0]]
+	for col, want := range map[string]string{"STATUS": "claimed", "QUEUE": "default", "CLAIMED BY": "agent-7", "OBJECTIVE": "first"} {
+		if at := strings.Index(header, col); !strings.HasPrefix(claimed[at:], want) {
+			t.Errorf("column %s of %q is not %q under the header %q", col, claimed, want, header)
+		}
+	}
+	if at := strings.Index(header, "OBJECTIVE"); !strings.HasPrefix(rows[ids[1]][at:], "second") {
+		t.Errorf("objective of an unclaimed row is not aligned: %q under %q", rows[ids[1]], header)
+	}
+
+	code, out, _ = cli(t, "audit", ids[0], d, "--json")
+	var evs []map[string]any
+	mustJSON(t, out, &evs)
+	if code != 0 || len(evs) != 2 {
+		t.Fatalf("audit: exit %d: %v", code, evs)
+	}
+	for _, ev := range evs {
+		if _, ok := ev["actor"]; !ok {
+			t.Errorf("audit event without an actor field: %v", ev)
+		}
+	}
+	if evs[0]["type"] != "added" || evs[0]["actor"] != "" || evs[1]["actor"] != "agent-7" {
+		t.Errorf("audit actors: %v / %v", evs[0], evs[1])
+	}
+
+	code, out, _ = cli(t, "replay", d, "--json")
+	var res struct {
+		Projections []struct{ Name string }
+	}
+	mustJSON(t, out, &res)
+	if code != 0 || len(res.Projections) < 5 {
+		t.Fatalf("replay: exit %d: %+v", code, res)
+	}
+	_, help, _ := cli(t, "replay", "--help")
+	for _, p := range res.Projections {
+		if !strings.Contains(help, p.Name) {
+			t.Errorf("replay --help does not name the %s projection:\n%s", p.Name, help)
+		}
+	}
+}
