@@ -39,7 +39,10 @@ type Config struct {
 	Grace time.Duration
 	// FetchWait is how long one fetch waits for a dispatch (default 1 s).
 	FetchWait time.Duration
-	// Logger receives the pool's logs (default slog.Default()).
+	// Logger receives the pool's logs (default slog.Default()): one line
+	// per claim and per outcome of a task (task claimed, task done, task
+	// failed, task failed, retry scheduled, task dead, task released),
+	// each with the task id, the attempt and the claimant ("worker").
 	Logger *slog.Logger
 	// Metrics records the pool's metrics (default: unregistered metrics).
 	Metrics *Metrics
