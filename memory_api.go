@@ -2,6 +2,7 @@ package trellis
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -122,10 +123,13 @@ type TaskAgentRequest struct {
 	Agent string `json:"agent_id"`
 }
 
-// TaskCompleteRequest completes a task.
+// TaskCompleteRequest completes a task. A task whose objectives are not
+// all done, or whose agents have not all completed, is not completed (a
+// conflict naming them) unless Force is set.
 type TaskCompleteRequest struct {
 	Task  string `json:"task"`
 	Merge bool   `json:"merge,omitempty"`
+	Force bool   `json:"force,omitempty"`
 }
 
 // TaskListRequest filters tasks.
@@ -210,6 +214,25 @@ type AgentTaskView struct {
 	UpdatedAt    string          `json:"updated_at"`
 	CompletedAt  string          `json:"completed_at,omitempty"`
 	Progress     map[string]int  `json:"progress"`
+}
+
+// Unfinished lists what keeps the task from being complete: each
+// objective that is not done (with its status and description) and each
+// agent that has not completed its work. Empty when everything is
+// finished.
+func (v *AgentTaskView) Unfinished() []string {
+	var out []string
+	for _, o := range v.Objectives {
+		if o.Status != "done" {
+			out = append(out, fmt.Sprintf("objective %s (%s) %q", o.ObjectiveID, o.Status, o.Description))
+		}
+	}
+	for _, a := range v.Agents {
+		if !a.Completed {
+			out = append(out, fmt.Sprintf("agent %s (%s) still working", a.AgentID, a.Role))
+		}
+	}
+	return out
 }
 
 // ObjectiveView is an objective with its status.

@@ -18,7 +18,8 @@ Feature: Agent memory consolidated into facts
     And "bob" completes his work on "fix-auth"
     Then the task branch "task/fix-auth" holds 3 active facts
     And the consolidation history of "fix-auth" shows bob's duplicates deduplicated
-    When the task "fix-auth" is completed with a merge
+    When "alice" marks every objective of "fix-auth" done
+    And the task "fix-auth" is completed with a merge
     Then "main" holds the fact "Validate tokens in one shared function"
     And "main" does not hold the fact "The refresh handler retries three times before failing"
     And the context of "fix-auth" lists both agents' summaries

@@ -63,6 +63,20 @@ func memorySteps(sc *godog.ScenarioContext, w *world) {
 		}
 		return fmt.Errorf("no agent_complete run for bob in %+v", runs)
 	})
+	sc.Step(`^"([^"]*)" marks every objective of "([^"]*)" done$`, func(agent, task string) error {
+		ctx, cancel := ctxT()
+		defer cancel()
+		t, err := w.client.TaskShow(ctx, task)
+		if err != nil {
+			return err
+		}
+		for _, o := range t.Objectives {
+			if _, err := w.client.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: task, ObjectiveID: o.ObjectiveID, Status: "done", Agent: agent}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	sc.Step(`^the task "([^"]*)" is completed with a merge$`, func(task string) error {
 		ctx, cancel := ctxT()
 		defer cancel()

@@ -323,6 +323,15 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 		return nil, err
 	}
 	defer te.mu.Unlock()
+	if markComplete && !req.Force {
+		// Decided on the task as the log has it (openTask caught it up),
+		// under the task's lock.
+		if open := taskView(te.t).Unfinished(); len(open) > 0 {
+			return nil, trellis.Errorf(trellis.CodeConflict,
+				"task %s has unfinished work: %s; finish it first, or force the completion (trellis task complete --force; \"force\": true over HTTP, MCP and NATS)",
+				te.t.Name, strings.Join(open, "; "))
+		}
+	}
 	se, err := m.lockScope(ctx, events.MemoryScope(te.t.Branch))
 	if err != nil {
 		return nil, err

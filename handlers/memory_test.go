@@ -78,6 +78,13 @@ func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
 	if len(tf) != 2 {
 		t.Fatalf("task facts = %+v", tf)
 	}
+	for _, obj := range []string{"obj-1", "obj-2"} {
+		for _, st := range []string{"active", "done"} {
+			if _, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "fix-auth", ObjectiveID: obj, Status: st}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	done, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "fix-auth", Merge: true})
 	if err != nil {
 		t.Fatal(err)
@@ -187,5 +194,91 @@ func TestMemoryBadInput(t *testing.T) {
 	}
 	if s, _ := b.Store.LastSeq(ctx, events.StreamMemory); s != seqM {
 		t.Fatal("bad input changed the memory log")
+	}
+}
+
+// TestTaskCompleteNeedsForce: completing a task whose objectives are not
+// all done, or whose agents are still working, is a conflict naming each
+// of them, and nothing is recorded; force completes it anyway; a task with
+// everything finished completes without force.
+func TestTaskCompleteNeedsForce(t *testing.T) {
+	t.Parallel()
+	svc, b := setupMemory(t)
+	ctx := context.Background()
+	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "busy", Objectives: []string{"Fix middleware", "Add tests", "Write docs"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"agent_1", "agent_2"} {
+		if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "busy", Agent: a, Role: "implementer"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []trellis.TaskObjectiveRequest{
+		{Task: "busy", ObjectiveID: "obj-1", Status: "active"}, {Task: "busy", ObjectiveID: "obj-1", Status: "done"},
+		{Task: "busy", ObjectiveID: "obj-2", Status: "active"}, {Task: "busy", ObjectiveID: "obj-3", Status: "blocked"},
+	} {
+		if _, err := svc.TaskObjective(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "busy", Agent: "agent_1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, last, err := b.Store.Load(ctx, events.StreamTasks, events.TaskNameFilter("busy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := svc.History(ctx, trellis.HistoryRequest{Task: "busy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "busy", Merge: true})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("complete with unfinished work: %v; want conflict", err)
+	}
+	for _, want := range []string{"obj-2 (active)", "obj-3 (blocked)", "agent_2", "force"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("conflict %q does not name %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "obj-1") || strings.Contains(msg, "agent_1") {
+		t.Errorf("conflict %q names finished work", msg)
+	}
+	_, after, err := b.Store.Load(ctx, events.StreamTasks, events.TaskNameFilter("busy"))
+	if err != nil || after != last {
+		t.Fatalf("the refused completion appended events (last seq %d -> %d, %v)", last, after, err)
+	}
+	if hist, _ := svc.History(ctx, trellis.HistoryRequest{Task: "busy"}); len(hist) != len(runs) {
+		t.Fatalf("the refused completion ran a consolidation: %+v", hist[len(runs):])
+	}
+	rep, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "busy", Force: true})
+	if err != nil || rep.Type != "task_checkpoint" {
+		t.Fatalf("forced completion: %+v, %v", rep, err)
+	}
+	if v, _ := svc.TaskShow(ctx, "busy"); v == nil || v.Status != events.AgentTaskCompleted {
+		t.Fatalf("forced task = %+v", v)
+	}
+
+	// Everything finished: no force needed.
+	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "tidy", Objectives: []string{"One thing"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "tidy", Agent: "agent_1", Role: "implementer"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"active", "done"} {
+		if _, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "tidy", ObjectiveID: "obj-1", Status: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "tidy", Agent: "agent_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "tidy"}); err != nil {
+		t.Fatalf("complete a finished task: %v", err)
 	}
 }

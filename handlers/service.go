@@ -241,6 +241,16 @@ func (s *Service) Replay(ctx context.Context) (*ReplayResult, error) {
 	return res, nil
 }
 
+// ProjectionNames returns the names of the projections Replay drops and
+// rebuilds, in the order it rebuilds them. It needs no running service.
+func (s *Service) ProjectionNames() []string {
+	names := make([]string, 0, len(s.runners))
+	for _, r := range s.runners {
+		names = append(names, r.Projection().Name())
+	}
+	return names
+}
+
 // CatchUp waits until every projection has applied the whole log.
 func (s *Service) CatchUp(ctx context.Context) error {
 	for _, r := range s.runners {

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/trellis/trellis"
 )
 
 // ErrLocked reports a data directory held by another process.
@@ -29,15 +32,29 @@ func lockDataDir(dir string) (*dirLock, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		pid, _ := os.ReadFile(path)
 		_ = f.Close()
-		holder := strings.TrimSpace(string(pid))
-		if holder == "" {
-			holder = "unknown"
-		}
-		return nil, fmt.Errorf("%w: %s (held by pid %s)", ErrLocked, dir, holder)
+		return nil, lockedError(dir, strings.TrimSpace(string(pid)))
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	return &dirLock{f: f}, nil
+}
+
+// lockedError is the unavailable error of a held data directory: it names
+// the holder's pid (from the lock file) and, when the holder is a server
+// that recorded itself in serve.json, where it listens.
+func lockedError(dir, pid string) error {
+	if pid == "" {
+		pid = "unknown (it has not written its pid yet)"
+	}
+	holder := "pid " + pid
+	if info, err := ReadInfo(dir); err == nil && info != nil && strconv.Itoa(info.PID) == pid {
+		holder += fmt.Sprintf(", a trellis server started %s listening on %s", info.StartedAt.Format(time.RFC3339), info.NATSURL)
+		if info.HTTPURL != "" {
+			holder += " and " + info.HTTPURL
+		}
+	}
+	return &trellis.Error{Code: trellis.CodeUnavailable, Err: ErrLocked,
+		Message: fmt.Sprintf("data directory %s is locked by another process: %s", dir, holder)}
 }
 
 func (l *dirLock) release() {

@@ -24,8 +24,10 @@ import (
 	"github.com/trellis/trellis/handlers/natsapi"
 )
 
-// Version is reported by ping and the MCP server.
-const Version = "0.1.0"
+// Version is the release version, reported by ping, the MCP server and
+// `trellis version`. It is a variable only so a release build can stamp
+// it: go build -ldflags "-X github.com/trellis/trellis/server.Version=v1.2.3".
+var Version = "0.1.0"
 
 // Config configures a Trellis server. Zero values take the documented
 // defaults.
@@ -98,6 +100,16 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
+	if cfg.NATSURL == "" && cfg.NATSAddr != "-" {
+		if err := checkAddr("nats_addr", cfg.NATSAddr); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.HTTPAddr != "" {
+		if err := checkAddr("http_addr", cfg.HTTPAddr); err != nil {
+			return nil, err
+		}
+	}
 	if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
@@ -114,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			SyncInterval: cfg.SyncInterval,
 		})
 		if err != nil {
-			return nil, err
+			return nil, listenError("nats", cfg.NATSAddr, "--nats-addr", err)
 		}
 		opts = append(opts, nats.InProcessServer(s.ns))
 		if cfg.NATSAddr != "-" {
@@ -164,7 +176,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 func (s *Server) startHTTP() error {
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("http: cannot listen on %s: %w", s.cfg.HTTPAddr, err)
+		return listenError("http", s.cfg.HTTPAddr, "--http-addr", err)
 	}
 	s.httpLn = ln
 	mcpSrv := mcpapi.NewServer(s.svc, Version)

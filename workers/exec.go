@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,12 @@ const tailBytes = 4096
 // the stdout tail is what_was_done. A non-zero exit is a failed attempt
 // with the stderr tail as the error. On cancellation the command's process
 // group gets SIGTERM, then SIGKILL after KillDelay.
+//
+// The command and everything it starts die with the worker, even when the
+// worker is killed with SIGKILL (Linux): the command runs in a process
+// group of its own with a parent-death signal (SIGKILL), and a small
+// reaper process kills the groups of the commands still running once the
+// worker is gone (see groupReaper). Close ends the reaper.
 type Exec struct {
 	// Command is run with `sh -c`.
 	Command string
@@ -37,7 +44,13 @@ type Exec struct {
 	// KillDelay is how long a cancelled command has between SIGTERM and
 	// SIGKILL (default 5 s).
 	KillDelay time.Duration
+
+	reaper groupReaper
 }
+
+// Close stops the process-group reaper; call it when no command runs any
+// more (after the pool's Run returns).
+func (e *Exec) Close() error { return e.reaper.close() }
 
 // execReport is the optional JSON object on the last stdout line.
 type execReport struct {
@@ -66,17 +79,15 @@ func (e *Exec) Handle(ctx context.Context, task *trellis.Task, _ *Progress) (*tr
 	cmd.Stdin = bytes.NewReader(packet)
 	stdout, stderr := &tailBuffer{max: 64 << 10}, &tailBuffer{max: tailBytes}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group (so the whole group can be signalled), and
+	// SIGKILL when the thread that started it dies (see run).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = e.KillDelay
 	if cmd.WaitDelay <= 0 {
 		cmd.WaitDelay = 5 * time.Second
 	}
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		// Whatever the command left behind in its group goes too.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	runErr := e.run(cmd)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("command cancelled: %w", ctx.Err())
 	}
@@ -92,6 +103,37 @@ func (e *Exec) Handle(ctx context.Context, task *trellis.Task, _ *Progress) (*tr
 		return nil, errors.New(msg)
 	}
 	return parseReport(stdout.String()), nil
+}
+
+// run starts the command, registers its process group with the reaper,
+// waits for it, then kills whatever it left behind in its group.
+//
+// The parent-death signal is tied to the OS thread that forks the child,
+// not to the process: Linux sends it when that thread exits. Go exits an
+// OS thread only when a goroutine locked to it ends without unlocking,
+// which could be any goroutine that later runs on the thread that forked
+// our child. Holding this goroutine locked to its thread from Start until
+// Wait returns keeps that thread ours (nothing else runs on it, so nothing
+// can end it) for the child's whole life; unlocking afterwards returns it
+// to the scheduler intact. The cost is one OS thread per running command,
+// which Wait would occupy anyway.
+func (e *Exec) run(cmd *exec.Cmd) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pgid := cmd.Process.Pid
+	if err := e.reaper.add(pgid); err != nil {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+	err := cmd.Wait()
+	// Whatever the command left behind in its group goes too.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	e.reaper.remove(pgid)
+	return err
 }
 
 // parseReport builds the checkpoint from a successful command's stdout.

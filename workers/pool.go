@@ -39,7 +39,10 @@ type Config struct {
 	Grace time.Duration
 	// FetchWait is how long one fetch waits for a dispatch (default 1 s).
 	FetchWait time.Duration
-	// Logger receives the pool's logs (default slog.Default()).
+	// Logger receives the pool's logs (default slog.Default()): one line
+	// per claim and per outcome of a task (task claimed, task done, task
+	// failed, task failed, retry scheduled, task dead, task released),
+	// each with the task id, the attempt and the claimant ("worker").
 	Logger *slog.Logger
 	// Metrics records the pool's metrics (default: unregistered metrics).
 	Metrics *Metrics
@@ -100,7 +103,7 @@ func New(queue *handlers.Queue, h Handler, cfg Config) (*Pool, error) {
 	if cfg.Heartbeat >= cfg.Lease {
 		return nil, trellis.FieldError("heartbeat", "must be shorter than the lease (%s), got %s", cfg.Lease, cfg.Heartbeat)
 	}
-	return &Pool{queue: queue, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "worker", cfg.Worker)}, nil
+	return &Pool{queue: queue, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker)}, nil
 }
 
 // Run claims and runs tasks until ctx ends, then drains: no new claims,
@@ -164,16 +167,21 @@ func (p *Pool) loop(ctx, work context.Context, cons jetstream.Consumer, worker s
 }
 
 // handle claims the dispatch and, if it yields a task, runs it to its end.
+// Each claim and each outcome (done, failed, retry scheduled, dead,
+// released) is logged on one line with the task id, the attempt and the
+// claimant.
 func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
 	start := time.Now()
 	task, err := p.queue.ClaimDispatched(ctx, msg, worker, true)
 	if err != nil {
-		p.log.Warn("claim", "err", err)
+		p.log.Warn("claim", "worker", worker, "err", err)
 		return // the dispatch stays unacknowledged and comes back
 	}
 	if task == nil {
 		return
 	}
+	log := p.log.With("task", task.TaskID, "attempt", task.Attempts, "worker", worker)
+	log.Info("task claimed", "max_attempts", task.MaxAttempts)
 	m, q := p.cfg.Metrics, p.cfg.Queue
 	m.Claimed.WithLabelValues(q).Inc()
 	m.ClaimLatency.WithLabelValues(q).Observe(time.Since(start).Seconds())
@@ -181,15 +189,16 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
 	defer m.InFlight.WithLabelValues(q).Dec()
 
 	hbCtx, stopHB := context.WithCancel(context.Background())
-	go p.heartbeat(hbCtx, msg)
+	go p.heartbeat(hbCtx, msg, log)
 	progress := NewProgress(task.Budget)
 	runStart := time.Now()
 	cp, herr := p.run(ctx, task, progress)
-	m.HandlerDuration.WithLabelValues(q).Observe(time.Since(runStart).Seconds())
+	took := time.Since(runStart)
+	m.HandlerDuration.WithLabelValues(q).Observe(took.Seconds())
 	// Finishing must not be cut short by the drain: it has its own bound.
 	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	err = p.finish(fctx, ctx, task, worker, cp, herr, progress.Usage())
+	err = p.finish(fctx, ctx, task, worker, cp, herr, progress.Usage(), log.With("took", took.Round(time.Millisecond)))
 	stopHB()
 	switch {
 	case err == nil:
@@ -198,11 +207,11 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
 		// Our lease expired and someone else holds the task now: leave the
 		// dispatch alone (acknowledging it would drop their lease).
 		m.LeaseLost.WithLabelValues(q).Inc()
-		p.log.Warn("task taken over after our lease expired", "task", task.TaskID, "err", err)
+		log.Warn("task taken over after our lease expired", "err", err)
 	default:
 		// Not recorded: the dispatch comes back after the lease and the
 		// task runs again (at least once, never finished twice).
-		p.log.Error("finish", "task", task.TaskID, "err", err)
+		log.Error("finish not recorded; the task runs again after the lease", "err", err)
 	}
 }
 
@@ -216,19 +225,27 @@ func (p *Pool) run(ctx context.Context, task *trellis.Task, progress *Progress) 
 	return p.handler.Handle(ctx, task, progress)
 }
 
-// finish records the outcome of one run.
-func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, counted trellis.Usage) error {
+// finish records the outcome of one run and logs it. A handler that
+// returns a checkpoint whose usage exceeds the task's budget overspent it:
+// the task fails with budget_exhausted, without retries, like a handler
+// stopped by Progress.
+func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, counted trellis.Usage, log *slog.Logger) error {
 	m, q := p.cfg.Metrics, p.cfg.Queue
 	if cp == nil {
 		cp = &trellis.Checkpoint{}
 	}
 	usage := trellis.Usage{StepsUsed: max(counted.StepsUsed, cp.Usage.StepsUsed), ToolCallsUsed: max(counted.ToolCallsUsed, cp.Usage.ToolCallsUsed)}
+	if herr == nil && usage.Exceeds(task.Budget) {
+		herr = fmt.Errorf("%w: the handler used %d steps and %d tool calls of a budget of %d steps and %d tool calls",
+			ErrBudgetExhausted, usage.StepsUsed, usage.ToolCallsUsed, task.Budget.MaxSteps, task.Budget.MaxToolCalls)
+	}
 	switch {
 	case herr != nil && work.Err() != nil:
 		// Cancelled by the drain: give the task back.
 		_, err := p.queue.Release(ctx, task.TaskID, worker, "worker drained before the task finished")
 		if err == nil {
 			m.Released.WithLabelValues(q).Inc()
+			log.Info("task released", "reason", "worker drained before the task finished")
 		}
 		return err
 	case herr == nil:
@@ -246,7 +263,7 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 			// The handler's checkpoint breaks a rule (an empty list item, a
 			// negative count, oversized text): record the task as done with
 			// a plain checkpoint that says so, rather than run it again.
-			p.log.Warn("checkpoint rejected; recording a plain one", "task", task.TaskID, "err", err)
+			log.Warn("checkpoint rejected; recording a plain one", "err", err)
 			_, err = p.queue.Done(ctx, trellis.DoneRequest{
 				TaskID: task.TaskID, Worker: worker,
 				WhatWasDone:   errorText(fmt.Errorf("the handler finished, but its checkpoint was rejected (%v)", err)),
@@ -256,6 +273,7 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 		}
 		if err == nil {
 			m.Done.WithLabelValues(q).Inc()
+			log.Info("task done", "steps_used", usage.StepsUsed, "tool_calls_used", usage.ToolCallsUsed)
 		}
 		return err
 	}
@@ -278,10 +296,18 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	switch t.Status {
 	case trellis.StatusDead:
 		m.Dead.WithLabelValues(q).Inc()
+		log.Warn("task dead", "error", errorText(herr), "attempts_used", t.Attempts, "max_attempts", t.MaxAttempts)
 	case trellis.StatusQueued:
 		m.Retries.WithLabelValues(q).Inc()
+		var retryAt time.Time
+		if t.RetryAt != nil {
+			retryAt = *t.RetryAt
+		}
+		log.Warn("task failed, retry scheduled", "error", errorText(herr), "retry_at", retryAt, "max_attempts", t.MaxAttempts)
 	default:
 		m.Failed.WithLabelValues(q).Inc()
+		log.Warn("task failed", "error", errorText(herr), "budget_exhausted", t.BudgetExhausted,
+			"steps_used", usage.StepsUsed, "tool_calls_used", usage.ToolCallsUsed)
 	}
 	return nil
 }
@@ -299,7 +325,7 @@ func errorText(err error) string {
 }
 
 // heartbeat extends the lease of a running task until ctx ends.
-func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg) {
+func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, log *slog.Logger) {
 	t := time.NewTicker(p.cfg.Heartbeat)
 	defer t.Stop()
 	for {
@@ -308,7 +334,7 @@ func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg) {
 			return
 		case <-t.C:
 			if err := msg.InProgress(); err != nil {
-				p.log.Warn("heartbeat", "err", err)
+				log.Warn("heartbeat", "err", err)
 			}
 		}
 	}

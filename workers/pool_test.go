@@ -1,10 +1,13 @@
 package workers_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,9 +89,47 @@ func (b *bundle) countEvents(t *testing.T, typ string) map[string]int {
 	return counts
 }
 
+// logCapture records a pool's log lines (JSON) for assertions.
+type logCapture struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logCapture) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logCapture) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(l, nil)) }
+
+// lines returns the records with the message msg (all records when msg is
+// empty).
+func (l *logCapture) lines(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %v: %s", err, line)
+		}
+		if msg == "" || rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
 func runPool(t *testing.T, b *bundle, h workers.Handler, cfg workers.Config) (stop func()) {
 	t.Helper()
-	cfg.Logger = quiet()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
 	pool, err := workers.New(b.q, h, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +263,11 @@ func TestPoolDrainReleasesUnfinished(t *testing.T) {
 	stop()
 }
 
+// TestPoolPausedQueueClaimsNothing: on a paused queue the pool's fetches
+// wait on the consumer while every dispatch stays pending: the consumer
+// reports itself paused with the pool's pull requests waiting and all
+// three dispatches undelivered (a state delivery would end at once), the
+// log has no claim and the pool logged none; after resume every task runs.
 func TestPoolPausedQueueClaimsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -230,21 +276,131 @@ func TestPoolPausedQueueClaimsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := b.add(t, "paused", 3, 0)
-	ran := make(chan string, 3)
+	var logs logCapture
 	stop := runPool(t, b, workers.HandlerFunc(func(_ context.Context, task *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
-		ran <- task.TaskID
 		return &trellis.Checkpoint{WhatWasDone: "ok"}, nil
-	}), workers.Config{Queue: "paused", Concurrency: 2})
+	}), workers.Config{Queue: "paused", Concurrency: 2, Logger: logs.logger()})
 	defer stop()
-	select {
-	case id := <-ran:
-		t.Fatalf("paused queue ran task %s", id)
-	case <-time.After(700 * time.Millisecond):
+	cons, err := b.q.Consumer(ctx, "paused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Paused && info.NumWaiting > 0 && info.NumPending == 3 && info.NumAckPending == 0 && info.Delivered.Consumer == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer never showed the pool waiting on a paused queue with 3 dispatches pending: paused=%v waiting=%d pending=%d ack_pending=%d delivered=%d",
+				info.Paused, info.NumWaiting, info.NumPending, info.NumAckPending, info.Delivered.Consumer)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(b.countEvents(t, events.TaskClaimed)); n != 0 {
+		t.Fatalf("%d tasks claimed on a paused queue", n)
+	}
+	if got := logs.lines(t, "task claimed"); len(got) != 0 {
+		t.Fatalf("the pool logged claims on a paused queue: %v", got)
 	}
 	if _, err := b.q.Resume(ctx, "paused", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	b.waitStatus(t, ids, 10*time.Second, trellis.StatusDone)
+}
+
+// TestPoolLogsEachTask: one log line per claim, finish, failure, retry and
+// dead letter, each with the task id, the attempt and the claimant.
+func TestPoolLogsEachTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ok, err := b.q.Add(ctx, trellis.AddTaskRequest{Queue: "logs", Objective: "ok", MaxSteps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky, err := b.q.Add(ctx, trellis.AddTaskRequest{Queue: "logs", Objective: "flaky", MaxAttempts: 2, MaxSteps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	greedy, err := b.q.Add(ctx, trellis.AddTaskRequest{Queue: "logs", Objective: "greedy", MaxSteps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs logCapture
+	stop := runPool(t, b, workers.HandlerFunc(func(_ context.Context, task *trellis.Task, p *workers.Progress) (*trellis.Checkpoint, error) {
+		switch task.Objective {
+		case "flaky":
+			return nil, errors.New("broken")
+		case "greedy":
+			for {
+				if err := p.Step(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return &trellis.Checkpoint{WhatWasDone: "fine"}, nil
+	}), workers.Config{Queue: "logs", Worker: "lw", Logger: logs.logger()})
+	b.waitStatus(t, []string{ok.TaskID}, 10*time.Second, trellis.StatusDone)
+	b.waitStatus(t, []string{flaky.TaskID}, 10*time.Second, trellis.StatusDead)
+	b.waitStatus(t, []string{greedy.TaskID}, 10*time.Second, trellis.StatusFailed)
+	stop()
+	type key struct {
+		msg, task string
+		attempt   float64
+	}
+	seen := map[key]map[string]any{}
+	for _, rec := range logs.lines(t, "") {
+		if id, _ := rec["task"].(string); id != "" {
+			attempt, _ := rec["attempt"].(float64)
+			k := key{rec["msg"].(string), id, attempt}
+			if seen[k] != nil {
+				t.Errorf("logged twice: %v", rec)
+			}
+			seen[k] = rec
+		}
+	}
+	want := []key{
+		{"task claimed", ok.TaskID, 1}, {"task done", ok.TaskID, 1},
+		{"task claimed", flaky.TaskID, 1}, {"task failed, retry scheduled", flaky.TaskID, 1},
+		{"task claimed", flaky.TaskID, 2}, {"task dead", flaky.TaskID, 2},
+		{"task claimed", greedy.TaskID, 1}, {"task failed", greedy.TaskID, 1},
+	}
+	for _, k := range want {
+		rec := seen[k]
+		if rec == nil {
+			t.Errorf("no %q line for task %s attempt %v; logged:\n%s", k.msg, k.task, k.attempt, logs.buf.String())
+			continue
+		}
+		if w, _ := rec["worker"].(string); !strings.HasPrefix(w, "lw/") || rec["queue"] != "logs" {
+			t.Errorf("line lacks the claimant or queue: %v", rec)
+		}
+		delete(seen, k)
+	}
+	for k := range seen {
+		t.Errorf("unexpected per-task line %+v", k)
+	}
+	if rec := logsFor(logs.lines(t, "task failed, retry scheduled"), flaky.TaskID); rec == nil || rec["error"] != "broken" || rec["retry_at"] == nil {
+		t.Errorf("retry line lacks error or retry_at: %v", rec)
+	}
+	if rec := logsFor(logs.lines(t, "task dead"), flaky.TaskID); rec == nil || rec["error"] != "broken" {
+		t.Errorf("dead-letter line lacks the error: %v", rec)
+	}
+	if rec := logsFor(logs.lines(t, "task failed"), greedy.TaskID); rec == nil || rec["budget_exhausted"] != true {
+		t.Errorf("budget failure line: %v", rec)
+	}
+}
+
+func logsFor(recs []map[string]any, task string) map[string]any {
+	for _, r := range recs {
+		if r["task"] == task {
+			return r
+		}
+	}
+	return nil
 }
 
 func TestPoolConfigErrors(t *testing.T) {
@@ -256,5 +412,56 @@ func TestPoolConfigErrors(t *testing.T) {
 	}
 	if _, err := workers.New(b.q, h, workers.Config{Lease: time.Second, Heartbeat: 2 * time.Second}); trellis.ErrorCode(err) != trellis.CodeInvalid {
 		t.Fatalf("heartbeat >= lease: %v", err)
+	}
+}
+
+// TestPoolOverspentBudgetFails: a handler that finishes but reports more
+// steps or tool calls than the task's budget (an exec command's JSON
+// report, or a Go handler's checkpoint) ends the task failed with
+// budget_exhausted after one attempt, its account kept; one that spends
+// exactly its budget is done.
+func TestPoolOverspentBudgetFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	add := func(objective string, steps, tools int) string {
+		t.Helper()
+		task, err := b.q.Add(ctx, trellis.AddTaskRequest{Queue: "spend", Objective: objective, MaxSteps: steps, MaxToolCalls: tools, MaxAttempts: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.TaskID
+	}
+	overSteps := add("exec-steps", 5, 20) // the command reports 9 steps
+	overTools := add("exec-tools", 10, 2) // the command reports 3 tool calls
+	exact := add("exec-exact", 9, 3)      // 9 steps, 3 tool calls: exactly the budget
+	goOver := add("go-over", 1, 20)       // a Go handler's checkpoint says 2 steps
+	exec := &workers.Exec{Command: `echo '{"what_was_done":"did a lot","steps_used":9,"tool_calls_used":3}'`}
+	stop := runPool(t, b, workers.HandlerFunc(func(ctx context.Context, task *trellis.Task, p *workers.Progress) (*trellis.Checkpoint, error) {
+		if task.Objective == "go-over" {
+			return &trellis.Checkpoint{WhatWasDone: "two steps", Usage: trellis.Usage{StepsUsed: 2}}, nil
+		}
+		return exec.Handle(ctx, task, p)
+	}), workers.Config{Queue: "spend", Concurrency: 2})
+	failed := b.waitStatus(t, []string{overSteps, overTools, goOver}, 15*time.Second, trellis.StatusFailed, trellis.StatusDone, trellis.StatusDead, trellis.StatusQueued)
+	b.waitStatus(t, []string{exact}, 15*time.Second, trellis.StatusDone)
+	stop()
+	for id, task := range failed {
+		task, _ = b.q.Show(ctx, id)
+		if task.Status != trellis.StatusFailed || !task.BudgetExhausted || task.Checkpoint == nil || !task.Checkpoint.BudgetExhausted || task.Attempts != 1 {
+			t.Errorf("%s: %s, budget_exhausted %v, attempts %d; want failed, budget_exhausted, 1 attempt (checkpoint %+v)",
+				task.Objective, task.Status, task.BudgetExhausted, task.Attempts, task.Checkpoint)
+			continue
+		}
+		if want := map[string]string{"exec-steps": "did a lot", "exec-tools": "did a lot", "go-over": "two steps"}[task.Objective]; task.Checkpoint.WhatWasDone != want {
+			t.Errorf("%s: what_was_done %q; want the handler's %q", task.Objective, task.Checkpoint.WhatWasDone, want)
+		}
+		if !strings.Contains(task.Checkpoint.Error, "budget") {
+			t.Errorf("%s: error %q does not say the budget was overspent", task.Objective, task.Checkpoint.Error)
+		}
+	}
+	done, _ := b.q.Show(ctx, exact)
+	if done.BudgetExhausted || done.Checkpoint.Usage.StepsUsed != 9 || done.Checkpoint.Usage.ToolCallsUsed != 3 {
+		t.Errorf("exact budget: %+v / %+v", done, done.Checkpoint)
 	}
 }

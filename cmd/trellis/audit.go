@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +21,13 @@ func (a *app) auditCommand() *cobra.Command {
 		Example: "  trellis audit 01J... --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return handlers.Audit(ctx, s.store, args[0]) }, func(v any) {
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				recs, err := handlers.Audit(ctx, s.store, args[0])
+				if err != nil || !asJSON {
+					return recs, err
+				}
+				return auditEvents(recs), nil
+			}, func(v any) {
 				for _, r := range v.([]events.Recorded) {
 					actor := r.Actor
 					if actor == "" {
@@ -34,12 +42,48 @@ func (a *app) auditCommand() *cobra.Command {
 	return c
 }
 
+// auditEvent is one event as `audit --json` prints it: every field is
+// always present (actor is "" when no one acted, as for an add).
+type auditEvent struct {
+	ID            string          `json:"id"`
+	Type          string          `json:"type"`
+	AggregateID   string          `json:"aggregate_id"`
+	Time          time.Time       `json:"time"`
+	Actor         string          `json:"actor"`
+	CausationID   string          `json:"causation_id,omitempty"`
+	CorrelationID string          `json:"correlation_id,omitempty"`
+	Schema        int             `json:"schema"`
+	Payload       json.RawMessage `json:"payload"`
+	Stream        string          `json:"stream"`
+	Subject       string          `json:"subject"`
+	Seq           uint64          `json:"seq"`
+}
+
+func auditEvents(recs []events.Recorded) []auditEvent {
+	out := make([]auditEvent, 0, len(recs))
+	for _, r := range recs {
+		payload := r.Payload
+		if len(payload) == 0 {
+			payload = json.RawMessage("null")
+		}
+		out = append(out, auditEvent{ID: r.ID, Type: r.Type, AggregateID: r.AggregateID, Time: r.Time, Actor: r.Actor,
+			CausationID: r.CausationID, CorrelationID: r.CorrelationID, Schema: r.Schema, Payload: payload,
+			Stream: r.Stream, Subject: r.Subject, Seq: r.Seq})
+	}
+	return out
+}
+
 func (a *app) replayCommand() *cobra.Command {
 	var asJSON bool
+	// The list comes from the service itself, so it names every
+	// projection replay rebuilds.
+	names := strings.Join(handlers.NewService(nil, handlers.ServiceConfig{}).ProjectionNames(), ", ")
 	c := &cobra.Command{
-		Use:     "replay",
-		Short:   "Drop every projection (queue board, checkpoints) and rebuild it from the event log",
-		Example: "  trellis replay",
+		Use:   "replay",
+		Short: "Drop every projection (" + names + ") and rebuild it from the event log",
+		Long: "Drops every projection and rebuilds it from the event log, in this order: " + names + ".\n" +
+			"With a server running, the server rebuilds its own projections.",
+		Example: "  trellis replay\n  trellis replay --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.replay(ctx) }, func(v any) {

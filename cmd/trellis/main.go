@@ -78,11 +78,13 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.Version = currentVersion().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.dataDir, "data", envOr("TRELLIS_DATA", "data"), "data directory (env TRELLIS_DATA)")
 	root.PersistentFlags().StringVar(&a.natsURL, "nats-url", os.Getenv("TRELLIS_NATS_URL"), "connect to this NATS server or cluster instead of the embedded one (env TRELLIS_NATS_URL)")
 	root.PersistentFlags().StringSliceVar(&a.workspaces, "workspace", splitList(os.Getenv("TRELLIS_WORKSPACE")),
 		"workspace root(s) holding .vine files and their references (env TRELLIS_WORKSPACE, comma-separated; default the current directory)")
-	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand())
+	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.versionCommand())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +185,190 @@ func TestCLIUsesRunningServer(t *testing.T) {
 	code, _, errs = cli(t, "queue", "list", "--data", data)
 	if code != 7 || !strings.Contains(errs, "locked") {
 		t.Fatalf("locked data dir: exit %d, %q; want 7 and 'locked'", code, errs)
+	}
+}
+
+// TestCLIWorkerNeedsServer: with no server running, `trellis worker` says
+// how to get one and exits 7 without taking the data dir, so the next
+// command still works; a stale serve.json and an unreachable --nats-url
+// are refused the same way.
+func TestCLIWorkerNeedsServer(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	code, _, errs := cli(t, "worker", "--data", data, "--exec", "true", "--metrics-addr", "")
+	if code != 7 || !strings.Contains(errs, "needs a running trellis server") || !strings.Contains(errs, "trellis serve --data "+data) ||
+		!strings.Contains(errs, "--nats-url") || !strings.Contains(errs, "--embedded") {
+		t.Fatalf("worker without a server: exit %d, %q; want 7 saying how to start or reach one", code, errs)
+	}
+	if code, _, errs := cli(t, "queue", "add", "--data", data, "--objective", "after the worker"); code != 0 {
+		t.Fatalf("queue add after the refused worker: exit %d: %s", code, errs)
+	}
+	dead := "nats://" + freeAddr(t)
+	info := `{"pid": 1, "nats_url": "` + dead + `", "data_dir": "` + data + `", "embedded": true}`
+	if err := os.WriteFile(server.InfoPath(data), []byte(info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = cli(t, "worker", "--data", data, "--exec", "true", "--metrics-addr", "")
+	if code != 7 || !strings.Contains(errs, dead) || !strings.Contains(errs, "serve.json") || !strings.Contains(errs, "does not answer") {
+		t.Fatalf("worker with a stale serve.json: exit %d, %q", code, errs)
+	}
+	code, _, errs = cli(t, "worker", "--data", t.TempDir(), "--nats-url", dead, "--exec", "true", "--metrics-addr", "")
+	if code != 7 || !strings.Contains(errs, dead) || !strings.Contains(errs, "--embedded") {
+		t.Fatalf("worker with an unreachable --nats-url: exit %d, %q", code, errs)
+	}
+}
+
+// TestCLIServeRefusals: serve on a data dir another server holds, or on a
+// port in use, exits 7 (unavailable) naming the holder's pid or the
+// address; a malformed address exits 2 naming the flag's field.
+func TestCLIServeRefusals(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	data := t.TempDir()
+	srv, err := server.Start(ctx, server.Config{DataDir: data, NATSAddr: "127.0.0.1:0", WriteInfo: true, SyncInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	code, _, errs := cli(t, "serve", "--data", data, "--nats-addr", "127.0.0.1:0", "--http-addr", "")
+	if code != 7 || !strings.Contains(errs, "locked") || !strings.Contains(errs, fmt.Sprintf("pid %d", os.Getpid())) || strings.Contains(errs, "internal") {
+		t.Fatalf("serve on a held data dir: exit %d, %q; want 7 naming the holder", code, errs)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	code, _, errs = cli(t, "serve", "--data", t.TempDir(), "--nats-addr", addr, "--http-addr", "")
+	if code != 7 || !strings.Contains(errs, addr) || !strings.Contains(errs, "in use") || !strings.Contains(errs, "--nats-addr") {
+		t.Fatalf("serve on a NATS port in use: exit %d, %q", code, errs)
+	}
+	code, _, errs = cli(t, "serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:0", "--http-addr", addr)
+	if code != 7 || !strings.Contains(errs, addr) || !strings.Contains(errs, "--http-addr") {
+		t.Fatalf("serve on an HTTP port in use: exit %d, %q", code, errs)
+	}
+	code, _, errs = cli(t, "serve", "--data", t.TempDir(), "--nats-addr", "127.0.0.1:0", "--http-addr", "nonsense")
+	if code != 2 || !strings.Contains(errs, "http_addr") {
+		t.Fatalf("serve on a malformed address: exit %d, %q", code, errs)
+	}
+}
+
+// TestCLIVersion: `trellis --version` and `trellis version` print the
+// version with the Go toolchain and platform; --json gives the fields.
+func TestCLIVersion(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		code, out, errs := cli(t, args...)
+		if code != 0 || !strings.HasPrefix(out, "trellis "+server.Version) || !strings.Contains(out, runtime.Version()) ||
+			!strings.Contains(out, runtime.GOOS+"/"+runtime.GOARCH) || strings.Count(out, "\n") != 1 {
+			t.Errorf("trellis %v: exit %d, %q (%s)", args, code, out, errs)
+		}
+	}
+	code, out, _ := cli(t, "version", "--json")
+	var v struct {
+		Version, Go, Platform string
+	}
+	mustJSON(t, out, &v)
+	if code != 0 || v.Version != server.Version || v.Go != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH {
+		t.Fatalf("version --json: exit %d, %+v", code, v)
+	}
+	if code, _, errs := cli(t, "version", "extra"); code != 2 {
+		t.Fatalf("version with an argument: exit %d (%s)", code, errs)
+	}
+}
+
+// TestMakeRunTakesServeFlags: `make run ARGS="..."` passes the flags to
+// `trellis serve` (checked with make -n, which prints the commands).
+func TestMakeRunTakesServeFlags(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	out, err := exec.Command("make", "-n", "-C", "../..", "run", "ARGS=--http-addr 127.0.0.1:7171 --nats-addr 127.0.0.1:4333", "DATA=/tmp/d").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "serve --data /tmp/d --http-addr 127.0.0.1:7171 --nats-addr 127.0.0.1:4333") {
+		t.Fatalf("make run does not pass ARGS to serve:\n%s", out)
+	}
+}
+
+// TestCLIListAuditReplayOutput: `queue list` prints a header row over
+// aligned columns; `audit --json` gives every event an actor field (empty
+// when no one acted, as for an add); `replay --help` names every
+// projection replay rebuilds.
+func TestCLIListAuditReplayOutput(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	d := "--data=" + data
+	var ids []string
+	for _, obj := range []string{"first", "second"} {
+		code, out, errs := cli(t, "queue", "add", d, "--objective", obj, "--json")
+		if code != 0 {
+			t.Fatalf("add: exit %d: %s", code, errs)
+		}
+		var task trellis.Task
+		mustJSON(t, out, &task)
+		ids = append(ids, task.TaskID)
+	}
+	if code, _, errs := cli(t, "queue", "next", d, "--worker", "agent-7"); code != 0 {
+		t.Fatalf("next: exit %d: %s", code, errs)
+	}
+	code, out, _ := cli(t, "queue", "list", d)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if code != 0 || len(lines) < 3 {
+		t.Fatalf("list: exit %d:\n%s", code, out)
+	}
+	header := lines[0]
+	cols := []string{"TASK ID", "STATUS", "QUEUE", "CLAIMED BY", "OBJECTIVE"}
+	for i, c := range cols {
+		if !strings.Contains(header, c) || (i > 0 && strings.Index(header, c) < strings.Index(header, cols[i-1])) {
+			t.Fatalf("list header %q lacks %q in order", header, c)
+		}
+	}
+	rows := map[string]string{}
+	for _, l := range lines[1:3] {
+		rows[strings.Fields(l)[0]] = l
+	}
+	claimed := rows[ids[0]]
+	for col, want := range map[string]string{"STATUS": "claimed", "QUEUE": "default", "CLAIMED BY": "agent-7", "OBJECTIVE": "first"} {
+		if at := strings.Index(header, col); !strings.HasPrefix(claimed[at:], want) {
+			t.Errorf("column %s of %q is not %q under the header %q", col, claimed, want, header)
+		}
+	}
+	if at := strings.Index(header, "OBJECTIVE"); !strings.HasPrefix(rows[ids[1]][at:], "second") {
+		t.Errorf("objective of an unclaimed row is not aligned: %q under %q", rows[ids[1]], header)
+	}
+
+	code, out, _ = cli(t, "audit", ids[0], d, "--json")
+	var evs []map[string]any
+	mustJSON(t, out, &evs)
+	if code != 0 || len(evs) != 2 {
+		t.Fatalf("audit: exit %d: %v", code, evs)
+	}
+	for _, ev := range evs {
+		if _, ok := ev["actor"]; !ok {
+			t.Errorf("audit event without an actor field: %v", ev)
+		}
+	}
+	if evs[0]["type"] != "added" || evs[0]["actor"] != "" || evs[1]["actor"] != "agent-7" {
+		t.Errorf("audit actors: %v / %v", evs[0], evs[1])
+	}
+
+	code, out, _ = cli(t, "replay", d, "--json")
+	var res struct {
+		Projections []struct{ Name string }
+	}
+	mustJSON(t, out, &res)
+	if code != 0 || len(res.Projections) < 5 {
+		t.Fatalf("replay: exit %d: %+v", code, res)
+	}
+	_, help, _ := cli(t, "replay", "--help")
+	for _, p := range res.Projections {
+		if !strings.Contains(help, p.Name) {
+			t.Errorf("replay --help does not name the %s projection:\n%s", p.Name, help)
+		}
 	}
 }

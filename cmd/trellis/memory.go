@@ -147,17 +147,34 @@ func (a *app) taskComplete() *cobra.Command {
 	var req trellis.TaskCompleteRequest
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "complete TASK [--merge]",
-		Short:   "Complete a task: classify its facts durable or ephemeral; --merge merges the durable ones into the parent branch",
-		Example: "  trellis task complete fix-auth --merge --json",
+		Use:   "complete TASK [--merge] [--force]",
+		Short: "Complete a task: classify its facts durable or ephemeral; --merge merges the durable ones into the parent branch",
+		Long: `Completes a task: the task consolidation classifies the task branch's facts as durable or ephemeral, and
+with --merge the durable ones are merged into the parent branch.
+
+A task whose objectives are not all done, or whose agents have not all completed (task complete-agent),
+is not completed: the command exits 4 (conflict) naming them. --force completes it anyway and warns
+on stderr what was left unfinished.`,
+		Example: "  trellis task complete fix-auth --merge --json\n  trellis task complete fix-auth --force",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Task = args[0]
-			return a.withMemory(cmd, asJSON, func(ctx context.Context, m trellis.MemoryService) (any, error) { return m.TaskComplete(ctx, req) },
-				func(v any) { a.printReport(v.(*trellis.ConsolidationReport)) })
+			return a.withMemory(cmd, asJSON, func(ctx context.Context, m trellis.MemoryService) (any, error) {
+				if req.Force {
+					t, err := m.TaskShow(ctx, req.Task)
+					if err != nil {
+						return nil, err
+					}
+					if open := t.Unfinished(); len(open) > 0 && t.Status == "open" {
+						fmt.Fprintf(a.stderr, "trellis: warning: completing task %s with unfinished work (--force): %s\n", t.Name, strings.Join(open, "; "))
+					}
+				}
+				return m.TaskComplete(ctx, req)
+			}, func(v any) { a.printReport(v.(*trellis.ConsolidationReport)) })
 		},
 	}
 	c.Flags().BoolVar(&req.Merge, "merge", false, "merge durable facts into the parent branch")
+	c.Flags().BoolVar(&req.Force, "force", false, "complete the task even with objectives not done or agents still working (warns what is unfinished)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

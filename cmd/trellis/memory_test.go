@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/server"
 )
 
 // TestCLIAgentMemory drives seed 004's flow through the CLI contract.
@@ -133,6 +136,57 @@ func TestCLIConsolidateNothingNew(t *testing.T) {
 	for _, args := range [][]string{{"--session", "nope"}, {"--session", "s2", "--task", "nn"}} {
 		if code, _, errs := cli(t, append([]string{"consolidate", d, "--level", "session"}, args...)...); code != 3 {
 			t.Fatalf("%v: exit %d %s; want 3", args, code, errs)
+		}
+	}
+}
+
+// TestCLITaskCompleteNeedsForce: `task complete` on a task with an
+// objective not done or an agent still working exits 4 naming them and
+// completes nothing; --force completes it and warns on stderr what was
+// unfinished. Run in-process and through a running server (NATS API).
+func TestCLITaskCompleteNeedsForce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	served := t.TempDir()
+	srv, err := server.Start(ctx, server.Config{DataDir: served, NATSAddr: "127.0.0.1:0", ServeAPI: true, WriteInfo: true, SyncInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for name, data := range map[string]string{"in-process": t.TempDir(), "through a server": served} {
+		d := "--data=" + data
+		steps := [][]string{
+			{"task", "create", d, "--name", "busy", "--objective", "Fix it", "--objective", "Test it"},
+			{"task", "join", "busy", d, "--agent", "a1", "--role", "implementer"},
+			{"task", "join", "busy", d, "--agent", "a2", "--role", "reviewer"},
+			{"task", "objective", "busy", "obj-1", d, "--status", "done", "--agent", "a1"},
+			{"task", "complete-agent", "busy", d, "--agent", "a1"},
+		}
+		for _, args := range steps {
+			if code, _, errs := cli(t, args...); code != 0 {
+				t.Fatalf("%s: %v: exit %d: %s", name, args, code, errs)
+			}
+		}
+		code, out, errs := cli(t, "task", "complete", "busy", d)
+		if code != 4 || !strings.Contains(errs, `obj-2 (todo) "Test it"`) || !strings.Contains(errs, "agent a2 (reviewer) still working") ||
+			!strings.Contains(errs, "--force") || strings.Contains(errs, "obj-1") {
+			t.Fatalf("%s: complete with unfinished work: exit %d, stdout %q, stderr %q; want 4 naming obj-2 and a2", name, code, out, errs)
+		}
+		code, out, _ = cli(t, "task", "show", "busy", d, "--json")
+		var v trellis.AgentTaskView
+		mustJSON(t, out, &v)
+		if code != 0 || v.Status != "open" {
+			t.Fatalf("%s: the refused completion changed the task: %+v", name, v)
+		}
+		code, out, errs = cli(t, "task", "complete", "busy", d, "--force", "--json")
+		var rep trellis.ConsolidationReport
+		mustJSON(t, out, &rep)
+		if code != 0 || rep.Type != "task_checkpoint" || !strings.Contains(errs, "warning") || !strings.Contains(errs, "obj-2") || !strings.Contains(errs, "a2") {
+			t.Fatalf("%s: forced completion: exit %d, %+v, stderr %q", name, code, rep, errs)
+		}
+		if code, out, _ = cli(t, "task", "show", "busy", d, "--json"); code != 0 || !strings.Contains(out, `"status": "completed"`) {
+			t.Fatalf("%s: forced task: %s", name, out)
 		}
 	}
 }

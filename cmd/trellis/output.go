@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,17 +94,26 @@ func printTask(w io.Writer, t *trellis.Task) {
 	}
 }
 
-// printList writes the board for people.
+// printList writes the board for people: a header row over aligned
+// columns ("-" for no claimant), then the counts per queue.
 func printList(w io.Writer, l *trellis.TaskList) {
 	if len(l.Tasks) == 0 {
 		fmt.Fprintln(w, "no tasks")
-	}
-	for _, r := range l.Tasks {
-		obj := r.Objective
-		if len(obj) > 60 {
-			obj = obj[:57] + "..."
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK ID\tSTATUS\tQUEUE\tCLAIMED BY\tOBJECTIVE")
+		for _, r := range l.Tasks {
+			obj := strings.Join(strings.Fields(r.Objective), " ") // one line
+			if len(obj) > 60 {
+				obj = strings.ToValidUTF8(obj[:57], "") + "..."
+			}
+			by := r.ClaimedBy
+			if by == "" {
+				by = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.TaskID, r.Status, r.Queue, by, obj)
 		}
-		fmt.Fprintf(w, "%s  %-8s  %-12s  %-16s  %s\n", r.TaskID, r.Status, r.Queue, r.ClaimedBy, obj)
+		_ = tw.Flush()
 	}
 	queues := make([]string, 0, len(l.Counts))
 	for q := range l.Counts {

@@ -15,12 +15,14 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/workers"
 )
 
 func (a *app) workerCommand() *cobra.Command {
 	var cfg workers.Config
 	var command, metricsAddr string
+	var embedded bool
 	var backoff time.Duration
 	c := &cobra.Command{
 		Use:   "worker --queue Q --exec CMD",
@@ -32,11 +34,16 @@ steps_used, tool_calls_used) fill the checkpoint, else the stdout tail is what_w
 exit is a failed attempt (the stderr tail is the error), retried with exponential backoff and jitter
 until the task's max attempts, then the task is dead.
 
+A worker needs a running server (trellis serve): it finds it through --nats-url / TRELLIS_NATS_URL or
+the data dir's serve.json, and exits 7 (unavailable) when none answers. --embedded runs a server inside
+the worker instead (on a free loopback port, recorded in serve.json so other commands reach it).
+
 A claim holds a lease that the worker extends while CMD runs; a worker that dies loses its leases and
 another worker takes the tasks over after the lease. SIGTERM or SIGINT drains: no new claims, running
 commands get --grace to finish, the rest are released back to the queue.`,
 		Example: `  trellis worker --queue default --concurrency 4 --exec ./handle-task.sh
-  trellis worker --queue builds --exec 'make -C "$(jq -r .inputs[0])"' --lease 1m --grace 2m`,
+  trellis worker --queue builds --exec 'make -C "$(jq -r .inputs[0])"' --lease 1m --grace 2m
+  trellis worker --embedded --data ./data --exec ./handle-task.sh     # no server running: bring one along`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if command == "" {
@@ -45,12 +52,19 @@ commands get --grace to finish, the rest are released back to the queue.`,
 			if err := trellis.ValidateQueueName(cfg.Queue); err != nil {
 				return err
 			}
-			s, err := a.openSession(cmd.Context())
-			if err != nil {
+			log := slog.New(slog.NewTextHandler(a.stderr, nil))
+			var s *session
+			var err error
+			if embedded {
+				var srv *server.Server
+				if s, srv, err = a.embeddedSession(cmd.Context(), log); err != nil {
+					return err
+				}
+				log.Info("embedded server", "data", srv.Info().DataDir, "nats", srv.Info().NATSURL, "recorded_in", server.InfoPath(srv.Info().DataDir))
+			} else if s, err = a.serverSession(cmd.Context(), "trellis worker"); err != nil {
 				return err
 			}
 			defer s.close()
-			log := slog.New(slog.NewTextHandler(a.stderr, nil))
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Metrics = workers.NewMetrics(reg)
@@ -73,7 +87,9 @@ commands get --grace to finish, the rest are released back to the queue.`,
 			if backoff > 0 {
 				qcfg.RetryBackoff = handlers.ExponentialBackoff(backoff, 5*time.Minute)
 			}
-			pool, err := workers.New(handlers.NewQueue(s.store, qcfg), &workers.Exec{Command: command}, cfg)
+			handler := &workers.Exec{Command: command}
+			defer handler.Close()
+			pool, err := workers.New(handlers.NewQueue(s.store, qcfg), handler, cfg)
 			if err != nil {
 				return err
 			}
@@ -89,6 +105,7 @@ commands get --grace to finish, the rest are released back to the queue.`,
 	f.DurationVar(&cfg.Grace, "grace", 30*time.Second, "on SIGTERM, how long running commands may finish before their tasks are released")
 	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>)")
 	f.DurationVar(&backoff, "backoff", time.Second, "first retry delay; doubles per attempt up to 5m, with jitter")
+	f.BoolVar(&embedded, "embedded", false, "run a Trellis server inside this worker instead of using a running one (it holds the data dir while the worker runs)")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:0", "serve Prometheus /metrics here (port 0 picks one; empty disables)")
 	return c
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -172,20 +173,45 @@ func workerArgs(url, queue, id string, extra ...string) []string {
 }
 
 // TestWorkerProcessesSurviveSIGKILL: 3 worker processes × concurrency 3
-// over 300 tasks; one is killed with SIGKILL after 2 s. Every task ends
-// done with exactly one completion; the killed worker's tasks are taken
-// over after the lease.
+// over 300 tasks; worker w0 (whose command takes 2 s, so its claims are
+// held for a while) is killed with SIGKILL once the board shows it holding
+// a claim. Every task ends done with exactly one completion; at least one
+// task was taken over, and every task w0 held went lease_expired, then was
+// claimed and completed by another worker.
 func TestWorkerProcessesSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
 	srv, url := queueServer(t)
 	svc := srv.Service()
 	ids := addTasks(t, svc, "fleet", 300, 0)
-	cmd := `sleep 0.05; echo '{"what_was_done":"processed","steps_used":1}'`
+	fast := `sleep 0.05; echo '{"what_was_done":"processed","steps_used":1}'`
+	slow := `sleep 2; echo '{"what_was_done":"processed slowly","steps_used":1}'`
 	var procs []*proc
 	for i := 0; i < 3; i++ {
+		cmd := fast
+		if i == 0 {
+			cmd = slow
+		}
 		procs = append(procs, startProc(t, workerArgs(url, "fleet", "w"+strconv.Itoa(i), "--concurrency", "3", "--exec", cmd, "--lease", "2s")...))
 	}
-	time.Sleep(2 * time.Second)
+	// Kill w0 only while it holds a claim.
+	deadline := time.Now().Add(30 * time.Second)
+	for held := ""; held == ""; {
+		l, err := svc.List(context.Background(), trellis.ListRequest{Queue: "fleet", Status: trellis.StatusClaimed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range l.Tasks {
+			if strings.HasPrefix(r.ClaimedBy, "w0/") {
+				held = r.TaskID
+			}
+		}
+		if held == "" && time.Now().After(deadline) {
+			t.Fatal("worker w0 never held a claim")
+		}
+		if held == "" {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	if err := procs[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -205,20 +231,35 @@ func TestWorkerProcessesSurviveSIGKILL(t *testing.T) {
 	if claims-300 != len(counts[events.TaskLeaseExpired]) {
 		t.Fatalf("%d re-executions but %d lease expiries: every re-execution must follow an expired lease", claims-300, len(counts[events.TaskLeaseExpired]))
 	}
-	for id := range counts[events.TaskLeaseExpired] {
+	// The tasks w0 held when it died: claimed by w0, never completed by it.
+	takenOver := 0
+	for _, id := range ids {
 		recs, err := svc.Audit(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var hist []string
+		heldByW0 := false
 		for _, r := range recs {
 			hist = append(hist, r.Type+"/"+r.Actor)
+			if r.Type == events.TaskClaimed {
+				heldByW0 = strings.HasPrefix(r.Actor, "w0/")
+			}
 		}
-		// claim by A (the killed w0), lease expired, claim by B, done by B.
-		if len(hist) != 5 || hist[1][:10] != "claimed/w0" || hist[2][:13] != "lease_expired" || hist[3][:9] != "claimed/w" || hist[3] != "claimed/"+recs[4].Actor {
-			t.Fatalf("history of a taken-over task: %v", hist)
+		if !heldByW0 && counts[events.TaskLeaseExpired][id] == 0 {
+			continue
+		}
+		takenOver++
+		// claim by the killed w0, lease expired, claim by B, done by B.
+		if len(hist) != 5 || !strings.HasPrefix(hist[1], "claimed/w0/") || !strings.HasPrefix(hist[2], "lease_expired") ||
+			!strings.HasPrefix(hist[3], "claimed/w") || strings.HasPrefix(hist[3], "claimed/w0/") || hist[4] != "completed/"+recs[3].Actor {
+			t.Fatalf("history of a task w0 held when it was killed: %v", hist)
 		}
 	}
+	if takenOver == 0 {
+		t.Fatal("no task was taken over from the killed worker")
+	}
+	t.Logf("%d tasks held by the killed worker were taken over", takenOver)
 	for _, p := range procs[1:] {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		if err := p.wait(t, 20*time.Second); err != nil {
@@ -369,5 +410,126 @@ func TestServeRestartMidRun(t *testing.T) {
 		if counts[events.TaskCompleted][id] != 1 {
 			t.Fatalf("task %s completed %d times", id, counts[events.TaskCompleted][id])
 		}
+	}
+}
+
+// TestWorkerSIGKILLTakesHandlerProcesses: when a worker is killed with
+// SIGKILL, the command it runs and that command's own children die with it
+// (nothing it started keeps running unsupervised).
+func TestWorkerSIGKILLTakesHandlerProcesses(t *testing.T) {
+	t.Parallel()
+	srv, url := queueServer(t)
+	addTasks(t, srv.Service(), "orphans", 1, 0)
+	dir := t.TempDir()
+	handlerPID, childPID := filepath.Join(dir, "handler.pid"), filepath.Join(dir, "child.pid")
+	// The handler records its pid, starts a long-running child, records
+	// the child's pid (each file written whole, then renamed) and waits.
+	script := fmt.Sprintf(`echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; sleep 300 & echo $! > %[2]s.tmp && mv %[2]s.tmp %[2]s; wait`, handlerPID, childPID)
+	p := startProc(t, workerArgs(url, "orphans", "wk", "--exec", script)...)
+	pids := map[string]int{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(pids) < 2 {
+		for name, path := range map[string]string{"handler": handlerPID, "child": childPID} {
+			if b, err := os.ReadFile(path); err == nil {
+				pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+				if err != nil {
+					t.Fatalf("%s pid file: %v", name, err)
+				}
+				pids[name] = pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the handler never started its child (pids so far %v)", pids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	for name, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("the %s (pid %d) is not running before the worker is killed", name, pid)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.wait(t, 10*time.Second)
+	for name, pid := range pids {
+		deadline := time.Now().Add(10 * time.Second)
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the handler's %s (pid %d) still runs 10 s after its worker was killed", name, pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether a process exists and is not a zombie (a killed
+// process whose parent has not reaped it yet is gone for our purpose).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name: "pid (comm) S ...".
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// TestWorkerEmbedded: `worker --embedded` brings its own server, records
+// it in serve.json, and other commands on the data dir work through it
+// while the worker runs: a task added with `queue add` is done by the
+// worker. SIGTERM drains the worker and removes serve.json.
+func TestWorkerEmbedded(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	p := startProc(t, "worker", "--embedded", "--data", data, "--queue", "emb", "--worker-id", "we", "--metrics-addr", "",
+		"--exec", `echo '{"what_was_done":"embedded run"}'`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, _ := server.ReadInfo(data)
+		if info != nil && info.PID == p.cmd.Process.Pid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the embedded worker never recorded its server in serve.json")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, out, errs := cli(t, "queue", "add", "--data", data, "--queue", "emb", "--objective", "through the worker's server", "--json")
+	if code != 0 {
+		t.Fatalf("queue add next to an embedded worker: exit %d: %s", code, errs)
+	}
+	var task trellis.Task
+	mustJSON(t, out, &task)
+	for {
+		code, out, errs = cli(t, "queue", "show", task.TaskID, "--data", data, "--json")
+		if code != 0 {
+			t.Fatalf("queue show: exit %d: %s", code, errs)
+		}
+		var got trellis.Task
+		mustJSON(t, out, &got)
+		if got.Status == trellis.StatusDone {
+			if got.ClaimedBy != "we/0" || got.Checkpoint.WhatWasDone != "embedded run" {
+				t.Fatalf("task done as %+v / %+v", got, got.Checkpoint)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task still %s", got.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("worker exit: %v", err)
+	}
+	if info, err := server.ReadInfo(data); info != nil || err != nil {
+		t.Fatalf("serve.json left behind: %+v, %v", info, err)
 	}
 }

@@ -98,8 +98,21 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 		t.Fatalf("a checkpoint completed the task: %+v", task)
 	}
 
+	// obj-2 is still todo: the seed route refuses to complete the task
+	// unless forced, and names what is unfinished.
+	var refused struct {
+		Error trellis.Error `json:"error"`
+	}
+	b.do(t, post, "/tasks/fix-auth/complete", `{"merge":true}`).expect(t, http.StatusConflict, &refused)
+	if refused.Error.Code != trellis.CodeConflict || !strings.Contains(refused.Error.Message, "obj-2 (todo)") || !strings.Contains(refused.Error.Message, `"force": true`) {
+		t.Fatalf("complete with an unfinished objective: %+v", refused.Error)
+	}
+	b.do(t, get, "/tasks/fix-auth", nil).expect(t, http.StatusOK, &task)
+	if task.Status != "open" {
+		t.Fatalf("the refused completion completed the task: %+v", task)
+	}
 	var done trellis.ConsolidationReport
-	b.do(t, post, "/tasks/fix-auth/complete", `{"merge":true}`).expect(t, http.StatusOK, &done)
+	b.do(t, post, "/tasks/fix-auth/complete", `{"merge":true,"force":true}`).expect(t, http.StatusOK, &done)
 	if done.Type != "task_checkpoint" || len(done.Durable) != 1 || len(done.Ephemeral) != 1 || len(done.Runs) != 1 || done.Runs[0].Type != "merge" {
 		t.Fatalf("task run = %+v", done)
 	}
@@ -214,7 +227,8 @@ func TestMemoryBadInput(t *testing.T) {
 		{"complete/unknown task", post, "/tasks/nope/complete", nil, notFound, nf, "", "nope"},
 		{"complete/unknown task id", post, "/tasks/" + unknown + "/complete", `{"merge":true}`, notFound, nf, "", unknown},
 		{"complete/merge wrong type", post, "/tasks/t1/complete", `{"merge":"yes"}`, bad, inv, "merge", ""},
-		{"complete/unknown field", post, "/tasks/t1/complete", `{"merge":true,"force":true}`, bad, inv, "force", `"force"`},
+		{"complete/unknown field", post, "/tasks/t1/complete", `{"merge":true,"forced":true}`, bad, inv, "forced", `"forced"`},
+		{"complete/force wrong type", post, "/tasks/t1/complete", `{"force":"yes"}`, bad, inv, "force", ""},
 		{"complete/malformed", post, "/tasks/t1/complete", `{"merge":tru}`, bad, inv, "body", "JSON"},
 
 		// POST /tasks/{id}/consolidate

@@ -19,7 +19,7 @@ var memoryTools = map[string][]string{
 	"task_join":             {"task", "agent_id", "role"},
 	"task_objective":        {"task", "objective_id", "status", "agent_id"},
 	"task_complete_agent":   {"task", "agent_id"},
-	"task_complete":         {"task", "merge"},
+	"task_complete":         {"task", "merge", "force"},
 	"task_context":          {"task"},
 	"task_list":             {"status"},
 	"observe":               {"branch", "task", "agent_id", "session", "type", "text"},
@@ -197,8 +197,12 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 		t.Fatalf("context after the agents = %+v", tc)
 	}
 
+	// obj-2 is still todo: refused unless forced.
+	if msg := callErr(t, ctx, cs, "task_complete", map[string]any{"task": "fix-auth", "merge": true}); !strings.HasPrefix(msg, "conflict: ") || !strings.Contains(msg, "obj-2 (todo)") {
+		t.Fatalf("task_complete with an unfinished objective: %q", msg)
+	}
 	var done trellis.ConsolidationReport
-	res = callOK(t, ctx, cs, schemas, "task_complete", map[string]any{"task": "fix-auth", "merge": true}, &done)
+	res = callOK(t, ctx, cs, schemas, "task_complete", map[string]any{"task": "fix-auth", "merge": true, "force": true}, &done)
 	if done.Type != "task_checkpoint" || len(done.Durable) != 1 || len(done.Ephemeral) != 1 || done.TargetBranch != "main" ||
 		len(done.Runs) != 1 || done.Runs[0].Type != "merge" || done.Runs[0].Created != 1 {
 		t.Fatalf("task run = %+v", done)
@@ -309,6 +313,7 @@ func TestMemoryBadInput(t *testing.T) {
 		{"complete unknown task", "task_complete", map[string]any{"task": "nope", "merge": true}, "not_found: ", ""},
 		{"merge not a boolean", "task_complete", map[string]any{"task": "t1", "merge": "yes"}, "invalid: merge: ", "true or false"},
 		{"complete without task", "task_complete", map[string]any{}, "invalid: task: ", ""},
+		{"force not a boolean", "task_complete", map[string]any{"task": "t1", "force": "yes"}, "invalid: force: ", "true or false"},
 
 		{"context of unknown task", "task_context", map[string]any{"task": "nope"}, "not_found: ", ""},
 		{"context without task", "task_context", nil, "invalid: task: ", ""},

@@ -210,13 +210,15 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			Description: "Complete an open agent task once its agents are done: the task consolidation classifies the task branch's active facts as durable " +
 				"(confidence ≥ 0.8 and category bug_fix, architecture, pattern, decision, security or performance) or ephemeral (they stay on the task branch). " +
 				"With merge true the durable facts are merged into the parent branch (e.g. main): a duplicate of a fact already there (Jaccard > 0.85) boosts it, anything else is copied with its provenance. " +
-				"The task becomes completed and its name free again. Returns the task run (durable, ephemeral), with the merge run in runs.",
+				"The task becomes completed and its name free again. Returns the task run (durable, ephemeral), with the merge run in runs. " +
+				"A task with objectives not done or agents that have not completed (task_complete_agent) is refused with a conflict naming them; force true completes it anyway.",
 			OutputSchema: reportOut,
 			Annotations:  &mcp.ToolAnnotations{Title: "Complete an agent task", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
 		},
 		params: []param{
 			{name: "task", desc: descMemTask},
 			{name: "merge", desc: descMemMerge},
+			{name: "force", desc: "Complete the task even though objectives are not done or agents are still working (without it that is a conflict naming them). Default false."},
 		},
 		req: []string{"task"},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.TaskCompleteRequest) (*mcp.CallToolResult, error) {

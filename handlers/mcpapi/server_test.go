@@ -45,7 +45,7 @@ func TestToolsList(t *testing.T) {
 		"task_join":             {[]string{"task", "agent_id", "role"}, []string{"task", "agent_id", "role"}, true},
 		"task_objective":        {[]string{"task", "objective_id", "status", "agent_id"}, []string{"task", "objective_id", "status"}, true},
 		"task_complete_agent":   {[]string{"task", "agent_id"}, []string{"task", "agent_id"}, true},
-		"task_complete":         {[]string{"task", "merge"}, []string{"task"}, true},
+		"task_complete":         {[]string{"task", "merge", "force"}, []string{"task"}, true},
 		"task_context":          {[]string{"task"}, []string{"task"}, true},
 		"task_list":             {[]string{"status"}, nil, true},
 		"observe":               {[]string{"branch", "task", "agent_id", "session", "type", "text"}, []string{"type", "text"}, true},
