@@ -62,9 +62,10 @@ type aggQueue[S any] struct {
 
 // Submit runs cmd on aggregate id, combined with the commands other
 // callers submit for that aggregate at the same time (see above). It
-// returns the state after cmd's event, or cmd's own refusal, or an error
-// of the round (a conflict after MaxAttempts lost races, the store's
-// error, a hook's error). hooks may be nil.
+// returns the state after cmd's event; or cmd's own refusal with the state
+// it was refused on; or an error of the round (a conflict after
+// MaxAttempts lost races, the store's error, a hook's error). hooks may be
+// nil.
 func (r *Runner[S]) Submit(ctx context.Context, id string, cmd Command[S], hooks *Hooks[S]) (State[S], error) {
 	s := &submitted[S]{cmd: cmd, done: make(chan struct{})}
 	r.qmu.Lock()
@@ -161,14 +162,16 @@ func (r *Runner[S]) decideRound(ctx context.Context, st State[S], cmds []*submit
 		var states []S
 		refusedStale := false
 		for _, s := range cmds {
-			s.err = nil
+			s.st, s.err = State[S]{}, nil
 			d, err := s.cmd.Decide(cur.Value)
 			if err != nil {
 				if !st.Fresh {
 					refusedStale = true
 					break
 				}
-				s.err = err
+				// The refused command learns the state it was refused on
+				// (its sequence is the round's starting one).
+				s.st, s.err = State[S]{ID: st.ID, Value: r.clone(cur.Value), Seq: st.Seq, Fresh: true}, err
 				continue
 			}
 			env, err := events.NewEnvelope(r.cfg.Now(), d.Type, st.ID, s.cmd.Actor, r.kind.Schema, d.Payload)

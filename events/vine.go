@@ -134,6 +134,10 @@ type GraphState struct {
 	Graph   vine.Graph
 	// Events counts the events folded.
 	Events int
+	// Hash is the TextHash of Graph's canonical text when the last event
+	// recorded it (empty for older events): a file holding exactly the
+	// current state is recognised without comparing graphs.
+	Hash string
 }
 
 // ApplyGraph folds one graph event into st (nil before the first) and
@@ -158,7 +162,7 @@ func ApplyGraph(st *GraphState, rec Recorded) (*GraphState, error) {
 		if err != nil {
 			return st, fmt.Errorf("event %s: stored graph does not parse: %w: %w", rec.ID, ErrBadEvent, err)
 		}
-		next := &GraphState{GraphID: rec.AggregateID, Path: p.Path, Graph: g}
+		next := &GraphState{GraphID: rec.AggregateID, Path: p.Path, Graph: g, Hash: p.Hash}
 		if st != nil {
 			next.Events = st.Events
 			if p.Path == "" {
@@ -181,7 +185,7 @@ func ApplyGraph(st *GraphState, rec Recorded) (*GraphState, error) {
 		if err != nil {
 			return st, fmt.Errorf("event %s: batch no longer applies: %w: %w", rec.ID, ErrBadEvent, err)
 		}
-		return &GraphState{GraphID: st.GraphID, Path: st.Path, Graph: res.Graph, Events: st.Events + 1}, nil
+		return &GraphState{GraphID: st.GraphID, Path: st.Path, Graph: res.Graph, Events: st.Events + 1, Hash: p.Hash}, nil
 	case GraphExpanded:
 		var p GraphExpandedPayload
 		if err := rec.DecodePayload(&p); err != nil {
@@ -199,7 +203,7 @@ func ApplyGraph(st *GraphState, rec Recorded) (*GraphState, error) {
 		if err != nil {
 			return st, fmt.Errorf("event %s: expansion no longer applies: %w: %w", rec.ID, ErrBadEvent, err)
 		}
-		return &GraphState{GraphID: st.GraphID, Path: st.Path, Graph: g, Events: st.Events + 1}, nil
+		return &GraphState{GraphID: st.GraphID, Path: st.Path, Graph: g, Events: st.Events + 1, Hash: p.Hash}, nil
 	}
 	return st, nil // unknown types are ignored so newer writers do not break older readers
 }

@@ -60,7 +60,7 @@ func (m *Memory) appendScope(ctx context.Context, e *scopeEntry, typ, actor stri
 			return trellis.Errorf(trellis.CodeInvalid, "the %s event is too large for one message: consolidate more often", typ)
 		}
 		if errors.Is(err, events.ErrWrongLastSequence) {
-			if attempt+1 >= maxGraphAttempts {
+			if attempt+1 >= 64 {
 				return trellis.Errorf(trellis.CodeConflict, "memory %s keeps changing concurrently; try again", e.m.Scope)
 			}
 			if err := m.catchUpScope(ctx, e); err != nil {

@@ -5,15 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/vine"
@@ -40,27 +39,25 @@ type VineConfig struct {
 // process and checked against the log across processes, and the .vine file
 // is rewritten from the resulting state after each change.
 type Vine struct {
-	store *events.Store
-	cfg   VineConfig
-
-	mu     sync.Mutex
-	graphs map[string]*graphEntry
+	store  *events.Store
+	cfg    VineConfig
+	graphs *command.Runner[*events.GraphState]
+	known  *knownTexts
 }
 
-// graphEntry is a graph's cached state in this process.
-type graphEntry struct {
-	mu    sync.Mutex
-	st    *events.GraphState
-	seq   uint64
-	known map[string]bool // hashes of canonical texts this process produced
+// graphKind is the VINE graph aggregate: every event of
+// trellis.vine.<graph_id>, folded by events.ApplyGraph (which never
+// changes the state it is given, so states are shared, not cloned).
+var graphKind = command.Kind[*events.GraphState]{
+	Name:   "graph",
+	Stream: events.StreamVine,
+	Filter: events.GraphFilter,
+	Fold:   events.ApplyGraph,
+	Schema: events.VineSchema,
 }
 
-// maxGraphAttempts bounds how often a graph command re-decides after
-// losing a race to another process.
-const maxGraphAttempts = 64
-
-// maxKnownHashes bounds graphEntry.known.
-const maxKnownHashes = 256
+// graphState is a graph as a command sees it.
+type graphState = command.State[*events.GraphState]
 
 // NewVine returns the VINE command handler. Roots are made absolute and
 // resolved through symbolic links.
@@ -87,7 +84,12 @@ func NewVine(store *events.Store, cfg VineConfig) *Vine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Vine{store: store, cfg: cfg, graphs: map[string]*graphEntry{}}
+	return &Vine{store: store, cfg: cfg, known: newKnownTexts(),
+		graphs: command.New(store, graphKind, command.Config{
+			Now: cfg.Now, CacheSize: 1024,
+			// Many agents on one graph contend here: allow many rounds.
+			MaxAttempts: 64,
+		})}
 }
 
 // Roots returns the workspace roots.
@@ -200,40 +202,23 @@ func vineError(field string, err error) error {
 	return &trellis.Error{Code: trellis.CodeInternal, Message: err.Error(), Err: err}
 }
 
-func (v *Vine) entry(graphID string) *graphEntry {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	e, ok := v.graphs[graphID]
-	if !ok {
-		e = &graphEntry{known: map[string]bool{}}
-		v.graphs[graphID] = e
-	}
-	return e
-}
-
 // open locks the graph of file and brings its state up to date with the
-// log: a file the log does not know yet is recorded (imported), a valid
-// hand edit of the file is recorded (hand_edited), so the log learns what
-// the file holds before the caller's command runs. open never writes the
-// file: a command rewrites it only when it changes the graph (or restores
-// it when it is missing), so a refused command leaves it byte for byte as
-// it was. The caller unlocks the returned entry.
-func (v *Vine) open(ctx context.Context, file, actor string) (*graphEntry, vineFile, *openReport, error) {
+// log (see reconcile). The caller calls the returned unlock.
+func (v *Vine) open(ctx context.Context, file, actor string) (graphState, vineFile, *openReport, func(), error) {
 	f, err := v.resolve(file)
 	if err != nil {
-		return nil, f, nil, err
+		return graphState{}, f, nil, nil, err
 	}
-	e := v.entry(f.graphID)
-	e.mu.Lock()
-	rep, err := v.reconcile(ctx, e, f, actor)
+	unlock := v.graphs.Lock(f.graphID)
+	st, rep, err := v.reconcile(ctx, f, actor)
 	if err != nil {
-		e.mu.Unlock()
-		return nil, f, nil, err
+		unlock()
+		return st, f, nil, nil, err
 	}
-	return e, f, rep, nil
+	return st, f, rep, unlock, nil
 }
 
-// openReport says what open recorded and found.
+// openReport says what reconcile recorded and found.
 type openReport struct {
 	imported, handEdit bool
 	// missing: the file does not exist (the log has the graph).
@@ -241,75 +226,77 @@ type openReport struct {
 }
 
 // reconcile compares the file with the log and records what the log does
-// not know yet. It never writes the file.
-func (v *Vine) reconcile(ctx context.Context, e *graphEntry, f vineFile, actor string) (*openReport, error) {
+// not know yet: a file the log does not know is recorded (imported), a
+// valid hand edit of the file is recorded (hand_edited), so the log learns
+// what the file holds before the caller's command runs. It never writes
+// the file: a command rewrites it only when it changes the graph (or
+// restores it when it is missing), so a refused command leaves it byte
+// for byte as it was. The graph's lock is held.
+func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
 	rep := &openReport{}
-	if err := v.catchUp(ctx, e, f.graphID); err != nil {
-		return nil, err
+	st, err := v.graphs.Load(ctx, f.graphID)
+	if err != nil {
+		return st, nil, storeError("load graph", err)
 	}
-	g, text, err := v.readVineFile(f.abs, "file")
-	if e.st == nil {
+	g, text, ferr := v.readVineFile(f.abs, "file")
+	if !st.Exists() {
 		// Not in the log yet: the file is imported as it is.
-		if err != nil {
-			return nil, err
+		if ferr != nil {
+			return st, nil, ferr
 		}
 		if g == nil {
-			return nil, &trellis.Error{Code: trellis.CodeNotFound, Field: "file", Message: fmt.Sprintf("%s does not exist and no graph of that path is in the log", f.abs)}
+			return st, nil, &trellis.Error{Code: trellis.CodeNotFound, Field: "file", Message: fmt.Sprintf("%s does not exist and no graph of that path is in the log", f.abs)}
 		}
-		if err := v.appendSnapshot(ctx, e, f, events.GraphImported, *g, actor); err != nil {
-			return nil, err
+		if st, err = v.appendSnapshot(ctx, st, f, events.GraphImported, *g, actor); err != nil {
+			return st, nil, err
 		}
-		e.remember(text)
+		v.known.add(f.graphID, events.TextHash(text))
 		rep.imported = true
-		return rep, nil
+		return st, rep, nil
 	}
-	if g == nil && err == nil {
+	if g == nil && ferr == nil {
 		// The file is gone: the log still has the graph.
 		rep.missing = true
-		return rep, nil
+		return st, rep, nil
 	}
-	if err == nil && !e.known[events.TextHash(text)] {
-		// Maybe another process appended and wrote the file since we
-		// caught up: catch up again before judging the file.
-		if err := v.catchUp(ctx, e, f.graphID); err != nil {
-			return nil, err
+	if ferr == nil {
+		h := events.TextHash(text)
+		if h == st.Value.Hash || v.known.has(f.graphID, h) {
+			return st, rep, nil // what Trellis last wrote (or wrote earlier), or a text already judged
 		}
 	}
-	if err == nil && e.known[events.TextHash(text)] {
-		return rep, nil // what Trellis last wrote (or wrote earlier), or a text already judged
-	}
-	if err != nil {
-		return nil, &trellis.Error{Code: trellis.CodeInvalid, Field: "file", Err: err, Message: fmt.Sprintf(
+	if ferr != nil {
+		return st, nil, &trellis.Error{Code: trellis.CodeInvalid, Field: "file", Err: ferr, Message: fmt.Sprintf(
 			"%s differs from the graph in the log and is not a valid graph (%v); fix the file, or restore the last recorded version with `trellis vine export %s --out %s`",
-			f.abs, trellis.AsError(err).Message, f.graphID, f.abs)}
+			f.abs, trellis.AsError(ferr).Message, f.graphID, f.abs)}
 	}
-	if g.Equal(e.st.Graph) {
-		e.remember(text)
-		return rep, nil // same graph, other formatting
+	if g.Equal(st.Value.Graph) {
+		v.known.add(f.graphID, events.TextHash(text))
+		return st, rep, nil // same graph, other formatting
 	}
 	if stale, err := v.isPastState(ctx, f.graphID, *g); err != nil {
-		return nil, err
+		return st, nil, err
 	} else if stale {
 		// Another process appended after this file was written and has not
 		// rewritten it yet (or died before it could): not a hand edit. The
 		// next change rewrites it.
-		return rep, nil
+		return st, rep, nil
 	}
-	if err := v.appendSnapshot(ctx, e, f, events.GraphHandEdited, *g, actor); err != nil {
-		return nil, err
+	if st, err = v.appendSnapshot(ctx, st, f, events.GraphHandEdited, *g, actor); err != nil {
+		return st, nil, err
 	}
-	e.remember(text)
+	v.known.add(f.graphID, events.TextHash(text))
 	rep.handEdit = true
-	return rep, nil
+	return st, rep, nil
 }
 
 // restore writes a missing file back from the log; an existing file is
 // left alone.
-func (v *Vine) restore(e *graphEntry, f vineFile, rep *openReport) error {
+func (v *Vine) restore(st graphState, f vineFile, rep *openReport) error {
 	if !rep.missing {
 		return nil
 	}
-	return v.writeGraph(e, f)
+	return v.writeGraph(st, f)
 }
 
 // isPastState reports whether g equals any state the graph had in its
@@ -348,160 +335,133 @@ func (v *Vine) isPastState(ctx context.Context, graphID string, g vine.Graph) (b
 	return false, nil
 }
 
-// catchUp folds the events the cached state has not seen.
-func (v *Vine) catchUp(ctx context.Context, e *graphEntry, graphID string) error {
-	recs, _, err := v.store.LoadFrom(ctx, events.StreamVine, events.GraphFilter(graphID), e.seq+1)
-	if err != nil {
-		return storeError("load graph", err)
+// graphError maps an error of the command runner or the store onto a
+// Trellis error.
+func graphError(graphID, what string, err error) error {
+	var te *trellis.Error
+	switch {
+	case errors.As(err, &te):
+		return err
+	case errors.Is(err, command.ErrConflict):
+		return trellis.Errorf(trellis.CodeConflict, "graph %s keeps changing concurrently; try again", graphID)
+	case errors.Is(err, events.ErrPayloadTooLarge):
+		return trellis.FieldError("file", "the graph is too large to record (%v)", err)
 	}
-	for _, r := range recs {
-		st, err := events.ApplyGraph(e.st, r)
-		if err != nil {
-			return trellis.Errorf(trellis.CodeInternal, "fold graph %s: %w", graphID, err)
-		}
-		e.st, e.seq = st, r.Seq
-		if h := events.ResultHash(r); h != "" {
-			e.rememberHash(h)
-		}
-	}
-	return nil
+	return storeError(what, err)
 }
 
-func (e *graphEntry) remember(text string) { e.rememberHash(events.TextHash(text)) }
-
-func (e *graphEntry) rememberHash(h string) {
-	if len(e.known) >= maxKnownHashes {
-		clear(e.known)
-	}
-	e.known[h] = true
-}
-
-// appendEvent appends a graph event with the aggregate's expected last
-// sequence. A stale expectation is a conflict for the caller to retry.
-func (v *Vine) appendEvent(ctx context.Context, e *graphEntry, graphID, typ, actor string, payload any) (uint64, error) {
-	env, err := events.NewEnvelope(v.cfg.Now(), typ, graphID, actor, events.VineSchema, payload)
-	if err != nil {
-		return 0, err
-	}
-	ack, err := v.store.Append(ctx, events.VineSubject(graphID, typ), env, events.Expect{Filter: events.GraphFilter(graphID), LastSeq: e.seq}, "")
-	if errors.Is(err, events.ErrPayloadTooLarge) {
-		return 0, trellis.FieldError("file", "the graph is too large to record as one event (%v)", err)
-	}
-	if err != nil {
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			return 0, err
-		}
-		return 0, storeError("append "+typ, err)
-	}
-	return ack.Seq, nil
-}
-
-func (v *Vine) appendSnapshot(ctx context.Context, e *graphEntry, f vineFile, typ string, g vine.Graph, actor string) error {
+func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, typ string, g vine.Graph, actor string) (graphState, error) {
 	text, err := vine.Serialize(g)
 	if err != nil {
-		return vineError("file", err)
+		return st, vineError("file", err)
 	}
 	gz, err := events.Compress(text)
 	if err != nil {
-		return trellis.Errorf(trellis.CodeInternal, "compress graph: %w", err)
+		return st, trellis.Errorf(trellis.CodeInternal, "compress graph: %w", err)
 	}
-	p := events.GraphSnapshotPayload{Path: f.rel, TextGz: gz, Hash: events.TextHash(text), Nodes: len(g.Nodes)}
-	seq, err := v.appendEvent(ctx, e, f.graphID, typ, actor, p)
-	if errors.Is(err, events.ErrWrongLastSequence) {
-		return trellis.Errorf(trellis.CodeConflict, "graph %s changed while its file was being reconciled; try again", f.graphID)
-	}
+	base := st.Seq
+	next, err := v.graphs.Run(ctx, st, actor, func(cur *events.GraphState) (command.Decision, error) {
+		if st.Seq != base || (typ == events.GraphImported && cur != nil) {
+			// The log moved on while the file was being judged.
+			return command.Decision{}, trellis.Errorf(trellis.CodeConflict, "graph %s changed while its file was being reconciled; try again", f.graphID)
+		}
+		return command.Decision{Subject: events.VineSubject(f.graphID, typ), Type: typ,
+			Payload: events.GraphSnapshotPayload{Path: f.rel, TextGz: gz, Hash: events.TextHash(text), Nodes: len(g.Nodes)}}, nil
+	})
 	if err != nil {
-		return err
+		if errors.Is(err, command.ErrConflict) {
+			return st, trellis.Errorf(trellis.CodeConflict, "graph %s changed while its file was being reconciled; try again", f.graphID)
+		}
+		return st, graphError(f.graphID, "append "+typ, err)
 	}
-	e.st = &events.GraphState{GraphID: f.graphID, Path: f.rel, Graph: g, Events: 1}
-	e.seq = seq
-	return nil
+	return next, nil
 }
 
-// writeGraph rewrites the .vine file from the cached state, atomically.
-func (v *Vine) writeGraph(e *graphEntry, f vineFile) error {
-	text, err := vine.Serialize(e.st.Graph)
+// writeGraph rewrites the .vine file from the state, atomically.
+func (v *Vine) writeGraph(st graphState, f vineFile) error {
+	text, err := vine.Serialize(st.Value.Graph)
 	if err != nil {
 		return vineError("file", err)
 	}
-	return v.writeText(e, f, text)
+	return v.writeText(f, text)
 }
 
-// writeText writes the canonical text of the cached state.
-func (v *Vine) writeText(e *graphEntry, f vineFile, text string) error {
+// writeText writes a canonical text of the graph's state.
+func (v *Vine) writeText(f vineFile, text string) error {
 	if err := projections.WriteFileAtomic(f.abs, []byte(text)); err != nil {
 		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
 	}
-	e.remember(text)
+	v.known.add(f.graphID, events.TextHash(text))
 	return nil
 }
 
+// submit runs one graph command combined with the others submitted for
+// the same graph at the same time (command.Runner.Submit): the round
+// reconciles the file once, decides the commands in order, appends their
+// events as one chain and rewrites the file once.
+func (v *Vine) submit(ctx context.Context, f vineFile, actor string, decide func(*events.GraphState) (command.Decision, error)) (graphState, error) {
+	var rep *openReport
+	return v.graphs.Submit(ctx, f.graphID, command.Command[*events.GraphState]{Actor: actor, Decide: decide}, &command.Hooks[*events.GraphState]{
+		Prepare: func(ctx context.Context, _ string) (graphState, error) {
+			st, r, err := v.reconcile(ctx, f, actor)
+			rep = r
+			return st, err
+		},
+		Finish: func(_ context.Context, st graphState, appended bool) error {
+			if appended {
+				return v.writeGraph(st, f)
+			}
+			return v.restore(st, f, rep)
+		},
+	})
+}
+
 // mutate runs build against the current graph and records the batch it
-// returns; when another process appended first, it catches up and builds
-// again. It returns the batch result after the file is rewritten.
+// returns (combined with other commands on the graph), then rewrites the
+// file. It returns the batch result.
 func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine.Graph) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
-	e, f, rep, err := v.open(ctx, file, actor)
+	f, err := v.resolve(file)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer e.mu.Unlock()
-	for attempt := 0; ; attempt++ {
-		ops, err := build(e.st.Graph)
-		if errors.Is(err, errNothingReady) {
-			// Nothing to change: a success that leaves the file alone
-			// (written back only when it is missing).
-			if err := v.restore(e, f, rep); err != nil {
-				return nil, nil, err
-			}
-			fr := vine.Next(e.st.Graph)
-			return &trellis.VineWriteResult{GraphID: f.graphID, Progress: fr.Progress, Frontier: fr}, nil, err
-		}
+	var res vine.BatchResult
+	st, err := v.submit(ctx, f, actor, func(cur *events.GraphState) (command.Decision, error) {
+		ops, err := build(cur.Graph)
 		if err != nil {
-			return nil, nil, err
+			return command.Decision{}, err
 		}
-		res, err := vine.Apply(e.st.Graph, ops)
-		if err != nil {
-			return nil, nil, vineError("operations", err)
+		if res, err = vine.Apply(cur.Graph, ops); err != nil {
+			return command.Decision{}, vineError("operations", err)
 		}
 		text, err := vine.Serialize(res.Graph)
 		if err != nil {
-			return nil, nil, vineError("operations", err)
+			return command.Decision{}, vineError("operations", err)
 		}
-		seq, err := v.appendEvent(ctx, e, f.graphID, events.GraphBatchApplied, actor, events.GraphBatchPayload{Ops: ops, Summary: res.Summary, Hash: events.TextHash(text)})
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			// Another process appended first: catch up and decide again.
-			// Many agents on one graph contend here, so allow many rounds
-			// and spread them with a little jitter.
-			if attempt+1 >= maxGraphAttempts {
-				return nil, nil, trellis.Errorf(trellis.CodeConflict, "graph %s keeps changing concurrently; try again", f.graphID)
-			}
-			time.Sleep(time.Duration(rand.IntN(1000*(attempt+1))) * time.Microsecond)
-			if err := v.catchUp(ctx, e, f.graphID); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		e.st = &events.GraphState{GraphID: f.graphID, Path: f.rel, Graph: res.Graph, Events: e.st.Events + 1}
-		e.seq = seq
-		written, err := v.writeAll(e, f, res, text)
-		if err != nil {
-			return nil, nil, err
-		}
-		fr := vine.Next(res.Graph)
-		return &trellis.VineWriteResult{GraphID: f.graphID, Summary: res.Summary, Results: res.Results, Progress: fr.Progress, Frontier: fr, Written: written}, &res, nil
+		return command.Decision{Subject: events.VineSubject(f.graphID, events.GraphBatchApplied), Type: events.GraphBatchApplied,
+			Payload: events.GraphBatchPayload{Ops: ops, Summary: res.Summary, Hash: events.TextHash(text)}}, nil
+	})
+	if errors.Is(err, errNothingReady) {
+		// Nothing to change: a success that leaves the file alone
+		// (written back only when it is missing).
+		fr := vine.Next(st.Value.Graph)
+		return &trellis.VineWriteResult{GraphID: f.graphID, Progress: fr.Progress, Frontier: fr}, nil, err
 	}
+	if err != nil {
+		return nil, nil, graphError(f.graphID, "append batch", err)
+	}
+	written, err := v.writeExtracted(f, res)
+	if err != nil {
+		return nil, nil, err
+	}
+	fr := vine.Next(st.Value.Graph)
+	return &trellis.VineWriteResult{GraphID: f.graphID, Summary: res.Summary, Results: res.Results, Progress: fr.Progress, Frontier: fr,
+		Written: append([]string{f.abs}, written...)}, &res, nil
 }
 
-// writeAll rewrites the graph's file and writes the child files that
-// extract_to_ref produced (inside the workspace roots).
-func (v *Vine) writeAll(e *graphEntry, f vineFile, res vine.BatchResult, text string) ([]string, error) {
-	if err := v.writeText(e, f, text); err != nil {
-		return nil, err
-	}
-	written := []string{f.abs}
+// writeExtracted writes the child files that extract_to_ref produced
+// (inside the workspace roots).
+func (v *Vine) writeExtracted(f vineFile, res vine.BatchResult) ([]string, error) {
+	var written []string
 	for _, r := range res.Results {
 		if r.Extracted == nil {
 			continue
@@ -562,8 +522,9 @@ func (v *Vine) checkExtractTargets(req trellis.VineWriteRequest) error {
 
 // Claim atomically claims one ready task for an agent: the given one (a
 // conflict when it is not ready, for example another agent got it first),
-// or else the first task ready to start, moving on to the next one when
-// another agent wins the race. It returns a nil task when none is ready.
+// or else the first task ready to start (agents claiming at once take
+// distinct tasks, decided in one round). It returns a nil task when none
+// is ready.
 func (v *Vine) Claim(ctx context.Context, req trellis.VineClaimRequest) (*trellis.VineClaimResult, error) {
 	if err := trellis.ValidateWorkerID(req.Agent); err != nil {
 		return nil, trellis.FieldError("agent", "%s", trellis.AsError(err).Message)
@@ -602,11 +563,10 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 	if strings.TrimSpace(req.ChildFile) == "" {
 		return nil, trellis.FieldError("child_file", "must not be empty")
 	}
-	e, f, _, err := v.open(ctx, req.File, agentOr(req.Agent))
+	f, err := v.resolve(req.File)
 	if err != nil {
 		return nil, err
 	}
-	defer e.mu.Unlock()
 	childPath, err := vine.ResolveURI(filepath.Dir(f.abs), req.ChildFile, v.cfg.Roots)
 	if err != nil {
 		return nil, trellis.FieldError("child_file", "%v", err)
@@ -629,69 +589,54 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 	if err != nil {
 		return nil, trellis.Errorf(trellis.CodeInternal, "compress child graph: %w", err)
 	}
-	for attempt := 0; ; attempt++ {
-		g, err := vine.Expand(e.st.Graph, req.RefID, *child)
+	rel, _ := filepath.Rel(filepath.Dir(f.abs), childPath)
+	st, err := v.submit(ctx, f, agentOr(req.Agent), func(cur *events.GraphState) (command.Decision, error) {
+		g, err := vine.Expand(cur.Graph, req.RefID, *child)
 		if err != nil {
-			return nil, vineError("ref_id", err)
+			return command.Decision{}, vineError("ref_id", err)
 		}
 		text, err := vine.Serialize(g)
 		if err != nil {
-			return nil, vineError("ref_id", err)
+			return command.Decision{}, vineError("ref_id", err)
 		}
-		rel, _ := filepath.Rel(filepath.Dir(f.abs), childPath)
-		seq, err := v.appendEvent(ctx, e, f.graphID, events.GraphExpanded, agentOr(req.Agent), events.GraphExpandedPayload{
-			RefID: req.RefID, ChildPath: filepath.ToSlash(rel), TextGz: gz, Hash: events.TextHash(text),
-		})
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			if attempt+1 >= maxGraphAttempts {
-				return nil, trellis.Errorf(trellis.CodeConflict, "graph %s keeps changing concurrently; try again", f.graphID)
-			}
-			time.Sleep(time.Duration(rand.IntN(1000*(attempt+1))) * time.Microsecond)
-			if err := v.catchUp(ctx, e, f.graphID); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		e.st = &events.GraphState{GraphID: f.graphID, Path: f.rel, Graph: g, Events: e.st.Events + 1}
-		e.seq = seq
-		if err := v.writeText(e, f, text); err != nil {
-			return nil, err
-		}
-		fr := vine.Next(g)
-		return &trellis.VineWriteResult{GraphID: f.graphID, Summary: fmt.Sprintf("expanded %q from %s (%d nodes now)", req.RefID, req.ChildFile, len(g.Nodes)),
-			Results: []vine.OpResult{}, Progress: fr.Progress, Frontier: fr, Written: []string{f.abs}}, nil
+		return command.Decision{Subject: events.VineSubject(f.graphID, events.GraphExpanded), Type: events.GraphExpanded,
+			Payload: events.GraphExpandedPayload{RefID: req.RefID, ChildPath: filepath.ToSlash(rel), TextGz: gz, Hash: events.TextHash(text)}}, nil
+	})
+	if err != nil {
+		return nil, graphError(f.graphID, "append expansion", err)
 	}
+	g := st.Value.Graph
+	fr := vine.Next(g)
+	return &trellis.VineWriteResult{GraphID: f.graphID, Summary: fmt.Sprintf("expanded %q from %s (%d nodes now)", req.RefID, req.ChildFile, len(g.Nodes)),
+		Results: []vine.OpResult{}, Progress: fr.Progress, Frontier: fr, Written: []string{f.abs}}, nil
 }
 
 // Graph returns the current graph of file, its id and its sequence, after
 // reconciling the file (written back only when it is missing).
 func (v *Vine) Graph(ctx context.Context, file string) (vine.Graph, string, uint64, error) {
-	e, f, rep, err := v.open(ctx, file, "trellis")
+	st, f, rep, unlock, err := v.open(ctx, file, "trellis")
 	if err != nil {
 		return vine.Graph{}, "", 0, err
 	}
-	defer e.mu.Unlock()
-	if err := v.restore(e, f, rep); err != nil {
+	defer unlock()
+	if err := v.restore(st, f, rep); err != nil {
 		return vine.Graph{}, "", 0, err
 	}
-	return e.st.Graph, f.graphID, e.seq, nil
+	return st.Value.Graph, f.graphID, st.Seq, nil
 }
 
 // Import takes a file under care, or reconciles it with the log.
 func (v *Vine) Import(ctx context.Context, req trellis.VineFileRequest) (*trellis.VineGraphInfo, error) {
-	e, f, rep, err := v.open(ctx, req.File, agentOr(req.Agent))
+	st, f, rep, unlock, err := v.open(ctx, req.File, agentOr(req.Agent))
 	if err != nil {
 		return nil, err
 	}
-	defer e.mu.Unlock()
-	if err := v.restore(e, f, rep); err != nil {
+	defer unlock()
+	if err := v.restore(st, f, rep); err != nil {
 		return nil, err
 	}
 	return &trellis.VineGraphInfo{GraphID: f.graphID, File: f.abs, Path: f.rel, Imported: rep.imported, HandEdit: rep.handEdit,
-		Progress: vine.Next(e.st.Graph).Progress}, nil
+		Progress: vine.Next(st.Value.Graph).Progress}, nil
 }
 
 // Export returns a graph's canonical text from the log, by graph id or by
@@ -708,24 +653,18 @@ func (v *Vine) Export(ctx context.Context, req trellis.VineExportRequest) (*trel
 		}
 		id = f.graphID
 	}
-	recs, _, err := v.store.Load(ctx, events.StreamVine, events.GraphFilter(id))
+	st, err := v.graphs.Load(ctx, id)
 	if err != nil {
-		return nil, storeError("load graph", err)
+		return nil, graphError(id, "load graph", err)
 	}
-	if len(recs) == 0 {
+	if !st.Exists() {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "no graph %s in the log", id)
 	}
-	var st *events.GraphState
-	for _, r := range recs {
-		if st, err = events.ApplyGraph(st, r); err != nil {
-			return nil, trellis.Errorf(trellis.CodeInternal, "fold graph %s: %w", id, err)
-		}
-	}
-	text, err := vine.Serialize(st.Graph)
+	text, err := vine.Serialize(st.Value.Graph)
 	if err != nil {
 		return nil, vineError("graph", err)
 	}
-	return &trellis.VineExportResult{GraphID: id, Path: st.Path, Text: text}, nil
+	return &trellis.VineExportResult{GraphID: id, Path: st.Value.Path, Text: text}, nil
 }
 
 // isGraphID reports whether s looks like a graph id ("g" + 20 hex).
