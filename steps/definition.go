@@ -41,10 +41,11 @@ type Definition struct {
 	// seconds until ..." may repeat it.
 	Check bool `json:"check"`
 
-	// run is func(*World, context.Context, args...) error; args are
-	// string or int for the pattern's groups, then a *godog.DocString or
-	// a *godog.Table when the step takes one.
-	run any
+	// run returns the step's function for a world: a method value
+	// func(context.Context, args...) error, whose args are string or int
+	// for the pattern's groups, then a *godog.DocString or a *godog.Table
+	// when the step takes one.
+	run func(w *World) any
 	re  *regexp.Regexp
 }
 
@@ -87,7 +88,6 @@ func (d Definition) regexp() *regexp.Regexp {
 }
 
 var (
-	typeWorld     = reflect.TypeOf((*World)(nil))
 	typeContext   = reflect.TypeOf((*context.Context)(nil)).Elem()
 	typeError     = reflect.TypeOf((*error)(nil)).Elem()
 	typeDocString = reflect.TypeOf((*godog.DocString)(nil))
@@ -97,42 +97,31 @@ var (
 // validate checks that run has the documented shape and takes one
 // argument per group of the pattern.
 func (d Definition) validate() error {
-	t := reflect.TypeOf(d.run)
-	if t == nil || t.Kind() != reflect.Func {
-		return fmt.Errorf("step %s: run is %T, not a function", d.Pattern, d.run)
+	if d.run == nil {
+		return fmt.Errorf("step %s has no function", d.Pattern)
 	}
-	if t.NumIn() < 2 || t.In(0) != typeWorld || t.In(1) != typeContext || t.NumOut() != 1 || t.Out(0) != typeError {
-		return fmt.Errorf("step %s: run must be func(*World, context.Context, ...) error, is %s", d.Pattern, t)
+	fn := d.run(&World{})
+	t := reflect.TypeOf(fn)
+	if t == nil || t.Kind() != reflect.Func {
+		return fmt.Errorf("step %s: run gives %T, not a function", d.Pattern, fn)
+	}
+	if t.NumIn() < 1 || t.In(0) != typeContext || t.NumOut() != 1 || t.Out(0) != typeError {
+		return fmt.Errorf("step %s: the function must be func(context.Context, ...) error, is %s", d.Pattern, t)
 	}
 	groups := 0
-	for i := 2; i < t.NumIn(); i++ {
+	for i := 1; i < t.NumIn(); i++ {
 		switch p := t.In(i); {
 		case p.Kind() == reflect.String || p.Kind() == reflect.Int:
 			groups++
 		case (p == typeDocString || p == typeTable) && i == t.NumIn()-1:
 		default:
-			return fmt.Errorf("step %s: argument %d has unsupported type %s", d.Pattern, i-1, p)
+			return fmt.Errorf("step %s: argument %d has unsupported type %s", d.Pattern, i, p)
 		}
 	}
 	if n := d.regexp().NumSubexp(); n != groups {
-		return fmt.Errorf("step %s: the pattern has %d groups, run takes %d", d.Pattern, n, groups)
+		return fmt.Errorf("step %s: the pattern has %d groups, the function takes %d", d.Pattern, n, groups)
 	}
 	return nil
-}
-
-// bind returns the godog handler of the step for one scenario's world:
-// run with the world bound, the same arguments otherwise.
-func (d Definition) bind(w *World) any {
-	fn := reflect.ValueOf(d.run)
-	t := fn.Type()
-	in := make([]reflect.Type, 0, t.NumIn()-1)
-	for i := 1; i < t.NumIn(); i++ {
-		in = append(in, t.In(i))
-	}
-	wv := reflect.ValueOf(w)
-	return reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{typeError}, false), func(args []reflect.Value) []reflect.Value {
-		return fn.Call(append([]reflect.Value{wv}, args...))
-	}).Interface()
 }
 
 // invoke runs the step for text (which must match) outside godog: how
@@ -142,11 +131,11 @@ func (d Definition) invoke(ctx context.Context, w *World, text string) error {
 	if m == nil {
 		return fmt.Errorf("%q does not match %s", text, d.Pattern)
 	}
-	fn := reflect.ValueOf(d.run)
+	fn := reflect.ValueOf(d.run(w))
 	t := fn.Type()
-	args := []reflect.Value{reflect.ValueOf(w), reflect.ValueOf(ctx)}
-	for i := 2; i < t.NumIn(); i++ {
-		s := m[i-1]
+	args := []reflect.Value{reflect.ValueOf(ctx)}
+	for i := 1; i < t.NumIn(); i++ {
+		s := m[i]
 		switch t.In(i).Kind() {
 		case reflect.String:
 			args = append(args, reflect.ValueOf(s))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -23,49 +24,49 @@ func logSteps() []Definition {
 			Doc: "Checks every event of that task, in log order: added, claimed, completed, failed, attempt_failed, dead, " +
 				"lease_expired, released, requeued. Write \"claimed by w1\" to check an event's actor too.",
 			Check: true,
-			run:   (*World).historyThat,
+			run:   func(w *World) any { return w.historyThat },
 		},
 		{
 			Pattern: `^the history of task "([^"]*)" is "([^"]*)"$`,
 			Example: `Then the history of task "export" is "added, claimed by nightly/0, attempt_failed, claimed, completed"`,
-			Doc:     "The same for a task named when it was added.",
+			Doc:     "The same for a task named when it was added; it becomes \"that task\".",
 			Check:   true,
-			run:     (*World).historyNamed,
+			run:     func(w *World) any { return w.historyNamed },
 		},
 		{
 			Pattern: `^no task was completed more than once$`,
 			Example: `Then no task was completed more than once`,
 			Doc:     "Checks the whole log: no task has two completed events.",
 			Check:   true,
-			run:     (*World).noDoubleCompletion,
+			run:     func(w *World) any { return w.noDoubleCompletion },
 		},
 		{
 			Pattern: `^no task was held by two workers at once$`,
 			Example: `Then no task was held by two workers at once`,
 			Doc:     "Checks the whole log: every claim of a task follows the end of the previous one (finished, failed, expired or released).",
 			Check:   true,
-			run:     (*World).noDoubleHold,
+			run:     func(w *World) any { return w.noDoubleHold },
 		},
 		{
 			Pattern: `^the log holds (\d+) "([a-z_]+)" events? for queue "([^"]*)"$`,
 			Example: `Then the log holds 2 "attempt_failed" events for queue "nightly"`,
 			Doc:     "Counts the events of one type over the tasks of a queue.",
 			Check:   true,
-			run:     (*World).eventCount,
+			run:     func(w *World) any { return w.eventCount },
 		},
 		{
 			Pattern: `^replaying the log rebuilds the same board$`,
 			Example: `Then replaying the log rebuilds the same board`,
 			Doc: "Drops every projection and rebuilds it from the log (`trellis replay`), then checks that the queue board is the " +
 				"same as before, and that every task's status on it is the one the log's events fold to. Run it once workers are idle.",
-			run: (*World).replaySameBoard,
+			run: func(w *World) any { return w.replaySameBoard },
 		},
 		{
 			Pattern: `^every task of "([^"]*)" was claimed exactly once$`,
 			Example: `Then every task of "login.vine" was claimed exactly once`,
 			Doc:     "Checks the graph's history: one claim per task, however many agents ran.",
 			Check:   true,
-			run:     (*World).graphClaimedOnce,
+			run:     func(w *World) any { return w.graphClaimedOnce },
 		},
 	}
 }
@@ -120,6 +121,7 @@ func (w *World) historyNamed(ctx context.Context, name, want string) error {
 	if err != nil {
 		return err
 	}
+	w.task = t
 	recs, err := w.history(ctx, t)
 	if err != nil {
 		return err
@@ -273,10 +275,6 @@ func (w *World) replaySameBoard(ctx context.Context) error {
 }
 
 func (w *World) graphClaimedOnce(ctx context.Context, name string) error {
-	id, ok := w.graphs[name]
-	if !ok {
-		return fmt.Errorf("graph %q was not loaded in this scenario", name)
-	}
 	g, err := w.graph(ctx, name)
 	if err != nil {
 		return err
@@ -286,7 +284,7 @@ func (w *World) graphClaimedOnce(ctx context.Context, name string) error {
 		return err
 	}
 	defer cancel()
-	recs, _, err := w.srv.Store().Load(ctx, events.StreamVine, events.GraphFilter(id))
+	recs, _, err := w.srv.Store().Load(ctx, events.StreamVine, events.GraphFilter(events.GraphID(filepath.ToSlash(name))))
 	if err != nil {
 		return fmt.Errorf("read the history of %s: %w", name, err)
 	}

@@ -20,7 +20,7 @@ func queueSteps() []Definition {
 			Pattern: `^I add (\d+) tasks? to queue "([^"]*)" with objective "([^"]*)"$`,
 			Example: `When I add 5 tasks to queue "jobs" with objective "Build report"`,
 			Doc:     "Adds N tasks with the default budgets and attempts. The last one becomes \"that task\".",
-			run:     (*World).addTasks,
+			run:     func(w *World) any { return w.addTasks },
 		},
 		{
 			Pattern: `^I add (\d+) tasks? to queue "([^"]*)" with:$`,
@@ -37,7 +37,7 @@ func queueSteps() []Definition {
 				"several), acceptance, max tool calls, max steps, max attempts, metadata (key=value; repeat the row), " +
 				"idempotency key, parent (a task named in an earlier step, or a task id). Adds with one idempotency key " +
 				"return the first task. The last one becomes \"that task\".",
-			run: (*World).addTasksWith,
+			run: func(w *World) any { return w.addTasksWith },
 		},
 		{
 			Pattern: `^I add a task "([^"]*)" to queue "([^"]*)" with:$`,
@@ -46,130 +46,130 @@ func queueSteps() []Definition {
 				"  | max attempts | 3                 |",
 			Doc: "Adds one task, as the table step above, and names it so later steps can say task \"export\". " +
 				"It becomes \"that task\".",
-			run: (*World).addNamedTask,
+			run: func(w *World) any { return w.addNamedTask },
 		},
 		{
 			Pattern: `^worker "([^"]*)" claims the next task from queue "([^"]*)"$`,
 			Example: `When worker "w1" claims the next task from queue "jobs"`,
 			Doc:     "Claims the oldest queued task (queue next); fails when none is queued. The claimed task becomes \"it\" for the worker and \"that task\".",
-			run:     (*World).claimNext,
+			run:     func(w *World) any { return w.claimNext },
 		},
 		{
 			Pattern: `^worker "([^"]*)" finds no task in queue "([^"]*)"$`,
 			Example: `Then worker "w2" finds no task in queue "jobs"`,
 			Doc:     "Asks for the next task and expects none (nothing is claimed).",
-			run:     (*World).claimNothing,
+			run:     func(w *World) any { return w.claimNothing },
 		},
 		{
 			Pattern: `^worker "([^"]*)" completes it with "([^"]*)"$`,
 			Example: `When worker "w1" completes it with "Report built"`,
 			Doc:     "Finishes the task the worker claimed (queue done) with what was done.",
-			run:     (*World).complete,
+			run:     func(w *World) any { return w.complete },
 		},
 		{
 			Pattern: `^worker "([^"]*)" completes it with "([^"]*)" using (\d+) steps and (\d+) tool calls$`,
 			Example: `When worker "w1" completes it with "Summarised" using 12 steps and 3 tool calls`,
 			Doc:     "Finishes the claimed task reporting its usage; usage over the budget marks the task budget exhausted.",
-			run:     (*World).completeUsing,
+			run:     func(w *World) any { return w.completeUsing },
 		},
 		{
 			Pattern: `^worker "([^"]*)" fails it with "([^"]*)"$`,
 			Example: `When worker "w1" fails it with "database unreachable"`,
 			Doc:     "Fails the claimed task for good (queue fail): it ends failed.",
-			run:     (*World).failNoRetry,
+			run:     func(w *World) any { return w.failNoRetry },
 		},
 		{
 			Pattern: `^worker "([^"]*)" fails it with "([^"]*)" and asks for a retry$`,
 			Example: `When worker "w1" fails it with "upstream returned 503" and asks for a retry`,
 			Doc:     "Fails the attempt (queue fail --retry): the task is queued again after a backoff, or dead once its attempts are used.",
-			run:     (*World).failRetry,
+			run:     func(w *World) any { return w.failRetry },
 		},
 		{
 			Pattern: `^worker "([^"]*)" (completing|failing) that task is refused as "([a-z_]+)"$`,
 			Example: `Then worker "w2" completing that task is refused as "conflict"`,
 			Doc:     "Tries to finish that task as the worker and expects the error code (invalid, not_found, conflict, budget_exhausted, ...).",
-			run:     (*World).refused,
+			run:     func(w *World) any { return w.refused },
 		},
 		{
 			Pattern: `^an operator retries that task$`,
 			Example: `When an operator retries that task`,
 			Doc:     "Queues a failed or dead task again with fresh attempts (queue retry).",
-			run:     (*World).retry,
+			run:     func(w *World) any { return w.retry },
 		},
 		{
 			Pattern: `^an operator (pauses|resumes) queue "([^"]*)"$`,
 			Example: `When an operator pauses queue "jobs"`,
 			Doc:     "Pauses (no claims) or resumes a queue.",
-			run:     (*World).pauseResume,
+			run:     func(w *World) any { return w.pauseResume },
 		},
 		{
 			Pattern: `^an operator limits queue "([^"]*)" to (\d+) tasks? in flight$`,
 			Example: `When an operator limits queue "jobs" to 2 tasks in flight`,
 			Doc:     "Caps the tasks claimed at once across all workers of the queue (0 removes the cap).",
-			run:     (*World).limit,
+			run:     func(w *World) any { return w.limit },
 		},
 		{
 			Pattern: `^queue "([^"]*)" has (\d+ tasks? "[a-z]+"(?:(?:, | and )\d+ tasks? "[a-z]+")*)$`,
 			Example: `Then queue "jobs" has 1 task "done" and 4 tasks "queued"`,
 			Doc:     "Checks the queue board's counts: each named status has exactly that many tasks and every status not named has none.",
 			Check:   true,
-			run:     (*World).queueCounts,
+			run:     func(w *World) any { return w.queueCounts },
 		},
 		{
 			Pattern: `^queue "([^"]*)" is idle$`,
 			Example: `Then queue "jobs" is idle`,
 			Doc:     "Checks that no task of the queue is queued (waiting retries included) or claimed: workers have nothing left to do.",
 			Check:   true,
-			run:     (*World).queueIdle,
+			run:     func(w *World) any { return w.queueIdle },
 		},
 		{
 			Pattern: `^that task is "([a-z]+)"$`,
 			Example: `Then that task is "done"`,
 			Doc:     "Checks that task's status: queued, claimed, done, failed or dead.",
 			Check:   true,
-			run:     (*World).thatTaskIs,
+			run:     func(w *World) any { return w.thatTaskIs },
 		},
 		{
 			Pattern: `^task "([^"]*)" is "([a-z]+)"$`,
 			Example: `Then task "export" is "dead"`,
-			Doc:     "Checks the status of a task named when it was added.",
+			Doc:     "Checks the status of a task named when it was added; it becomes \"that task\".",
 			Check:   true,
-			run:     (*World).namedTaskIs,
+			run:     func(w *World) any { return w.namedTaskIs },
 		},
 		{
 			Pattern: `^that task is claimed by "([^"]*)"$`,
 			Example: `Then that task is claimed by "w1"`,
 			Doc:     "Checks that that task is claimed, by the worker (a pool or process name also matches its slots, NAME/0, NAME/1, ...).",
 			Check:   true,
-			run:     (*World).claimedBy,
+			run:     func(w *World) any { return w.claimedBy },
 		},
 		{
 			Pattern: `^that task was tried (\d+) times?$`,
 			Example: `Then that task was tried 3 times`,
 			Doc:     "Checks how many times that task was claimed (its attempts).",
 			Check:   true,
-			run:     (*World).tried,
+			run:     func(w *World) any { return w.tried },
 		},
 		{
 			Pattern: `^that task is marked budget exhausted$`,
 			Example: `Then that task is marked budget exhausted`,
 			Doc:     "Checks that that task's checkpoint reports usage over its budget.",
 			Check:   true,
-			run:     (*World).budgetExhausted,
+			run:     func(w *World) any { return w.budgetExhausted },
 		},
 		{
 			Pattern: `^that task's checkpoint says "([^"]*)"$`,
 			Example: `Then that task's checkpoint says "Report built"`,
 			Doc:     "Checks that that task's checkpoint (what was done) contains the text.",
 			Check:   true,
-			run:     (*World).checkpointSays,
+			run:     func(w *World) any { return w.checkpointSays },
 		},
 		{
 			Pattern: `^that task's last error says "([^"]*)"$`,
 			Example: `Then that task's last error says "upstream returned 503"`,
 			Doc:     "Checks that that task's last failed attempt's error contains the text.",
 			Check:   true,
-			run:     (*World).lastErrorSays,
+			run:     func(w *World) any { return w.lastErrorSays },
 		},
 	}
 }
@@ -565,6 +565,7 @@ func (w *World) namedTaskIs(ctx context.Context, name, status string) error {
 	if t, err = w.show(ctx, t); err != nil {
 		return err
 	}
+	w.task = t
 	return statusIs(t, status)
 }
 

@@ -23,7 +23,7 @@ func serverSteps() []Definition {
 		Doc: "Starts a fresh Trellis for the scenario: an embedded NATS JetStream in a scratch directory " +
 			"(or the --nats-url server, which must hold no Trellis data), with the NATS API served so worker " +
 			"processes can connect. VINE graphs live in the scenario's workspace. Everything is removed when the scenario ends.",
-		run: (*World).startServer,
+		run: func(w *World) any { return w.startServer },
 	}}
 }
 

@@ -407,7 +407,7 @@ func TestVineSteps(t *testing.T) {
 func TestVineStepErrors(t *testing.T) {
 	t.Parallel()
 	head := "Feature: f\n  Scenario: s\n    Given a Trellis server\n"
-	mustFail(t, head+"    Then the root of \"nope.vine\" is \"complete\"\n", `graph "nope.vine" was not loaded`)
+	mustFail(t, head+"    Then the root of \"nope.vine\" is \"complete\"\n", `graph "nope.vine" is not in the workspace`)
 	mustFail(t, head+"    Given a VINE graph \"../escape.vine\" from the file \"x.vine\"\n", `read the graph`)
 	mustFail(t, head+"    Given a VINE graph \"bad.vine\":\n      \"\"\"\n      not a graph\n      \"\"\"\n", `import bad.vine`)
 	// A task that fails blocks the graph: the run ends, the root stays open.

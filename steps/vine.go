@@ -33,13 +33,13 @@ func vineSteps() []Definition {
 				"  [implement] Implement the form (notstarted)\n" +
 				"  \"\"\"",
 			Doc: "Writes the graph into the scenario's workspace under that name and imports it: from now on every change is an event.",
-			run: (*World).graphDoc,
+			run: func(w *World) any { return w.graphDoc },
 		},
 		{
 			Pattern: `^a VINE graph "([^"]*)" from the file "([^"]*)"$`,
 			Example: `Given a VINE graph "release.vine" from the file "graphs/release.vine"`,
 			Doc:     "Copies a .vine file (relative to the feature file) into the workspace under that name and imports it.",
-			run:     (*World).graphFile,
+			run:     func(w *World) any { return w.graphFile },
 		},
 		{
 			Pattern: `^(\d+) (?:agent runs|agents run) "([^"]*)" with "([^"]*)"$`,
@@ -49,7 +49,7 @@ func vineSteps() []Definition {
 				"feature file's directory: the task and its resolved dependencies as JSON on stdin, TRELLIS_VINE_FILE, " +
 				"TRELLIS_VINE_TASK and TRELLIS_SCENARIO_DIR set; stdout lines starting with \"> \" are recorded as decisions; " +
 				"a non-zero exit blocks the task. Bounded by 2 minutes.",
-			run: (*World).agentsCommand,
+			run: func(w *World) any { return w.agentsCommand },
 		},
 		{
 			Pattern: `^(\d+) (?:agent runs|agents run) "([^"]*)" with:$`,
@@ -58,60 +58,60 @@ func vineSteps() []Definition {
 				"  echo \"> done by $TRELLIS_VINE_TASK\"\n" +
 				"  \"\"\"",
 			Doc: "The same with a shell script in a doc string.",
-			run: (*World).agentsScript,
+			run: func(w *World) any { return w.agentsScript },
 		},
 		{
 			Pattern: `^agent "([^"]*)" claims the next task of "([^"]*)"$`,
 			Example: `When agent "alice" claims the next task of "login.vine"`,
 			Doc:     "Claims one ready task of the graph for the agent (it becomes started); fails when none is ready.",
-			run:     (*World).vineClaim,
+			run:     func(w *World) any { return w.vineClaim },
 		},
 		{
 			Pattern: `^agent "([^"]*)" sets task "([^"]*)" of "([^"]*)" to "([a-z]+)"$`,
 			Example: `When agent "alice" sets task "implement" of "login.vine" to "reviewing"`,
 			Doc:     "Sets a task's status: notstarted, planning, started, reviewing, complete or blocked.",
-			run:     (*World).vineSetStatus,
+			run:     func(w *World) any { return w.vineSetStatus },
 		},
 		{
 			Pattern: `^agent "([^"]*)" records the decision "([^"]*)" on task "([^"]*)" of "([^"]*)"$`,
 			Example: `When agent "alice" records the decision "Use the shared validator" on task "implement" of "login.vine"`,
 			Doc:     "Appends a decision (a \"> \" line) to a task.",
-			run:     (*World).vineDecision,
+			run:     func(w *World) any { return w.vineDecision },
 		},
 		{
 			Pattern: `^the root of "([^"]*)" is "([a-z]+)"$`,
 			Example: `Then the root of "login.vine" is "complete"`,
 			Doc:     "Checks the status of the graph's root, as the log has it.",
 			Check:   true,
-			run:     (*World).rootIs,
+			run:     func(w *World) any { return w.rootIs },
 		},
 		{
 			Pattern: `^task "([^"]*)" of "([^"]*)" is "([a-z]+)"$`,
 			Example: `Then task "implement" of "login.vine" is "reviewing"`,
 			Doc:     "Checks the status of a task of the graph, as the log has it.",
 			Check:   true,
-			run:     (*World).vineTaskIs,
+			run:     func(w *World) any { return w.vineTaskIs },
 		},
 		{
 			Pattern: `^graph "([^"]*)" has (\d+) tasks? "([a-z]+)"$`,
 			Example: `Then graph "login.vine" has 2 tasks "complete"`,
 			Doc:     "Checks how many tasks of the graph have the status.",
 			Check:   true,
-			run:     (*World).graphCount,
+			run:     func(w *World) any { return w.graphCount },
 		},
 		{
 			Pattern: `^the frontier of "([^"]*)" is "([^"]*)"$`,
 			Example: `Then the frontier of "login.vine" is "implement"`,
 			Doc:     "Checks the tasks ready to start, comma-separated in any order (\"\" for none).",
 			Check:   true,
-			run:     (*World).frontierIs,
+			run:     func(w *World) any { return w.frontierIs },
 		},
 		{
 			Pattern: `^task "([^"]*)" of "([^"]*)" has the decision "([^"]*)"$`,
 			Example: `Then task "implement" of "login.vine" has the decision "Use the shared validator"`,
 			Doc:     "Checks that one of the task's decisions contains the text.",
 			Check:   true,
-			run:     (*World).hasDecision,
+			run:     func(w *World) any { return w.hasDecision },
 		},
 	}
 }
@@ -144,8 +144,8 @@ func (w *World) importGraph(ctx context.Context, name, text string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := w.graphs[name]; ok {
-		return fmt.Errorf("graph %q was already loaded in this scenario", name)
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("graph %q is already in the workspace", name)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -161,20 +161,22 @@ func (w *World) importGraph(ctx context.Context, name, text string) error {
 		return err
 	}
 	defer cancel()
-	info, err := w.vine.VineImport(ctx, trellis.VineFileRequest{File: path, Agent: "features"})
-	if err != nil {
+	if _, err := w.vine.VineImport(ctx, trellis.VineFileRequest{File: path, Agent: "features"}); err != nil {
 		return fmt.Errorf("import %s: %w", name, err)
 	}
-	w.graphs[name] = info.GraphID
 	return nil
 }
 
-// graphFileOf returns the path of a graph loaded in this scenario.
+// graphFileOf returns the path of a graph in the workspace.
 func (w *World) graphFileOf(name string) (string, error) {
-	if _, ok := w.graphs[name]; !ok {
-		return "", fmt.Errorf("graph %q was not loaded in this scenario: load it with `a VINE graph %q:`", name, name)
+	path, err := w.graphPath(name)
+	if err != nil {
+		return "", err
 	}
-	return w.graphPath(name)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("graph %q is not in the workspace: load it with `a VINE graph %q:`", name, name)
+	}
+	return path, nil
 }
 
 func (w *World) agentsCommand(ctx context.Context, n int, name, command string) error {

@@ -17,7 +17,7 @@ func timeSteps() []Definition {
 		Example: `Then wait up to 30 seconds until queue "jobs" has 5 tasks "done"`,
 		Doc: "Repeats a check (any step marked check in this list, without its keyword) until it holds, and fails with the " +
 			"check's last error when it still does not after N seconds. Use it for whatever workers and agents do in the background.",
-		run: (*World).waitUntil,
+		run: func(w *World) any { return w.waitUntil },
 	}}
 }
 

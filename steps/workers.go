@@ -37,7 +37,7 @@ func workerSteps() []Definition {
 			Example: `Given queue "reindex" has a lease of 1 second`,
 			Doc: "Sets the lease of the workers the scenario starts on the queue afterwards (default 5 s): how long a claim " +
 				"survives without a heartbeat before another worker may take the task over.",
-			run: (*World).setLease,
+			run: func(w *World) any { return w.setLease },
 		},
 		{
 			Pattern: `^I start (\d+) workers? "([^"]*)" on queue "([^"]*)" running "([^"]*)"$`,
@@ -46,7 +46,7 @@ func workerSteps() []Definition {
 				"with sh -c in the feature file's directory, the task packet as JSON on stdin, TRELLIS_TASK_ID, TRELLIS_QUEUE, " +
 				"TRELLIS_ATTEMPT and TRELLIS_SCENARIO_DIR set. Exit 0 completes the task (a JSON object on the last stdout line " +
 				"fills the checkpoint); another exit fails the attempt, retried after 100 ms, 200 ms, ... until max attempts.",
-			run: (*World).startPoolCommand,
+			run: func(w *World) any { return w.startPoolCommand },
 		},
 		{
 			Pattern: `^I start (\d+) workers? "([^"]*)" on queue "([^"]*)" running:$`,
@@ -56,14 +56,14 @@ func workerSteps() []Definition {
 				"  echo '{\"what_was_done\":\"exported\"}'\n" +
 				"  \"\"\"",
 			Doc: "The same with a shell script in a doc string.",
-			run: (*World).startPoolScript,
+			run: func(w *World) any { return w.startPoolScript },
 		},
 		{
 			Pattern: `^I start worker process "([^"]*)" on queue "([^"]*)" running "([^"]*)"$`,
 			Example: `When I start worker process "A" on queue "reindex" running "sleep 30"`,
 			Doc: "Starts a real `trellis worker` process (one slot, NAME/0) connected to the scenario's NATS, running the " +
 				"command as the pool step does. Processes can be killed with kill -9.",
-			run: (*World).startProcessCommand,
+			run: func(w *World) any { return w.startProcessCommand },
 		},
 		{
 			Pattern: `^I start worker process "([^"]*)" on queue "([^"]*)" running:$`,
@@ -72,21 +72,21 @@ func workerSteps() []Definition {
 				"  sleep 30\n" +
 				"  \"\"\"",
 			Doc: "The same with a shell script in a doc string.",
-			run: (*World).startProcessScript,
+			run: func(w *World) any { return w.startProcessScript },
 		},
 		{
 			Pattern: `^I kill -9 worker process "([^"]*)"$`,
 			Example: `When I kill -9 worker process "A"`,
 			Doc: "Kills the worker process and the commands it runs with SIGKILL, as a machine crash would: its claims stay " +
 				"until their lease expires, then other workers take the tasks over.",
-			run: (*World).kill9,
+			run: func(w *World) any { return w.kill9 },
 		},
 		{
 			Pattern: `^I drain workers "([^"]*)"$`,
 			Example: `When I drain workers "batch"`,
 			Doc: "Drains a pool or a process (SIGTERM): no new claims, running commands get 2 s to finish, the tasks of " +
 				"the others are released back to the queue. Waits until the workers have stopped.",
-			run: (*World).drain,
+			run: func(w *World) any { return w.drain },
 		},
 	}
 }

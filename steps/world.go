@@ -92,7 +92,6 @@ type World struct {
 	held     map[string]*trellis.Task
 	leases   map[string]time.Duration
 	workers  map[string]*workerGroup
-	graphs   map[string]string
 	closeMu  sync.Mutex
 	closers  []func()
 	undefSet map[string]bool
@@ -109,11 +108,10 @@ func Register(sc *godog.ScenarioContext, cfg Config) *World {
 		held:     map[string]*trellis.Task{},
 		leases:   map[string]time.Duration{},
 		workers:  map[string]*workerGroup{},
-		graphs:   map[string]string{},
 		undefSet: map[string]bool{},
 	}
 	for _, d := range Vocabulary() {
-		sc.Step(d.re, d.bind(w))
+		sc.Step(d.re, d.run(w))
 	}
 	sc.Before(func(ctx context.Context, s *godog.Scenario) (context.Context, error) {
 		w.featureDir = featureDir(s.Uri)
