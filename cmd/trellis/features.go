@@ -14,8 +14,8 @@ import (
 	"sync"
 
 	"github.com/cucumber/gherkin/go/v26"
-	messages "github.com/cucumber/messages/go/v21"
 	"github.com/cucumber/godog"
+	messages "github.com/cucumber/messages/go/v21"
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
