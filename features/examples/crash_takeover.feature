@@ -3,12 +3,12 @@ Feature: A crashed worker's task is taken over by another worker
   command runs. When the worker's machine dies (kill -9: no drain, no
   goodbye), the claim stays until the lease runs out; then the log records
   the expiry and another worker takes the task over. The task is completed
-  once, by the second worker. The lease is 1 second here so the feature
+  once, by the second worker. The lease is 2 seconds here so the feature
   runs fast; the default is 30 seconds.
 
   Scenario: kill -9 a worker process in the middle of a task
     Given a Trellis server
-    And queue "reindex" has a lease of 1 second
+    And queue "reindex" has a lease of 2 seconds
     When I add 1 task to queue "reindex" with objective "Rebuild the search index"
     And I start worker process "A" on queue "reindex" running "sleep 60"
     And wait up to 20 seconds until that task is claimed by "A"
