@@ -22,8 +22,16 @@ import (
 	"github.com/trellis/trellis/steps"
 )
 
-// featureFormats maps the --format names onto godog's formatters.
-var featureFormats = map[string]string{"pretty": "pretty", "cucumber-json": "cucumber", "junit": "junit"}
+// godogFormat maps a --format name onto godog's formatter.
+func godogFormat(name string) (string, bool) {
+	switch name {
+	case "pretty", "junit":
+		return name, true
+	case "cucumber-json":
+		return "cucumber", true
+	}
+	return "", false
+}
 
 func (a *app) featuresCommand() *cobra.Command {
 	c := &cobra.Command{
@@ -60,7 +68,7 @@ no scenario to run) · 7 the --nats-url server cannot be reached.`,
   trellis features run features --format junit --out report.xml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, paths []string) error {
-			godogFormat, ok := featureFormats[format]
+			gf, ok := godogFormat(format)
 			if !ok {
 				return trellis.FieldError("format", "%q is not a format: use pretty, cucumber-json or junit", format)
 			}
@@ -93,7 +101,7 @@ no scenario to run) · 7 the --nats-url server cannot be reached.`,
 			if err != nil {
 				return fmt.Errorf("find the trellis binary for worker processes: %w", err)
 			}
-			return a.runFeatures(cmd, paths, tags, godogFormat, output, steps.Config{NATSURL: natsURL, Binary: bin})
+			return a.runFeatures(cmd, paths, tags, gf, output, steps.Config{NATSURL: natsURL, Binary: bin})
 		},
 	}
 	f := c.Flags()
