@@ -40,6 +40,16 @@ func Streams() []StreamSpec {
 	}
 }
 
+// StreamNames lists every JetStream stream Trellis owns: the domain
+// streams and the stream behind the blob bucket (large payloads).
+func StreamNames() []string {
+	var out []string
+	for _, s := range Streams() {
+		out = append(out, s.Name)
+	}
+	return append(out, "OBJ_"+BlobBucket)
+}
+
 // StreamFor returns the spec of the stream whose subjects include subject.
 func StreamFor(subject string) (StreamSpec, error) {
 	parts := strings.SplitN(subject, ".", 3)

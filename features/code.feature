@@ -5,7 +5,7 @@ Feature: Code memory with citations
   does not change.
 
   Scenario: An agent ingests a repository, searches, and cites chunk ids
-    Given a running Trellis server
+    Given a Trellis server
     And a repository with a Python text module, a Go reader and a Markdown guide
     When the agent ingests the repository as "demo"
     And the agent searches for "split text into lines"

@@ -31,11 +31,11 @@ func codeSteps(sc *godog.ScenarioContext, w *world) {
 	ingest := func() error {
 		ctx, cancel := ctxT()
 		defer cancel()
-		before, err := w.srv.Store().LastSeq(ctx, events.StreamChunks)
+		before, err := w.srv().Store().LastSeq(ctx, events.StreamChunks)
 		if err != nil {
 			return err
 		}
-		sum, err := handlers.Ingest(ctx, w.srv.Store(), handlers.IngestConfig{Root: cs.repo, Repo: "demo"})
+		sum, err := handlers.Ingest(ctx, w.srv().Store(), handlers.IngestConfig{Root: cs.repo, Repo: "demo"})
 		if err != nil {
 			return err
 		}
@@ -46,12 +46,15 @@ func codeSteps(sc *godog.ScenarioContext, w *world) {
 	search := func(q string) error {
 		ctx, cancel := ctxT()
 		defer cancel()
-		var err error
-		cs.result, err = w.client.Search(ctx, trellis.SearchRequest{Query: q, Repo: "demo"})
+		client, err := w.cl()
+		if err != nil {
+			return err
+		}
+		cs.result, err = client.Search(ctx, trellis.SearchRequest{Query: q, Repo: "demo"})
 		return err
 	}
 	sc.Step(`^a repository with a Python text module, a Go reader and a Markdown guide$`, func() error {
-		dir, err := os.MkdirTemp(w.dir, "repo-")
+		dir, err := os.MkdirTemp(w.sw.Dir(), "repo-")
 		if err != nil {
 			return err
 		}
@@ -82,7 +85,11 @@ func codeSteps(sc *godog.ScenarioContext, w *world) {
 	sc.Step(`^showing that chunk prints its full source$`, func() error {
 		ctx, cancel := ctxT()
 		defer cancel()
-		c, err := w.client.Chunk(ctx, cs.chunkID)
+		client, err := w.cl()
+		if err != nil {
+			return err
+		}
+		c, err := client.Chunk(ctx, cs.chunkID)
 		if err != nil {
 			return err
 		}

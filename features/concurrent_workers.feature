@@ -4,8 +4,10 @@ Feature: Many workers, each task claimed exactly once
   task's history, so no task is ever claimed twice.
 
   Scenario: 10 workers and 200 tasks each
-    Given a running Trellis server
-    And 2000 queued tasks in queue "batch"
-    When 10 workers claim and complete tasks from queue "batch" until it is empty
-    Then every one of the 2000 tasks was claimed exactly once
-    And the log holds exactly one claimed and one completed event per task
+    Given a Trellis server
+    When I add 2000 tasks to queue "batch" with objective "Process an item"
+    And 10 workers claim and complete tasks from queue "batch" until it is empty, each on its own connection
+    Then queue "batch" has 2000 tasks "done"
+    And the log holds 2000 "claimed" events for queue "batch"
+    And the log holds 2000 "completed" events for queue "batch"
+    And no task was held by two workers at once

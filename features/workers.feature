@@ -5,26 +5,34 @@ Feature: Worker pools on durable consumers
   aside as a dead letter for an operator.
 
   Scenario: A pool of workers drains a queue
-    Given a running Trellis server
-    And 40 queued tasks in queue "pool"
-    When a worker pool "P" of 4 runs a handler that succeeds on queue "pool"
-    Then every task in queue "pool" is done
-    And each task in queue "pool" has exactly one completion event
+    Given a Trellis server
+    When I add 40 tasks to queue "pool" with objective "Process an item"
+    And I start 4 workers "P" on queue "pool" running "echo handled"
+    Then wait up to 60 seconds until queue "pool" has 40 tasks "done"
+    And the log holds 40 "completed" events for queue "pool"
+    And no task was completed more than once
 
   Scenario: A crashed worker's task is taken over after its lease
-    Given a running Trellis server
-    And a queue "crash" whose lease is 1 second
-    And a queued task "Rebuild the index" in queue "crash"
-    When worker "A" claims it and crashes without finishing
-    And a worker pool "B" of 1 runs a handler that succeeds on queue "crash"
-    Then every task in queue "crash" is done
-    And its history reads "claimed by A, lease_expired, claimed by B/0, completed by B/0"
+    Given a Trellis server
+    And queue "crash" has a lease of 1 second
+    When I add 1 task to queue "crash" with objective "Rebuild the index"
+    And worker "A" claims it under a 1 second lease and crashes without finishing
+    And I start 1 worker "B" on queue "crash" running "echo rebuilt"
+    Then wait up to 60 seconds until queue "crash" has 1 task "done"
+    And the history of that task is "added, claimed by A, lease_expired, claimed by B/0, completed by B/0"
 
   Scenario: A task that always fails ends as a dead letter
-    Given a running Trellis server
-    And a queued task "Call the flaky API" in queue "flaky" with 3 attempts
-    When a worker pool "F" of 2 runs a handler that always fails with "503 from upstream" on queue "flaky"
-    Then the task is dead after 3 attempts
-    And it is listed among the dead tasks with the error "503 from upstream"
-    When an operator retries it and a worker pool "G" of 1 runs a handler that succeeds on queue "flaky"
-    Then every task in queue "flaky" is done
+    Given a Trellis server
+    When I add 1 task to queue "flaky" with:
+      | objective    | Call the flaky API |
+      | max attempts | 3                  |
+    And I start 2 workers "F" on queue "flaky" running "echo '503 from upstream' >&2; exit 1"
+    Then wait up to 60 seconds until that task is "dead"
+    And that task was tried 3 times
+    And queue "flaky" has 1 task "dead"
+    And that task's last error says "503 from upstream"
+    When I drain workers "F"
+    And an operator retries that task
+    And I start 1 worker "G" on queue "flaky" running "echo called"
+    Then wait up to 60 seconds until queue "flaky" has 1 task "done"
+    And the history of that task is "added, claimed, attempt_failed, claimed, attempt_failed, claimed, dead, requeued, claimed by G/0, completed by G/0"

@@ -45,6 +45,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "trellis: invalid: %v\n", usage.err)
 		return trellis.ExitCode(trellis.CodeInvalid)
 	}
+	var coded interface{ ExitCode() int }
+	if errors.As(err, &coded) {
+		fmt.Fprintf(stderr, "trellis: %v\n", err)
+		return coded.ExitCode()
+	}
 	te := trellis.AsError(err)
 	fmt.Fprintf(stderr, "trellis: %v\n", te)
 	return trellis.ExitCode(te.Code)
@@ -84,7 +89,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.natsURL, "nats-url", os.Getenv("TRELLIS_NATS_URL"), "connect to this NATS server or cluster instead of the embedded one (env TRELLIS_NATS_URL)")
 	root.PersistentFlags().StringSliceVar(&a.workspaces, "workspace", splitList(os.Getenv("TRELLIS_WORKSPACE")),
 		"workspace root(s) holding .vine files and their references (env TRELLIS_WORKSPACE, comma-separated; default the current directory)")
-	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.versionCommand())
+	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
