@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // AppendConfig sizes the append benchmark.
@@ -46,12 +47,12 @@ func (c AppendConfig) withDefaults() AppendConfig {
 
 // AppendReport is the result of RunAppend.
 type AppendReport struct {
-	Singles   []RateRow         `json:"raw_single_appends"`
-	Batches   []BatchRow        `json:"raw_atomic_batches"`
-	Crossover int               `json:"crossover_batch_size"`
-	Store     []GroupCommitRow  `json:"group_commit"`
-	BatchMin  int               `json:"default_batch_min"`
-	Replicas  int               `json:"replicas"`
+	Singles   []RateRow        `json:"raw_single_appends"`
+	Batches   []BatchRow       `json:"raw_atomic_batches"`
+	Crossover int              `json:"crossover_batch_size"`
+	Store     []GroupCommitRow `json:"group_commit"`
+	BatchMin  int              `json:"default_batch_min"`
+	Replicas  int              `json:"replicas"`
 }
 
 // RateRow is a rate at one concurrency.
@@ -171,7 +172,7 @@ func RunAppend(ctx context.Context, store *events.Store, cfg AppendConfig) (*App
 			if err != nil {
 				return 0, err
 			}
-			_, err = store.Append(ctx, events.QueueSubject("bench-append", id, "added"), e, events.Expect{Filter: events.TaskFilter(id)}, "")
+			_, err = store.Append(ctx, taskqueue.Subject("bench-append", id, "added"), e, events.Expect{Filter: taskqueue.Filter(id)}, "")
 			return 1, err
 		})
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // QueueConfig sizes the queue benchmark.
@@ -201,9 +201,9 @@ func rawWorkQueue(ctx context.Context, store *events.Store, cfg QueueConfig) (fl
 // handler per worker as separate processes would have.
 func lifecycle(ctx context.Context, store *events.Store, cfg QueueConfig) (float64, error) {
 	queue := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	qs := make([]*handlers.Queue, cfg.Workers)
+	qs := make([]*taskqueue.Handler, cfg.Workers)
 	for i := range qs {
-		qs[i] = handlers.NewQueue(store, handlers.QueueConfig{})
+		qs[i] = taskqueue.New(store, taskqueue.Config{})
 	}
 	// Create the consumer before timing.
 	if _, err := qs[0].Consumer(ctx, queue); err != nil {
@@ -234,7 +234,7 @@ func lifecycle(ctx context.Context, store *events.Store, cfg QueueConfig) (float
 // from add to claim.
 func claimLatency(ctx context.Context, store *events.Store, cfg QueueConfig, rep *QueueReport) error {
 	queue := "lat-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	producer := handlers.NewQueue(store, handlers.QueueConfig{})
+	producer := taskqueue.New(store, taskqueue.Config{})
 	if _, err := producer.Consumer(ctx, queue); err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func claimLatency(ctx context.Context, store *events.Store, cfg QueueConfig, rep
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			q := handlers.NewQueue(store, handlers.QueueConfig{})
+			q := taskqueue.New(store, taskqueue.Config{})
 			worker := "lat-" + strconv.Itoa(w)
 			for claimed.Load() < int64(total) && time.Now().Before(deadline) {
 				start := time.Now()

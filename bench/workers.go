@@ -14,7 +14,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/workers"
 )
 
@@ -91,7 +91,7 @@ func rawRoundTrip(ctx context.Context, store *events.Store, n, c int) (float64, 
 // c no-op handlers claims and finishes them, until all are done.
 func poolRun(ctx context.Context, store *events.Store, n, c int) (*WorkersRow, error) {
 	queue := "wbench-" + strconv.Itoa(c) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	q := handlers.NewQueue(store, handlers.QueueConfig{})
+	q := taskqueue.New(store, taskqueue.Config{})
 	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func poolRun(ctx context.Context, store *events.Store, n, c int) (*WorkersRow, e
 	h := workers.HandlerFunc(func(context.Context, *trellis.Task, *workers.Progress) (*trellis.Checkpoint, error) {
 		return &trellis.Checkpoint{WhatWasDone: "noop"}, nil
 	})
-	pool, err := workers.New(handlers.NewQueue(store, handlers.QueueConfig{}), countingHandler{h, done}, workers.Config{
+	pool, err := workers.New(taskqueue.New(store, taskqueue.Config{}), countingHandler{h, done}, workers.Config{
 		Queue: queue, Worker: "bench", Concurrency: c, Logger: slog.New(slog.DiscardHandler), Metrics: metrics, FetchWait: 200 * time.Millisecond,
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // bigEnvelope returns an event whose payload is larger than one NATS
@@ -33,7 +34,7 @@ func TestLargePayloadRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	id := events.NewID(time.Now())
 	e := bigEnvelope(t, id, 3<<20)
-	ack, err := b.Store.Append(ctx, events.QueueSubject("blob", id, "imported"), e, events.Expect{Filter: events.TaskFilter(id)}, "")
+	ack, err := b.Store.Append(ctx, taskqueue.Subject("blob", id, "imported"), e, events.Expect{Filter: taskqueue.Filter(id)}, "")
 	if err != nil {
 		t.Fatalf("append a 3 MiB event: %v", err)
 	}
@@ -57,7 +58,7 @@ func TestLargePayloadRoundTrip(t *testing.T) {
 			t.Fatalf("%s: payload of %d bytes; want the %d appended", what, len(rec.Payload), len(want))
 		}
 	}
-	recs, _, err := b.Store.Load(ctx, events.StreamQueue, events.TaskFilter(id))
+	recs, _, err := b.Store.Load(ctx, events.StreamQueue, taskqueue.Filter(id))
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("load: %d events, %v", len(recs), err)
 	}
@@ -68,7 +69,7 @@ func TestLargePayloadRoundTrip(t *testing.T) {
 	}
 	check("get", got)
 	var read []events.Recorded
-	if err := b.Store.Read(ctx, events.StreamQueue, events.TaskFilter(id), 0, func(r events.Recorded) error { read = append(read, r); return nil }); err != nil || len(read) != 1 {
+	if err := b.Store.Read(ctx, events.StreamQueue, taskqueue.Filter(id), 0, func(r events.Recorded) error { read = append(read, r); return nil }); err != nil || len(read) != 1 {
 		t.Fatalf("read: %d events, %v", len(read), err)
 	}
 	check("read", read[0])
@@ -88,7 +89,7 @@ func TestLargePayloadRoundTrip(t *testing.T) {
 	id2 := events.NewID(time.Now())
 	e2 := e
 	e2.ID, e2.AggregateID = events.NewID(time.Now()), id2
-	if _, err := b.Store.Append(ctx, events.QueueSubject("blob", id2, "imported"), e2, events.Expect{Filter: events.TaskFilter(id2)}, ""); err != nil {
+	if _, err := b.Store.Append(ctx, taskqueue.Subject("blob", id2, "imported"), e2, events.Expect{Filter: taskqueue.Filter(id2)}, ""); err != nil {
 		t.Fatal(err)
 	}
 	obs, err := b.Store.JetStream().ObjectStore(ctx, events.BlobBucket)
@@ -109,7 +110,7 @@ func TestLargePayloadTampered(t *testing.T) {
 	ctx := context.Background()
 	id := events.NewID(time.Now())
 	e := bigEnvelope(t, id, 2<<20)
-	ack, err := b.Store.Append(ctx, events.QueueSubject("blob", id, "imported"), e, events.Expect{Filter: events.TaskFilter(id)}, "")
+	ack, err := b.Store.Append(ctx, taskqueue.Subject("blob", id, "imported"), e, events.Expect{Filter: taskqueue.Filter(id)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestLargePayloadTampered(t *testing.T) {
 	if _, err := obs.PutBytes(ctx, name, []byte(`{"text":"forged"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Store.Load(ctx, events.StreamQueue, events.TaskFilter(id)); !errors.Is(err, events.ErrBlob) {
+	if _, _, err := b.Store.Load(ctx, events.StreamQueue, taskqueue.Filter(id)); !errors.Is(err, events.ErrBlob) {
 		t.Fatalf("load of a forged payload: %v; want ErrBlob", err)
 	}
 	if err := obs.Delete(ctx, name); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // fresh returns n pending creations of new aggregates on the queue stream.
@@ -19,7 +20,7 @@ func fresh(t *testing.T, n int) []events.Pending {
 	ps := make([]events.Pending, n)
 	for i := range ps {
 		id := events.NewID(time.Now())
-		ps[i] = events.Pending{Subject: events.QueueSubject("gc", id, "added"), Envelope: env(t, "added", id), Expect: events.Expect{Filter: events.TaskFilter(id)}}
+		ps[i] = events.Pending{Subject: taskqueue.Subject("gc", id, "added"), Envelope: env(t, "added", id), Expect: events.Expect{Filter: taskqueue.Filter(id)}}
 	}
 	return ps
 }
@@ -75,7 +76,7 @@ func TestGroupCommitStaleEventFailsAlone(t *testing.T) {
 	}
 	// A second creation of the existing aggregate is stale.
 	id := existing[0].Envelope.AggregateID
-	stale := events.Pending{Subject: events.QueueSubject("gc", id, "claimed"), Envelope: env(t, "claimed", id), Expect: events.Expect{Filter: events.TaskFilter(id)}}
+	stale := events.Pending{Subject: taskqueue.Subject("gc", id, "claimed"), Envelope: env(t, "claimed", id), Expect: events.Expect{Filter: taskqueue.Filter(id)}}
 	ps := append(fresh(t, 20), stale)
 	ps = append(ps, fresh(t, 10)...)
 	res := b.Store.AppendAll(ctx, ps)
@@ -98,7 +99,7 @@ func TestGroupCommitOneEventPerAggregateInABatch(t *testing.T) {
 	b := eventstest.Start(t)
 	ps := fresh(t, 20)
 	id := ps[0].Envelope.AggregateID
-	twin := events.Pending{Subject: events.QueueSubject("gc", id, "claimed"), Envelope: env(t, "claimed", id), Expect: events.Expect{Filter: events.TaskFilter(id)}}
+	twin := events.Pending{Subject: taskqueue.Subject("gc", id, "claimed"), Envelope: env(t, "claimed", id), Expect: events.Expect{Filter: taskqueue.Filter(id)}}
 	res := b.Store.AppendAll(context.Background(), append(ps, twin))
 	checkStored(t, b, ps, res[:20])
 	if !errors.Is(res[20].Err, events.ErrWrongLastSequence) {

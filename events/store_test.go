@@ -9,6 +9,7 @@ import (
 
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 func env(t *testing.T, typ, agg string) events.Envelope {
@@ -28,20 +29,20 @@ func TestAppendChecksWholeAggregate(t *testing.T) {
 	b := eventstest.Start(t)
 	ctx := context.Background()
 	id := events.NewID(time.Now())
-	filter := events.TaskFilter(id)
-	a, err := b.Store.Append(ctx, events.QueueSubject("q", id, "added"), env(t, "added", id), events.Expect{Filter: filter}, "")
+	filter := taskqueue.Filter(id)
+	a, err := b.Store.Append(ctx, taskqueue.Subject("q", id, "added"), env(t, "added", id), events.Expect{Filter: filter}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Store.Append(ctx, events.QueueSubject("q", id, "completed"), env(t, "completed", id), events.Expect{Filter: filter, LastSeq: a.Seq}, ""); err != nil {
+	if _, err := b.Store.Append(ctx, taskqueue.Subject("q", id, "completed"), env(t, "completed", id), events.Expect{Filter: filter, LastSeq: a.Seq}, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Store.Append(ctx, events.QueueSubject("q", id, "failed"), env(t, "failed", id), events.Expect{Filter: filter, LastSeq: a.Seq}, "")
+	_, err = b.Store.Append(ctx, taskqueue.Subject("q", id, "failed"), env(t, "failed", id), events.Expect{Filter: filter, LastSeq: a.Seq}, "")
 	if !errors.Is(err, events.ErrWrongLastSequence) {
 		t.Fatalf("stale append on another subject: %v; want ErrWrongLastSequence", err)
 	}
 	// Creating an existing aggregate again is also stale.
-	_, err = b.Store.Append(ctx, events.QueueSubject("q", id, "added"), env(t, "added", id), events.Expect{Filter: filter}, "")
+	_, err = b.Store.Append(ctx, taskqueue.Subject("q", id, "added"), env(t, "added", id), events.Expect{Filter: filter}, "")
 	if !errors.Is(err, events.ErrWrongLastSequence) {
 		t.Fatalf("second create: %v; want ErrWrongLastSequence", err)
 	}
@@ -55,18 +56,18 @@ func TestAppendIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	id := events.NewID(time.Now())
 	e := env(t, "added", id)
-	first, err := b.Store.Append(ctx, events.QueueSubject("q", id, "added"), e, events.Expect{Filter: events.TaskFilter(id)}, "")
+	first, err := b.Store.Append(ctx, taskqueue.Subject("q", id, "added"), e, events.Expect{Filter: taskqueue.Filter(id)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := b.Store.Append(ctx, events.QueueSubject("q", id, "added"), e, events.Expect{Filter: events.TaskFilter(id)}, "")
+	again, err := b.Store.Append(ctx, taskqueue.Subject("q", id, "added"), e, events.Expect{Filter: taskqueue.Filter(id)}, "")
 	if err != nil {
 		t.Fatalf("retried append: %v", err)
 	}
 	if !again.Duplicate || again.Seq != first.Seq {
 		t.Fatalf("retry = %+v; want duplicate of #%d", again, first.Seq)
 	}
-	recs, _, err := b.Store.Load(ctx, events.StreamQueue, events.TaskFilter(id))
+	recs, _, err := b.Store.Load(ctx, events.StreamQueue, taskqueue.Filter(id))
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("stored %d events (%v); want 1", len(recs), err)
 	}
@@ -82,18 +83,18 @@ func TestLoadPagesLargeAggregates(t *testing.T) {
 	id, other := events.NewID(time.Now()), events.NewID(time.Now().Add(time.Millisecond))
 	var last uint64
 	for i := 0; i < 1300; i++ {
-		a, err := b.Store.Append(ctx, events.QueueSubject("q", id, fmt.Sprintf("e%d", i)), env(t, fmt.Sprintf("e%d", i), id), events.Expect{Filter: events.TaskFilter(id), LastSeq: last}, "")
+		a, err := b.Store.Append(ctx, taskqueue.Subject("q", id, fmt.Sprintf("e%d", i)), env(t, fmt.Sprintf("e%d", i), id), events.Expect{Filter: taskqueue.Filter(id), LastSeq: last}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = a.Seq
 		if i%100 == 0 {
-			if _, err := b.Store.Append(ctx, events.QueueSubject("q", other, fmt.Sprintf("x%d", i)), env(t, "x", other), events.Expect{Filter: events.TaskFilter(other), LastSeq: 0}, ""); err != nil && !errors.Is(err, events.ErrWrongLastSequence) {
+			if _, err := b.Store.Append(ctx, taskqueue.Subject("q", other, fmt.Sprintf("x%d", i)), env(t, "x", other), events.Expect{Filter: taskqueue.Filter(other), LastSeq: 0}, ""); err != nil && !errors.Is(err, events.ErrWrongLastSequence) {
 				t.Fatal(err)
 			}
 		}
 	}
-	recs, lastSeq, err := b.Store.Load(ctx, events.StreamQueue, events.TaskFilter(id))
+	recs, lastSeq, err := b.Store.Load(ctx, events.StreamQueue, taskqueue.Filter(id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestLoadPagesLargeAggregates(t *testing.T) {
 			t.Fatalf("event %d = %s of %s", i, r.Type, r.AggregateID)
 		}
 	}
-	none, seq, err := b.Store.Load(ctx, events.StreamQueue, events.TaskFilter(events.NewID(time.Now())))
+	none, seq, err := b.Store.Load(ctx, events.StreamQueue, taskqueue.Filter(events.NewID(time.Now())))
 	if err != nil || len(none) != 0 || seq != 0 {
 		t.Fatalf("unknown aggregate: %d events, #%d, %v", len(none), seq, err)
 	}
@@ -119,7 +120,7 @@ func TestReadAndSubscribe(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 10; i++ {
 		id := events.NewID(time.Now())
-		if _, err := b.Store.Append(ctx, events.QueueSubject("q", id, "added"), env(t, "added", id), events.Expect{Filter: events.TaskFilter(id)}, ""); err != nil {
+		if _, err := b.Store.Append(ctx, taskqueue.Subject("q", id, "added"), env(t, "added", id), events.Expect{Filter: taskqueue.Filter(id)}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +138,7 @@ func TestReadAndSubscribe(t *testing.T) {
 	}
 	defer sub.Stop()
 	id := events.NewID(time.Now())
-	if _, err := b.Store.Append(ctx, events.QueueSubject("q", id, "added"), env(t, "added", id), events.Expect{Filter: events.TaskFilter(id)}, ""); err != nil {
+	if _, err := b.Store.Append(ctx, taskqueue.Subject("q", id, "added"), env(t, "added", id), events.Expect{Filter: taskqueue.Filter(id)}, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []uint64{9, 10, 11} {

@@ -8,7 +8,7 @@ import (
 	"github.com/cucumber/godog"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // workerSteps are the worker steps that reach below the public surface:
@@ -26,7 +26,7 @@ func (w *world) claimAndCrash(worker string, secs int) error {
 	if task == nil {
 		return errors.New("no task")
 	}
-	q := handlers.NewQueue(w.srv().Store(), handlers.QueueConfig{})
+	q := taskqueue.New(w.srv().Store(), taskqueue.Config{})
 	ctx, cancel := ctxT()
 	defer cancel()
 	cons, err := q.EnsureConsumer(ctx, task.Queue, time.Duration(secs)*time.Second)

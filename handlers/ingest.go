@@ -21,6 +21,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/chunking"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
 
@@ -133,7 +134,7 @@ func Ingest(ctx context.Context, store *events.Store, cfg IngestConfig) (*Ingest
 		return err
 	})
 	if err != nil {
-		return nil, storeError("load repository state", err)
+		return nil, command.StoreError("load repository state", err)
 	}
 	files, skipped := walk(root, cfg.Rules)
 	sum.Skipped = append(sum.Skipped, skipped...)
@@ -388,7 +389,7 @@ func ingestFile(ctx context.Context, store *events.Store, cfg IngestConfig, f wa
 			return trellis.Errorf(trellis.CodeConflict, "%s changed in the log during the ingest (another ingest running?); run it again", f.rel)
 		}
 		if err != nil {
-			return storeError("append "+typ, err)
+			return command.StoreError("append "+typ, err)
 		}
 		seq = ack.Seq
 		res.events++
@@ -454,7 +455,7 @@ func splitChunks(cs []events.ChunkRecord) [][]events.ChunkRecord {
 func previousState(ctx context.Context, store *events.Store, filter string, st events.FileState) ([]string, uint64, error) {
 	recs, last, err := store.LoadFrom(ctx, events.StreamChunks, filter, st.Seq)
 	if err != nil {
-		return nil, 0, storeError("load file", err)
+		return nil, 0, command.StoreError("load file", err)
 	}
 	if len(recs) == 0 {
 		return nil, st.Seq, nil
@@ -485,7 +486,7 @@ func deleteFile(ctx context.Context, store *events.Store, repo string, st events
 	hdr.Set(events.HeaderDeleted, "true")
 	_, err = store.AppendWithHeaders(ctx, events.ChunkSubject(repo, st.Path, events.FileDeleted), env, events.Expect{Filter: events.FileFilter(repo, st.Path), LastSeq: seq}, "", hdr)
 	if err != nil {
-		return 0, storeError("append file_deleted", err)
+		return 0, command.StoreError("append file_deleted", err)
 	}
 	return len(ids), nil
 }

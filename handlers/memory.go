@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/memory"
 )
@@ -31,7 +32,7 @@ func (m *Memory) lockScope(ctx context.Context, scope string) (*scopeEntry, erro
 func (m *Memory) catchUpScope(ctx context.Context, e *scopeEntry) error {
 	recs, _, err := m.store.LoadFrom(ctx, events.StreamMemory, events.MemoryFilter(e.m.Scope), e.seq+1)
 	if err != nil {
-		return storeError("load memory", err)
+		return command.StoreError("load memory", err)
 	}
 	for _, r := range recs {
 		if err := events.ApplyMemory(e.m, r); err != nil {
@@ -69,7 +70,7 @@ func (m *Memory) appendScope(ctx context.Context, e *scopeEntry, typ, actor stri
 			continue
 		}
 		if err != nil {
-			return storeError("append "+typ, err)
+			return command.StoreError("append "+typ, err)
 		}
 		if err := events.ApplyMemory(e.m, events.Recorded{Envelope: env, Stream: events.StreamMemory, Subject: subject, Seq: ack.Seq}); err != nil {
 			return err

@@ -13,8 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
+	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/vine"
 )
 
@@ -24,7 +26,7 @@ type ServiceConfig struct {
 	// <data>/checkpoints/.
 	DataDir string
 	// Queue configures the queue handler.
-	Queue QueueConfig
+	Queue taskqueue.Config
 	// Vine configures the VINE handler (workspace roots).
 	Vine VineConfig
 	// ReadTimeout bounds how long a read waits for a projection to catch up
@@ -47,7 +49,7 @@ type ServiceConfig struct {
 type Service struct {
 	store       *events.Store
 	cfg         ServiceConfig
-	queue       *Queue
+	queue       *taskqueue.Handler
 	vine        *Vine
 	frontiers   *projections.Frontiers
 	frontierRun *projections.Runner
@@ -82,7 +84,7 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	s := &Service{
 		store:       store,
 		cfg:         cfg,
-		queue:       NewQueue(store, cfg.Queue),
+		queue:       taskqueue.New(store, cfg.Queue),
 		board:       projections.NewBoard(projDir),
 		checkpoints: projections.NewCheckpoints(filepath.Join(cfg.DataDir, "checkpoints"), projDir),
 	}
@@ -142,7 +144,7 @@ func (s *Service) Close() error {
 func (s *Service) Store() *events.Store { return s.store }
 
 // QueueHandler returns the queue command handler.
-func (s *Service) QueueHandler() *Queue { return s.queue }
+func (s *Service) QueueHandler() *taskqueue.Handler { return s.queue }
 
 // Board returns the queue board projection.
 func (s *Service) Board() *projections.Board { return s.board }
@@ -204,7 +206,7 @@ func (s *Service) waitProjection(ctx context.Context, r *projections.Runner, seq
 		err = r.WaitFor(ctx, seq)
 	}
 	if err != nil {
-		return storeError("projection "+r.Projection().Name()+" catch-up", err)
+		return command.StoreError("projection "+r.Projection().Name()+" catch-up", err)
 	}
 	return nil
 }
@@ -233,7 +235,7 @@ func (s *Service) Replay(ctx context.Context) (*ReplayResult, error) {
 	res := &ReplayResult{Projections: []ReplayedProjection{}}
 	for _, r := range s.runners {
 		if err := r.Rebuild(ctx); err != nil {
-			return nil, storeError("replay "+r.Projection().Name(), err)
+			return nil, command.StoreError("replay "+r.Projection().Name(), err)
 		}
 		res.Projections = append(res.Projections, ReplayedProjection{Name: r.Projection().Name(), Stream: r.Projection().Stream(), LastSeq: r.Applied()})
 	}
@@ -271,7 +273,7 @@ func Audit(ctx context.Context, store *events.Store, id string) ([]events.Record
 	if isGraphID(graph) {
 		recs, _, err := store.Load(ctx, events.StreamVine, events.GraphFilter(graph))
 		if err != nil {
-			return nil, storeError("audit", err)
+			return nil, command.StoreError("audit", err)
 		}
 		if len(recs) == 0 {
 			return nil, trellis.Errorf(trellis.CodeNotFound, "no events for graph %s", graph)
@@ -293,9 +295,9 @@ func Audit(ctx context.Context, store *events.Store, id string) ([]events.Record
 	if err := trellis.ValidateTaskID("id", id); err != nil {
 		return nil, trellis.FieldError("id", "%q is neither a task id (ULID), a graph id (g + 20 hex) nor <graph id>:<task id>", id)
 	}
-	recs, _, err := store.Load(ctx, events.StreamQueue, events.TaskFilter(id))
+	recs, _, err := store.Load(ctx, events.StreamQueue, taskqueue.Filter(id))
 	if err != nil {
-		return nil, storeError("audit", err)
+		return nil, command.StoreError("audit", err)
 	}
 	if len(recs) == 0 {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "no events for id %s", id)
@@ -310,7 +312,7 @@ func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, er
 	n := 0
 	enc := newJSONLWriter(w)
 	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		t, err := events.ApplyTask(tasks[rec.AggregateID], rec)
+		t, err := taskqueue.Apply(tasks[rec.AggregateID], rec)
 		if errors.Is(err, events.ErrBadEvent) {
 			return nil // not a Trellis event: nothing to export
 		}
@@ -325,7 +327,7 @@ func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, er
 		return enc.write(t)
 	})
 	if err != nil {
-		return n, storeError("export", err)
+		return n, command.StoreError("export", err)
 	}
 	return n, enc.flush()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
 
@@ -71,7 +72,7 @@ func (m *Memory) lockTask(ctx context.Context, name string) (*taskEntry, error) 
 	recs, _, err := m.store.LoadFrom(ctx, events.StreamTasks, events.TaskNameFilter(name), e.seq+1)
 	if err != nil {
 		e.mu.Unlock()
-		return nil, storeError("load task", err)
+		return nil, command.StoreError("load task", err)
 	}
 	for _, r := range recs {
 		t, err := events.ApplyAgentTask(e.t, r)
@@ -117,7 +118,7 @@ func (m *Memory) appendTask(ctx context.Context, e *taskEntry, name, typ, actor 
 		return trellis.Errorf(trellis.CodeConflict, "task %s changed concurrently; try again", name)
 	}
 	if err != nil {
-		return storeError("append "+typ, err)
+		return command.StoreError("append "+typ, err)
 	}
 	t, err := events.ApplyAgentTask(e.t, events.Recorded{Envelope: env, Stream: events.StreamTasks, Subject: subject, Seq: ack.Seq})
 	if err != nil {

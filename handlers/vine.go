@@ -236,7 +236,7 @@ func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphSt
 	rep := &openReport{}
 	st, err := v.graphs.Load(ctx, f.graphID)
 	if err != nil {
-		return st, nil, storeError("load graph", err)
+		return st, nil, command.StoreError("load graph", err)
 	}
 	g, text, ferr := v.readVineFile(f.abs, "file")
 	if !st.Exists() {
@@ -306,7 +306,7 @@ func (v *Vine) restore(st graphState, f vineFile, rep *openReport) error {
 func (v *Vine) isPastState(ctx context.Context, graphID string, g vine.Graph) (bool, error) {
 	recs, _, err := v.store.Load(ctx, events.StreamVine, events.GraphFilter(graphID))
 	if err != nil {
-		return false, storeError("load graph", err)
+		return false, command.StoreError("load graph", err)
 	}
 	canonical, err := vine.Serialize(g)
 	if err != nil {
@@ -347,7 +347,7 @@ func graphError(graphID, what string, err error) error {
 	case errors.Is(err, events.ErrPayloadTooLarge):
 		return trellis.FieldError("file", "the graph is too large to record (%v)", err)
 	}
-	return storeError(what, err)
+	return command.StoreError(what, err)
 }
 
 func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, typ string, g vine.Graph, actor string) (graphState, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // TestBadEventsDoNotStopReads: events published from outside Trellis that
@@ -25,8 +26,8 @@ func TestBadEventsDoNotStopReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := events.NewID(time.Now().Add(time.Millisecond))
-	env, _ := events.NewEnvelope(time.Now(), events.TaskClaimed, other, "intruder", 1, map[string]any{"worker": "x", "attempt": 1})
-	if _, err := b.Store.Append(ctx, events.QueueSubject("default", other, events.TaskClaimed), env, events.Expect{Filter: events.TaskFilter(other)}, ""); err != nil {
+	env, _ := events.NewEnvelope(time.Now(), taskqueue.Claimed, other, "intruder", 1, map[string]any{"worker": "x", "attempt": 1})
+	if _, err := b.Store.Append(ctx, taskqueue.Subject("default", other, taskqueue.Claimed), env, events.Expect{Filter: taskqueue.Filter(other)}, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, subj := range []string{"trellis.vine.gbad.batch_applied", "trellis.memory.task-x.consolidated", "trellis.tasks.x.agent_joined", "trellis.chunks.r.fbad.file_indexed"} {

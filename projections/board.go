@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // Board is the queue board: every task's current packet and the counts per
@@ -76,7 +77,7 @@ func (b *Board) Apply(rec events.Recorded) error {
 	if prev != nil {
 		cur = prev.Clone()
 	}
-	next, err := events.ApplyTask(cur, rec)
+	next, err := taskqueue.Apply(cur, rec)
 	if err != nil {
 		return err
 	}

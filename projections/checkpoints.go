@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // Checkpoints writes seed 000's Markdown checkpoint of every finished task
@@ -61,24 +62,24 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 	var status trellis.Status
 	var worker string
 	switch rec.Type {
-	case events.TaskCompleted:
-		var p events.TaskCompletedPayload
+	case taskqueue.Completed:
+		var p taskqueue.CompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return err
 		}
 		status, worker = trellis.StatusDone, p.Worker
 		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, WhatChanged: p.WhatChanged, WhatNext: p.WhatNext,
 			Blockers: p.Blockers, Citations: p.Citations, BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
-	case events.TaskFailed:
-		var p events.TaskFailedPayload
+	case taskqueue.Failed:
+		var p taskqueue.FailedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return err
 		}
 		status, worker = trellis.StatusFailed, p.Worker
 		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, Blockers: p.Blockers, Error: p.Error,
 			BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
-	case events.TaskDead:
-		var p events.TaskAttemptFailedPayload
+	case taskqueue.Dead:
+		var p taskqueue.AttemptFailedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // QueueMetrics is the server's Prometheus view of the queue, derived from
@@ -32,15 +33,15 @@ type QueueMetrics struct {
 
 // metricNames maps event types onto the counters users ask for.
 var metricNames = map[string]string{
-	events.TaskClaimed:       "claimed",
-	events.TaskCompleted:     "done",
-	events.TaskFailed:        "failed",
-	events.TaskDead:          "dead",
-	events.TaskAttemptFailed: "retries",
-	events.TaskLeaseExpired:  "lease_expiries",
-	events.TaskReleased:      "released",
-	events.TaskAdded:         "added",
-	events.TaskRequeued:      "requeued",
+	taskqueue.Claimed:       "claimed",
+	taskqueue.Completed:     "done",
+	taskqueue.Failed:        "failed",
+	taskqueue.Dead:          "dead",
+	taskqueue.AttemptFailed: "retries",
+	taskqueue.LeaseExpired:  "lease_expiries",
+	taskqueue.Released:      "released",
+	taskqueue.Added:         "added",
+	taskqueue.Requeued:      "requeued",
 }
 
 // NewQueueMetrics returns the metrics projection; it counts events after
@@ -82,7 +83,7 @@ func (m *QueueMetrics) Reset() error { return nil }
 
 // Apply implements Projection.
 func (m *QueueMetrics) Apply(rec events.Recorded) error {
-	if events.IsControlSubject(rec.Subject) {
+	if taskqueue.IsControlSubject(rec.Subject) {
 		return nil
 	}
 	queue := queueOf(rec.Subject)
@@ -93,31 +94,31 @@ func (m *QueueMetrics) Apply(rec events.Recorded) error {
 	defer m.mu.Unlock()
 	id := rec.AggregateID
 	switch rec.Type {
-	case events.TaskClaimed:
+	case taskqueue.Claimed:
 		if at, ok := m.dispatched[id]; ok {
 			m.claimLatency.WithLabelValues(queue).Observe(rec.Time.Sub(at).Seconds())
 			delete(m.dispatched, id)
 		}
 		m.claimed[id] = rec.Time
-	case events.TaskCompleted, events.TaskFailed, events.TaskDead, events.TaskAttemptFailed:
+	case taskqueue.Completed, taskqueue.Failed, taskqueue.Dead, taskqueue.AttemptFailed:
 		if at, ok := m.claimed[id]; ok {
 			m.handlerDuration.WithLabelValues(queue).Observe(rec.Time.Sub(at).Seconds())
 			delete(m.claimed, id)
 		}
-	case events.TaskLeaseExpired, events.TaskReleased:
+	case taskqueue.LeaseExpired, taskqueue.Released:
 		delete(m.claimed, id)
 	}
-	if events.IsDispatch(rec.Type) {
+	if taskqueue.IsDispatch(rec.Type) {
 		at := rec.Time
-		if rec.Type == events.TaskAttemptFailed {
-			var p events.TaskAttemptFailedPayload
+		if rec.Type == taskqueue.AttemptFailed {
+			var p taskqueue.AttemptFailedPayload
 			if rec.DecodePayload(&p) == nil && p.RetryAt != nil {
 				at = *p.RetryAt // claimable from then on
 			}
 		}
 		m.dispatched[id] = at
 	}
-	if rec.Type == events.TaskLeaseExpired {
+	if rec.Type == taskqueue.LeaseExpired {
 		m.dispatched[id] = rec.Time
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/vine"
 )
 
@@ -81,7 +82,7 @@ func (w *World) history(ctx context.Context, t *trellis.Task) ([]events.Recorded
 		return nil, err
 	}
 	defer cancel()
-	recs, _, err := w.srv.Store().Load(ctx, events.StreamQueue, events.TaskFilter(t.TaskID))
+	recs, _, err := w.srv.Store().Load(ctx, events.StreamQueue, taskqueue.Filter(t.TaskID))
 	if err != nil {
 		return nil, fmt.Errorf("read the history of %s: %w", t.TaskID, err)
 	}
@@ -139,13 +140,13 @@ func (w *World) foldLog(ctx context.Context, check func(before *trellis.Task, re
 	defer cancel()
 	tasks := map[string]*trellis.Task{}
 	err = w.srv.Store().Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		if rec.Type == "" || events.IsControlSubject(rec.Subject) {
+		if rec.Type == "" || taskqueue.IsControlSubject(rec.Subject) {
 			return nil // not a task event
 		}
 		if err := check(tasks[rec.AggregateID], rec); err != nil {
 			return err
 		}
-		t, err := events.ApplyTask(tasks[rec.AggregateID], rec)
+		t, err := taskqueue.Apply(tasks[rec.AggregateID], rec)
 		if err != nil {
 			return fmt.Errorf("event #%d (%s of %s): %w", rec.Seq, rec.Type, rec.AggregateID, err)
 		}
@@ -163,7 +164,7 @@ func (w *World) foldLog(ctx context.Context, check func(before *trellis.Task, re
 func (w *World) noDoubleCompletion(ctx context.Context) error {
 	completed := map[string]int{}
 	_, err := w.foldLog(ctx, func(_ *trellis.Task, rec events.Recorded) error {
-		if rec.Type == events.TaskCompleted {
+		if rec.Type == taskqueue.Completed {
 			completed[rec.AggregateID]++
 		}
 		return nil
@@ -186,7 +187,7 @@ func (w *World) noDoubleCompletion(ctx context.Context) error {
 
 func (w *World) noDoubleHold(ctx context.Context) error {
 	_, err := w.foldLog(ctx, func(before *trellis.Task, rec events.Recorded) error {
-		if rec.Type == events.TaskClaimed && before != nil && before.Status == trellis.StatusClaimed {
+		if rec.Type == taskqueue.Claimed && before != nil && before.Status == trellis.StatusClaimed {
 			return fmt.Errorf("task %s was claimed by %q (event #%d) while %q still held it", rec.AggregateID, rec.Actor, rec.Seq, before.ClaimedBy)
 		}
 		return nil
@@ -203,8 +204,8 @@ func (w *World) eventCount(ctx context.Context, n int, typ, queue string) error 
 		q := ""
 		if before != nil {
 			q = before.Queue
-		} else if rec.Type == events.TaskAdded {
-			var p events.TaskAddedPayload
+		} else if rec.Type == taskqueue.Added {
+			var p taskqueue.AddedPayload
 			if err := rec.DecodePayload(&p); err != nil {
 				return err
 			}

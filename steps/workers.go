@@ -16,7 +16,7 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/workers"
 )
 
@@ -177,7 +177,7 @@ func (w *World) startPool(n int, name, queue, command string) error {
 	if err != nil {
 		return err
 	}
-	q := handlers.NewQueue(w.srv.Store(), handlers.QueueConfig{RetryBackoff: handlers.ExponentialBackoff(retryBackoff, 2*time.Second)})
+	q := taskqueue.New(w.srv.Store(), taskqueue.Config{RetryBackoff: taskqueue.ExponentialBackoff(retryBackoff, 2*time.Second)})
 	h := &workers.Exec{Command: command, Dir: w.featureDir, Env: []string{"TRELLIS_SCENARIO_DIR=" + w.dir}, KillDelay: workerGrace}
 	pool, err := workers.New(q, h, workers.Config{
 		Queue: queue, Worker: name, Concurrency: n, Lease: w.lease(queue), Grace: workerGrace,

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // Config configures a Pool. Zero values take the documented defaults.
@@ -85,14 +85,14 @@ func (c Config) withDefaults() Config {
 
 // Pool runs a Handler over one queue with a fixed concurrency.
 type Pool struct {
-	queue   *handlers.Queue
+	queue   *taskqueue.Handler
 	handler Handler
 	cfg     Config
 	log     *slog.Logger
 }
 
 // New returns a pool; Run starts it.
-func New(queue *handlers.Queue, h Handler, cfg Config) (*Pool, error) {
+func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 	cfg = cfg.withDefaults()
 	if err := trellis.ValidateQueueName(cfg.Queue); err != nil {
 		return nil, err

@@ -16,19 +16,19 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/workers"
 )
 
 type bundle struct {
 	*eventstest.Bundle
-	q *handlers.Queue
+	q *taskqueue.Handler
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	b := &bundle{Bundle: eventstest.Start(t)}
-	b.q = handlers.NewQueue(b.Store, handlers.QueueConfig{RetryBackoff: handlers.ExponentialBackoff(200*time.Millisecond, time.Second)})
+	b.q = taskqueue.New(b.Store, taskqueue.Config{RetryBackoff: taskqueue.ExponentialBackoff(200*time.Millisecond, time.Second)})
 	return b
 }
 
@@ -162,7 +162,7 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 			t.Fatalf("task %s checkpoint = %+v", id, task.Checkpoint)
 		}
 	}
-	for id, n := range b.countEvents(t, events.TaskCompleted) {
+	for id, n := range b.countEvents(t, taskqueue.Completed) {
 		if n != 1 {
 			t.Fatalf("task %s completed %d times", id, n)
 		}
@@ -215,7 +215,7 @@ func TestPoolRetriesThenDeadLetter(t *testing.T) {
 	var claims []time.Time
 	for _, r := range recs {
 		types = append(types, r.Type)
-		if r.Type == events.TaskClaimed {
+		if r.Type == taskqueue.Claimed {
 			claims = append(claims, r.Time)
 		}
 	}
@@ -246,7 +246,7 @@ func TestPoolDrainReleasesUnfinished(t *testing.T) {
 	started.Wait()
 	stop()
 	got := b.waitStatus(t, ids, 5*time.Second, trellis.StatusQueued)
-	released := b.countEvents(t, events.TaskReleased)
+	released := b.countEvents(t, taskqueue.Released)
 	if len(released) != 3 {
 		t.Fatalf("%d tasks released; want the 3 in flight", len(released))
 	}
@@ -300,7 +300,7 @@ func TestPoolPausedQueueClaimsNothing(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := len(b.countEvents(t, events.TaskClaimed)); n != 0 {
+	if n := len(b.countEvents(t, taskqueue.Claimed)); n != 0 {
 		t.Fatalf("%d tasks claimed on a paused queue", n)
 	}
 	if got := logs.lines(t, "task claimed"); len(got) != 0 {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cucumber/gherkin/go/v26"
+	gherkin "github.com/cucumber/gherkin/go/v26"
 	"github.com/cucumber/godog"
 	messages "github.com/cucumber/messages/go/v21"
 	"github.com/spf13/cobra"

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/server"
+	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/workers"
 )
 
@@ -83,13 +83,13 @@ commands get --grace to finish, the rest are released back to the queue.`,
 				defer srv.Close()
 				fmt.Fprintf(a.stderr, "worker metrics: http://%s/metrics\n", ln.Addr())
 			}
-			qcfg := handlers.QueueConfig{}
+			qcfg := taskqueue.Config{}
 			if backoff > 0 {
-				qcfg.RetryBackoff = handlers.ExponentialBackoff(backoff, 5*time.Minute)
+				qcfg.RetryBackoff = taskqueue.ExponentialBackoff(backoff, 5*time.Minute)
 			}
 			handler := &workers.Exec{Command: command}
 			defer handler.Close()
-			pool, err := workers.New(handlers.NewQueue(s.store, qcfg), handler, cfg)
+			pool, err := workers.New(taskqueue.New(s.store, qcfg), handler, cfg)
 			if err != nil {
 				return err
 			}

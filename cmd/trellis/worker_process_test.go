@@ -21,6 +21,7 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // These tests run real `trellis` processes (built once) against a real
@@ -218,18 +219,18 @@ func TestWorkerProcessesSurviveSIGKILL(t *testing.T) {
 	waitAll(t, svc, ids, trellis.StatusDone, 90*time.Second)
 	counts := eventCounts(t, srv.Store())
 	for _, id := range ids {
-		if n := counts[events.TaskCompleted][id]; n != 1 {
+		if n := counts[taskqueue.Completed][id]; n != 1 {
 			t.Fatalf("task %s has %d completion events", id, n)
 		}
 	}
 	claims := 0
-	for _, n := range counts[events.TaskClaimed] {
+	for _, n := range counts[taskqueue.Claimed] {
 		claims += n
 	}
 	t.Logf("300 tasks, %d claims: %d re-executions after the SIGKILL, %d lease expiries recorded",
-		claims, claims-300, len(counts[events.TaskLeaseExpired]))
-	if claims-300 != len(counts[events.TaskLeaseExpired]) {
-		t.Fatalf("%d re-executions but %d lease expiries: every re-execution must follow an expired lease", claims-300, len(counts[events.TaskLeaseExpired]))
+		claims, claims-300, len(counts[taskqueue.LeaseExpired]))
+	if claims-300 != len(counts[taskqueue.LeaseExpired]) {
+		t.Fatalf("%d re-executions but %d lease expiries: every re-execution must follow an expired lease", claims-300, len(counts[taskqueue.LeaseExpired]))
 	}
 	// The tasks w0 held when it died: claimed by w0, never completed by it.
 	takenOver := 0
@@ -242,11 +243,11 @@ func TestWorkerProcessesSurviveSIGKILL(t *testing.T) {
 		heldByW0 := false
 		for _, r := range recs {
 			hist = append(hist, r.Type+"/"+r.Actor)
-			if r.Type == events.TaskClaimed {
+			if r.Type == taskqueue.Claimed {
 				heldByW0 = strings.HasPrefix(r.Actor, "w0/")
 			}
 		}
-		if !heldByW0 && counts[events.TaskLeaseExpired][id] == 0 {
+		if !heldByW0 && counts[taskqueue.LeaseExpired][id] == 0 {
 			continue
 		}
 		takenOver++
@@ -285,7 +286,7 @@ func TestWorkerAlwaysFailingGoesDead(t *testing.T) {
 	var claimed []time.Time
 	for _, r := range recs {
 		types = append(types, r.Type)
-		if r.Type == events.TaskClaimed {
+		if r.Type == taskqueue.Claimed {
 			claimed = append(claimed, r.Time)
 		}
 	}
@@ -337,7 +338,7 @@ func TestWorkerSIGTERMDrain(t *testing.T) {
 	}
 	t.Logf("drained in %s", time.Since(start).Round(time.Millisecond))
 	waitAll(t, svc, ids, trellis.StatusQueued, 5*time.Second)
-	if n := len(eventCounts(t, srv.Store())[events.TaskReleased]); n != 2 {
+	if n := len(eventCounts(t, srv.Store())[taskqueue.Released]); n != 2 {
 		t.Fatalf("%d release events; want 2", n)
 	}
 }
@@ -407,8 +408,8 @@ func TestServeRestartMidRun(t *testing.T) {
 	}
 	counts := eventCounts(t, store)
 	for _, id := range ids {
-		if counts[events.TaskCompleted][id] != 1 {
-			t.Fatalf("task %s completed %d times", id, counts[events.TaskCompleted][id])
+		if counts[taskqueue.Completed][id] != 1 {
+			t.Fatalf("task %s completed %d times", id, counts[taskqueue.Completed][id])
 		}
 	}
 }

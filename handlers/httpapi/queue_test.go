@@ -327,7 +327,7 @@ func TestConcurrentFinish(t *testing.T) {
 	b := setup(t)
 	for round := range 5 {
 		// One queue per round, so its claim consumer is created after the
-		// add: on an existing consumer, handlers.Queue.Next can miss a task
+		// add: on an existing consumer, taskqueue.Handler.Next can miss a task
 		// added just before (the server signals consumers asynchronously).
 		queue := fmt.Sprintf("race-%d", round)
 		task := b.addTask(t, trellis.AddTaskRequest{Queue: queue, Objective: "race"})

@@ -1,4 +1,4 @@
-package events
+package taskqueue
 
 import (
 	"fmt"
@@ -6,42 +6,43 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
 )
 
 // Queue event types: the last token of trellis.queue.<queue>.<task_id>.<type>.
 const (
-	// TaskAdded records queue add: the whole packet as requested.
-	TaskAdded = "added"
-	// TaskClaimed records a claim by a worker (queue next).
-	TaskClaimed = "claimed"
-	// TaskCompleted records queue done with its checkpoint.
-	TaskCompleted = "completed"
-	// TaskFailed records a terminal failure with its checkpoint.
-	TaskFailed = "failed"
-	// TaskAttemptFailed records a failed attempt that will be retried: the
+	// Added records queue add: the whole packet as requested.
+	Added = "added"
+	// Claimed records a claim by a worker (queue next).
+	Claimed = "claimed"
+	// Completed records queue done with its checkpoint.
+	Completed = "completed"
+	// Failed records a terminal failure with its checkpoint.
+	Failed = "failed"
+	// AttemptFailed records a failed attempt that will be retried: the
 	// task is queued again, claimable from retry_at on.
-	TaskAttemptFailed = "attempt_failed"
-	// TaskDead records the dead letter: the task used up its attempts.
-	TaskDead = "dead"
-	// TaskLeaseExpired records that a worker pool's claimant stopped
+	AttemptFailed = "attempt_failed"
+	// Dead records the dead letter: the task used up its attempts.
+	Dead = "dead"
+	// LeaseExpired records that a worker pool's claimant stopped
 	// heartbeating and its lease ran out; the task is queued again.
-	TaskLeaseExpired = "lease_expired"
-	// TaskReleased records a claimant giving a task back unfinished (a
+	LeaseExpired = "lease_expired"
+	// Released records a claimant giving a task back unfinished (a
 	// draining worker); the attempt does not count.
-	TaskReleased = "released"
-	// TaskRequeued records an explicit retry (queue retry): the task is
+	Released = "released"
+	// Requeued records an explicit retry (queue retry): the task is
 	// queued again with fresh attempts.
-	TaskRequeued = "requeued"
+	Requeued = "requeued"
 )
 
 // Queue control event types, on trellis.queue.<queue>._control.<type>.
 const (
-	// QueuePaused stops all claims on a queue, cluster-wide.
-	QueuePaused = "paused"
-	// QueueResumed lets claims on a paused queue resume.
-	QueueResumed = "resumed"
-	// QueueLimitSet sets the queue's global concurrency limit.
-	QueueLimitSet = "limit_set"
+	// Paused stops all claims on a queue, cluster-wide.
+	Paused = "paused"
+	// Resumed lets claims on a paused queue resume.
+	Resumed = "resumed"
+	// LimitSet sets the queue's global concurrency limit.
+	LimitSet = "limit_set"
 )
 
 // ControlID is the aggregate id (subject token) of a queue's controls.
@@ -63,45 +64,45 @@ func ControlFilter(queue string) string {
 	return "trellis.queue." + queue + "." + ControlID + ".>"
 }
 
-// QueueSchema is the current schema version of every queue payload.
-const QueueSchema = 1
+// Schema is the current schema version of every queue payload.
+const Schema = 1
 
-// QueueSubject is the subject of a queue event.
-func QueueSubject(queue, taskID, typ string) string {
+// Subject is the subject of a queue event.
+func Subject(queue, taskID, typ string) string {
 	return "trellis.queue." + queue + "." + taskID + "." + typ
 }
 
-// TaskFilter is the subject filter of one task aggregate, whatever its
+// Filter is the subject filter of one task aggregate, whatever its
 // queue: the concurrency scope of every append to the task.
-func TaskFilter(taskID string) string {
+func Filter(taskID string) string {
 	return "trellis.queue.*." + taskID + ".>"
 }
 
 // DispatchTypes are the event types that make a task claimable; each is a
 // dispatch the queue's claim consumer delivers.
 func DispatchTypes() []string {
-	return []string{TaskAdded, TaskAttemptFailed, TaskReleased, TaskRequeued}
+	return []string{Added, AttemptFailed, Released, Requeued}
 }
 
 // IsDispatch reports whether events of type typ are dispatches.
 func IsDispatch(typ string) bool {
 	switch typ {
-	case TaskAdded, TaskAttemptFailed, TaskReleased, TaskRequeued:
+	case Added, AttemptFailed, Released, Requeued:
 		return true
 	}
 	return false
 }
 
-// TaskFilterIn is TaskFilter when the task's queue is known: the same
+// FilterIn is Filter when the task's queue is known: the same
 // subjects (task ids are unique across queues), without a wildcard in the
 // middle, which the server resolves faster.
-func TaskFilterIn(queue, taskID string) string {
+func FilterIn(queue, taskID string) string {
 	return "trellis.queue." + queue + "." + taskID + ".>"
 }
 
-// QueueDispatchSubjects are the subjects a queue's durable claim consumer
+// DispatchSubjects are the subjects a queue's durable claim consumer
 // delivers: events that make a task claimable.
-func QueueDispatchSubjects(queue string) []string {
+func DispatchSubjects(queue string) []string {
 	var out []string
 	for _, t := range DispatchTypes() {
 		out = append(out, "trellis.queue."+queue+".*."+t)
@@ -109,8 +110,8 @@ func QueueDispatchSubjects(queue string) []string {
 	return out
 }
 
-// TaskAddedPayload is the payload of an added event (schema 1).
-type TaskAddedPayload struct {
+// AddedPayload is the payload of an added event (schema 1).
+type AddedPayload struct {
 	Queue          string            `json:"queue"`
 	ParentID       string            `json:"parent_id,omitempty"`
 	Objective      string            `json:"objective"`
@@ -122,9 +123,9 @@ type TaskAddedPayload struct {
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 }
 
-// TaskClaimedPayload is the payload of a claimed event (schema 1). Leased
+// ClaimedPayload is the payload of a claimed event (schema 1). Leased
 // claims (worker pools) name the dispatch message they hold.
-type TaskClaimedPayload struct {
+type ClaimedPayload struct {
 	Worker      string `json:"worker"`
 	Attempt     int    `json:"attempt"`
 	Leased      bool   `json:"leased,omitempty"`
@@ -132,9 +133,9 @@ type TaskClaimedPayload struct {
 	Delivery    uint64 `json:"delivery,omitempty"`
 }
 
-// TaskAttemptFailedPayload is the payload of attempt_failed and dead
+// AttemptFailedPayload is the payload of attempt_failed and dead
 // events (schema 1).
-type TaskAttemptFailedPayload struct {
+type AttemptFailedPayload struct {
 	Worker          string        `json:"worker,omitempty"`
 	Attempt         int           `json:"attempt"`
 	Error           string        `json:"error"`
@@ -145,8 +146,8 @@ type TaskAttemptFailedPayload struct {
 	RetryAt         *time.Time    `json:"retry_at,omitempty"`
 }
 
-// TaskLeaseExpiredPayload is the payload of a lease_expired event.
-type TaskLeaseExpiredPayload struct {
+// LeaseExpiredPayload is the payload of a lease_expired event.
+type LeaseExpiredPayload struct {
 	// Worker is the claimant whose lease expired.
 	Worker  string `json:"worker"`
 	Attempt int    `json:"attempt"`
@@ -154,30 +155,30 @@ type TaskLeaseExpiredPayload struct {
 	Delivery uint64 `json:"delivery"`
 }
 
-// TaskReleasedPayload is the payload of a released event.
-type TaskReleasedPayload struct {
+// ReleasedPayload is the payload of a released event.
+type ReleasedPayload struct {
 	Worker string `json:"worker"`
 	Reason string `json:"reason"`
 }
 
-// TaskRequeuedPayload is the payload of a requeued event.
-type TaskRequeuedPayload struct {
+// RequeuedPayload is the payload of a requeued event.
+type RequeuedPayload struct {
 	Reason string `json:"reason"`
 }
 
-// QueueLimitPayload is the payload of a limit_set event: the maximum number
+// LimitPayload is the payload of a limit_set event: the maximum number
 // of leased tasks in flight across all workers (0 = unlimited).
-type QueueLimitPayload struct {
+type LimitPayload struct {
 	MaxInFlight int `json:"max_in_flight"`
 }
 
-// QueueControlPayload is the payload of paused and resumed events.
-type QueueControlPayload struct {
+// ControlPayload is the payload of paused and resumed events.
+type ControlPayload struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// TaskCompletedPayload is the payload of a completed event (schema 1).
-type TaskCompletedPayload struct {
+// CompletedPayload is the payload of a completed event (schema 1).
+type CompletedPayload struct {
 	Worker          string        `json:"worker"`
 	WhatWasDone     string        `json:"what_was_done"`
 	WhatChanged     []string      `json:"what_changed,omitempty"`
@@ -188,8 +189,8 @@ type TaskCompletedPayload struct {
 	BudgetExhausted bool          `json:"budget_exhausted"`
 }
 
-// TaskFailedPayload is the payload of a failed event (schema 1).
-type TaskFailedPayload struct {
+// FailedPayload is the payload of a failed event (schema 1).
+type FailedPayload struct {
 	Worker          string        `json:"worker"`
 	Error           string        `json:"error"`
 	WhatWasDone     string        `json:"what_was_done,omitempty"`
@@ -198,25 +199,25 @@ type TaskFailedPayload struct {
 	BudgetExhausted bool          `json:"budget_exhausted"`
 }
 
-// ApplyTask folds one queue event into the task packet t (nil before the
+// Apply folds one queue event into the task packet t (nil before the
 // first event) and returns the new state. It is the single definition of
 // what each queue event means, used by the command side, the projections
 // and the exporters alike. Events of unknown types are ignored so newer
 // writers do not break older readers.
-func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
-	if rec.Schema > QueueSchema {
-		return t, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, QueueSchema)
+func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
+	if rec.Schema > Schema {
+		return t, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, Schema)
 	}
 	if IsControlSubject(rec.Subject) {
 		return t, nil
 	}
 	at := rec.Time.UTC()
-	if rec.Type != TaskAdded && t == nil {
-		return nil, fmt.Errorf("event %s (%s) precedes its task's added event: %w", rec.ID, rec.Type, ErrBadEvent)
+	if rec.Type != Added && t == nil {
+		return nil, fmt.Errorf("event %s (%s) precedes its task's added event: %w", rec.ID, rec.Type, events.ErrBadEvent)
 	}
 	switch rec.Type {
-	case TaskAdded:
-		var p TaskAddedPayload
+	case Added:
+		var p AddedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
@@ -242,8 +243,8 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 			nt.ParentID = &parent
 		}
 		return nt, nil
-	case TaskClaimed:
-		var p TaskClaimedPayload
+	case Claimed:
+		var p ClaimedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
@@ -256,8 +257,8 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 		if p.Leased {
 			t.Lease = &trellis.Lease{DispatchSeq: p.DispatchSeq, Delivery: p.Delivery}
 		}
-	case TaskCompleted:
-		var p TaskCompletedPayload
+	case Completed:
+		var p CompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
@@ -273,8 +274,8 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 			Usage:           p.Usage,
 			CreatedAt:       at,
 		}
-	case TaskFailed:
-		var p TaskFailedPayload
+	case Failed:
+		var p FailedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
@@ -290,15 +291,15 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 			Usage:           p.Usage,
 			CreatedAt:       at,
 		}
-	case TaskAttemptFailed, TaskDead:
-		var p TaskAttemptFailedPayload
+	case AttemptFailed, Dead:
+		var p AttemptFailedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
 		t.LastError = p.Error
 		t.BudgetExhausted = p.BudgetExhausted
 		t.Lease = nil
-		if rec.Type == TaskDead {
+		if rec.Type == Dead {
 			t.Status = trellis.StatusDead
 			t.RetryAt = nil
 			t.Checkpoint = &trellis.Checkpoint{
@@ -313,16 +314,16 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 				t.RetryAt = &r
 			}
 		}
-	case TaskLeaseExpired:
+	case LeaseExpired:
 		t.Status = trellis.StatusQueued
 		t.ClaimedBy, t.ClaimedAt, t.Lease = "", nil, nil
-	case TaskReleased:
+	case Released:
 		t.Status = trellis.StatusQueued
 		t.ClaimedBy, t.ClaimedAt, t.Lease = "", nil, nil
 		if t.Attempts > 0 {
 			t.Attempts-- // a released claim is not an attempt
 		}
-	case TaskRequeued:
+	case Requeued:
 		t.Status = trellis.StatusQueued
 		t.ClaimedBy, t.ClaimedAt, t.Lease, t.RetryAt = "", nil, nil, nil
 		t.Attempts = 0
@@ -335,12 +336,12 @@ func ApplyTask(t *trellis.Task, rec Recorded) (*trellis.Task, error) {
 	return t, nil
 }
 
-// FoldTask folds a task's whole history.
-func FoldTask(recs []Recorded) (*trellis.Task, error) {
+// Fold folds a task's whole history.
+func Fold(recs []events.Recorded) (*trellis.Task, error) {
 	var t *trellis.Task
 	var err error
 	for _, r := range recs {
-		if t, err = ApplyTask(t, r); err != nil {
+		if t, err = Apply(t, r); err != nil {
 			return nil, err
 		}
 	}

@@ -1,11 +1,11 @@
-package handlers_test
+package taskqueue_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // Two Queue handlers on one store are two processes (two servers, a CLI
@@ -14,7 +14,7 @@ import (
 func TestFinishDecidesFromTheLogWhenTheCacheIsStale(t *testing.T) {
 	t.Parallel()
 	qa, b := setupQueue(t)
-	qb := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+	qb := taskqueue.New(b.Store, taskqueue.Config{})
 	ctx := ctxT(t)
 	for _, finish := range []string{"done", "fail", "fail-retry", "release"} {
 		t.Run(finish, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestFinishDecidesFromTheLogWhenTheCacheIsStale(t *testing.T) {
 func TestRepeatedFinishIsIdempotent(t *testing.T) {
 	t.Parallel()
 	q, b := setupQueue(t)
-	other := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+	other := taskqueue.New(b.Store, taskqueue.Config{})
 	ctx := ctxT(t)
 	claim := func(t *testing.T, queue string) *trellis.Task {
 		t.Helper()
@@ -99,7 +99,7 @@ func TestRepeatedFinishIsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range []*handlers.Queue{q, other} { // this process, and one with no cache
+		for _, h := range []*taskqueue.Handler{q, other} { // this process, and one with no cache
 			again, err := h.Done(ctx, req)
 			if err != nil {
 				t.Fatalf("repeated done: %v", err)

@@ -1,4 +1,4 @@
-package handlers
+package command
 
 import (
 	"context"
@@ -35,8 +35,8 @@ func TestStoreErrorCodes(t *testing.T) {
 		{fmt.Errorf("disk full"), trellis.CodeInternal},
 		{trellis.FieldError("x", "bad"), trellis.CodeInvalid},
 	} {
-		if got := trellis.ErrorCode(storeError("op", tc.err)); got != tc.want {
-			t.Errorf("storeError(%v) = %s, want %s", tc.err, got, tc.want)
+		if got := trellis.ErrorCode(StoreError("op", tc.err)); got != tc.want {
+			t.Errorf("command.StoreError(%v) = %s, want %s", tc.err, got, tc.want)
 		}
 	}
 }

@@ -1,11 +1,10 @@
-package handlers
+package taskqueue
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -16,8 +15,8 @@ import (
 	"github.com/trellis/trellis/events"
 )
 
-// QueueConfig configures the queue command handler. The zero value is usable.
-type QueueConfig struct {
+// Config configures the queue command handler. The zero value is usable.
+type Config struct {
 	// ClaimAckWait is the AckWait of each queue's claim consumer: how long a
 	// dispatched-but-unacknowledged add stays invisible to other claimants
 	// if its claimant dies between fetch and ack (default 30 s).
@@ -42,7 +41,7 @@ type QueueConfig struct {
 	Command command.Config
 }
 
-func (c QueueConfig) withDefaults() QueueConfig {
+func (c Config) withDefaults() Config {
 	if c.ClaimAckWait <= 0 {
 		c.ClaimAckWait = 30 * time.Second
 	}
@@ -61,12 +60,12 @@ func (c QueueConfig) withDefaults() QueueConfig {
 	return c
 }
 
-// Queue is the task queue's command handler. It needs only the event store:
+// Handler is the task queue's command handler. It needs only the event store:
 // any process with a NATS connection (a server, a CLI, a worker on another
 // machine) can run it.
-type Queue struct {
+type Handler struct {
 	store    *events.Store
-	cfg      QueueConfig
+	cfg      Config
 	tasks    *command.Runner[*trellis.Task]
 	controls *command.Runner[*trellis.QueueControls]
 
@@ -75,12 +74,12 @@ type Queue struct {
 	consumers  map[string]jetstream.Consumer
 }
 
-// NewQueue returns the queue command handler.
-func NewQueue(store *events.Store, cfg QueueConfig) *Queue {
+// New returns the queue command handler.
+func New(store *events.Store, cfg Config) *Handler {
 	cfg = cfg.withDefaults()
 	rc := cfg.Command
 	rc.CacheSize, rc.Now = cfg.CacheSize, cfg.Now
-	return &Queue{store: store, cfg: cfg, consumers: map[string]jetstream.Consumer{},
+	return &Handler{store: store, cfg: cfg, consumers: map[string]jetstream.Consumer{},
 		tasks:    command.New(store, taskKind, rc),
 		controls: command.New(store, controlKind, command.Config{MaxAttempts: rc.MaxAttempts, Backoff: rc.Backoff, Now: cfg.Now, CacheSize: -1}),
 	}
@@ -89,7 +88,7 @@ func NewQueue(store *events.Store, cfg QueueConfig) *Queue {
 // Add appends an added event and returns the new task. With an idempotency
 // key, a repeated add within the store's duplicate window returns the task
 // the first add created.
-func (q *Queue) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.Task, error) {
+func (q *Handler) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.Task, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
@@ -106,7 +105,7 @@ func (q *Queue) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.T
 	if req.IdempotencyKey != "" {
 		msgID = idempotencyMsgID(req.Queue, req.IdempotencyKey)
 	}
-	payload := events.TaskAddedPayload{
+	payload := AddedPayload{
 		Queue:          req.Queue,
 		ParentID:       req.ParentID,
 		Objective:      req.Objective,
@@ -118,19 +117,19 @@ func (q *Queue) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.T
 		IdempotencyKey: req.IdempotencyKey,
 	}
 	st, err := q.tasks.Run(ctx, taskState{ID: id, Fresh: true}, "", func(*trellis.Task) (command.Decision, error) {
-		return command.Decision{Subject: events.QueueSubject(req.Queue, id, events.TaskAdded), Type: events.TaskAdded, Payload: payload,
-			MsgID: msgID, Check: events.TaskFilterIn(req.Queue, id)}, nil
+		return command.Decision{Subject: Subject(req.Queue, id, Added), Type: Added, Payload: payload,
+			MsgID: msgID, Check: FilterIn(req.Queue, id)}, nil
 	})
 	var dup *command.DuplicateError
 	if errors.As(err, &dup) {
 		orig, err := q.store.Get(ctx, events.StreamQueue, dup.Seq)
 		if err != nil {
-			return nil, storeError("load task of idempotency key", err)
+			return nil, command.StoreError("load task of idempotency key", err)
 		}
 		return q.Show(ctx, orig.AggregateID)
 	}
 	if err != nil {
-		return nil, storeError("add task", err)
+		return nil, command.StoreError("add task", err)
 	}
 	return st.Value.Clone(), nil
 }
@@ -146,7 +145,7 @@ func idempotencyMsgID(queue, key string) string {
 }
 
 // Show returns the task folded from its events in the log.
-func (q *Queue) Show(ctx context.Context, taskID string) (*trellis.Task, error) {
+func (q *Handler) Show(ctx context.Context, taskID string) (*trellis.Task, error) {
 	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
 		return nil, err
 	}
@@ -155,13 +154,13 @@ func (q *Queue) Show(ctx context.Context, taskID string) (*trellis.Task, error) 
 }
 
 // History returns every event of a task in order.
-func (q *Queue) History(ctx context.Context, taskID string) ([]events.Recorded, error) {
+func (q *Handler) History(ctx context.Context, taskID string) ([]events.Recorded, error) {
 	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
 		return nil, err
 	}
-	recs, _, err := q.store.Load(ctx, events.StreamQueue, events.TaskFilter(taskID))
+	recs, _, err := q.store.Load(ctx, events.StreamQueue, Filter(taskID))
 	if err != nil {
-		return nil, storeError("load task", err)
+		return nil, command.StoreError("load task", err)
 	}
 	if len(recs) == 0 {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist", taskID)
@@ -170,16 +169,16 @@ func (q *Queue) History(ctx context.Context, taskID string) ([]events.Recorded, 
 }
 
 // load folds a task from the log.
-func (q *Queue) load(ctx context.Context, taskID string) (*trellis.Task, uint64, error) {
+func (q *Handler) load(ctx context.Context, taskID string) (*trellis.Task, uint64, error) {
 	st, err := q.loadState(ctx, taskID)
 	return st.Value, st.Seq, err
 }
 
 // loadState folds a task from the log (catching up a cached state).
-func (q *Queue) loadState(ctx context.Context, taskID string) (taskState, error) {
+func (q *Handler) loadState(ctx context.Context, taskID string) (taskState, error) {
 	st, err := q.tasks.Load(ctx, taskID)
 	if err != nil {
-		return st, storeError("load task", err)
+		return st, command.StoreError("load task", err)
 	}
 	if !st.Exists() {
 		return st, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist", taskID)
@@ -189,29 +188,13 @@ func (q *Queue) loadState(ctx context.Context, taskID string) (taskState, error)
 
 // current returns the task as this process last saw it (cached, possibly
 // behind the log), else folded from the log.
-func (q *Queue) current(ctx context.Context, taskID string) (taskState, error) {
+func (q *Handler) current(ctx context.Context, taskID string) (taskState, error) {
 	st, err := q.tasks.Current(ctx, taskID)
 	if err != nil {
-		return st, storeError("load task", err)
+		return st, command.StoreError("load task", err)
 	}
 	if !st.Exists() {
 		return st, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist", taskID)
 	}
 	return st, nil
-}
-
-// storeError wraps an infrastructure error with a stable code.
-func storeError(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var te *trellis.Error
-	if errors.As(err, &te) {
-		return err
-	}
-	code := trellis.CodeInternal
-	if events.IsUnavailable(err) {
-		code = trellis.CodeUnavailable
-	}
-	return &trellis.Error{Code: code, Message: fmt.Sprintf("%s: %v", what, err), Err: err}
 }

@@ -1,4 +1,4 @@
-package handlers
+package taskqueue
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
 
@@ -20,7 +21,7 @@ import (
 // even if a dispatch is delivered twice. A claim made here holds no lease:
 // the dispatch is acknowledged at once and the task stays claimed until
 // the worker finishes or fails it.
-func (q *Queue) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
+func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
@@ -31,7 +32,7 @@ func (q *Queue) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Tas
 	for {
 		msg, err := fetchOne(ctx, cons, q.cfg.NextWait)
 		if err != nil {
-			return nil, storeError("fetch from queue "+req.Queue, err)
+			return nil, command.StoreError("fetch from queue "+req.Queue, err)
 		}
 		if msg == nil {
 			return nil, nil
@@ -94,10 +95,10 @@ var errNotClaimable = errors.New("task is not claimable")
 // the same dispatch then reveals that the lease expired, and the history
 // shows "lease_expired" before the next claim. Without leased the caller
 // acknowledges the message at once.
-func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker string, leased bool) (*trellis.Task, error) {
+func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker string, leased bool) (*trellis.Task, error) {
 	meta, err := msg.Metadata()
 	if err != nil {
-		return nil, storeError("dispatch metadata", err)
+		return nil, command.StoreError("dispatch metadata", err)
 	}
 	rec, err := events.Decode(events.StreamQueue, msg.Subject(), meta.Sequence.Stream, msg.Data())
 	if err != nil {
@@ -105,7 +106,7 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 		return nil, trellis.Errorf(trellis.CodeInternal, "undecodable dispatch %s: %w", msg.Subject(), err)
 	}
 	if err := q.store.Resolve(ctx, &rec); err != nil {
-		return nil, storeError("dispatch payload", err)
+		return nil, command.StoreError("dispatch payload", err)
 	}
 	dispatch, delivery := rec.Seq, meta.NumDelivered
 	st, err := q.dispatchedState(ctx, rec, delivery)
@@ -127,7 +128,7 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 						return decision{}, notYet{wait}
 					}
 				}
-				return decision{events.TaskClaimed, events.TaskClaimedPayload{
+				return decision{Claimed, ClaimedPayload{
 					Worker: worker, Attempt: t.Attempts + 1, Leased: leased, DispatchSeq: dispatch, Delivery: delivery,
 				}}, nil
 			case trellis.StatusClaimed:
@@ -137,12 +138,12 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 				// The dispatch the claimant held came back: its lease expired.
 				expired = t
 				if t.Attempts >= t.MaxAttempts {
-					return decision{events.TaskDead, events.TaskAttemptFailedPayload{
+					return decision{Dead, AttemptFailedPayload{
 						Worker: t.ClaimedBy, Attempt: t.Attempts,
 						Error: fmt.Sprintf("lease of worker %s expired on attempt %d of %d", t.ClaimedBy, t.Attempts, t.MaxAttempts),
 					}}, nil
 				}
-				return decision{events.TaskLeaseExpired, events.TaskLeaseExpiredPayload{
+				return decision{LeaseExpired, LeaseExpiredPayload{
 					Worker: t.ClaimedBy, Attempt: t.Attempts, Delivery: delivery,
 				}}, nil
 			}
@@ -173,12 +174,12 @@ func (q *Queue) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker s
 // dispatchedState returns the task a dispatch names and its last sequence.
 // A first delivery of an add is usually the task's only event, so its
 // sequence is the aggregate's last sequence and no load is needed.
-func (q *Queue) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (taskState, error) {
+func (q *Handler) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (taskState, error) {
 	if st, ok := q.tasks.Cached(rec.AggregateID); ok && st.Seq >= rec.Seq {
 		return st, nil
 	}
-	if rec.Type == events.TaskAdded && delivery == 1 {
-		task, err := events.ApplyTask(nil, rec)
+	if rec.Type == Added && delivery == 1 {
+		task, err := Apply(nil, rec)
 		if err != nil {
 			return taskState{}, trellis.Errorf(trellis.CodeInternal, "dispatch %s: %w", rec.Subject, err)
 		}

@@ -1,4 +1,4 @@
-package handlers
+package taskqueue
 
 import (
 	"context"
@@ -7,19 +7,20 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
 
 // Done finishes a claimed task with a checkpoint. Only the claimant may
 // finish it; finishing twice is a conflict. Usage beyond the budget is
 // recorded as budget_exhausted.
-func (q *Queue) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error) {
+func (q *Handler) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
 	usage := trellis.Usage{StepsUsed: req.StepsUsed, ToolCallsUsed: req.ToolCallsUsed}
 	return q.finish(ctx, req.TaskID, req.Worker, func(t *trellis.Task) decision {
-		return decision{events.TaskCompleted, events.TaskCompletedPayload{
+		return decision{Completed, CompletedPayload{
 			Worker:          req.Worker,
 			WhatWasDone:     req.WhatWasDone,
 			WhatChanged:     req.WhatChanged,
@@ -30,8 +31,8 @@ func (q *Queue) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Tas
 			BudgetExhausted: usage.Exceeds(t.Budget),
 		}}
 	}, func(rec events.Recorded) bool {
-		var p events.TaskCompletedPayload
-		return rec.Type == events.TaskCompleted && rec.DecodePayload(&p) == nil &&
+		var p CompletedPayload
+		return rec.Type == Completed && rec.DecodePayload(&p) == nil &&
 			p.Worker == req.Worker && p.WhatWasDone == req.WhatWasDone && slices.Equal(p.WhatChanged, req.WhatChanged) &&
 			p.WhatNext == req.WhatNext && slices.Equal(p.Blockers, req.Blockers) && slices.Equal(p.Citations, req.Citations) &&
 			p.Usage == usage
@@ -42,7 +43,7 @@ func (q *Queue) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Tas
 // may fail it. An explicit fail is terminal unless req.Retry asks for
 // another attempt: then the task is queued again after a backoff, or is
 // dead when its attempts are used up.
-func (q *Queue) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error) {
+func (q *Handler) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (q *Queue) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Tas
 		if req.Retry {
 			return q.failedAttempt(t, req.Worker, req.Error, req.WhatWasDone, req.Blockers, usage)
 		}
-		return decision{events.TaskFailed, events.TaskFailedPayload{
+		return decision{Failed, FailedPayload{
 			Worker:          req.Worker,
 			Error:           req.Error,
 			WhatWasDone:     req.WhatWasDone,
@@ -62,12 +63,12 @@ func (q *Queue) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Tas
 		}}
 	}, func(rec events.Recorded) bool {
 		switch {
-		case rec.Type == events.TaskFailed && !req.Retry:
-			var p events.TaskFailedPayload
+		case rec.Type == Failed && !req.Retry:
+			var p FailedPayload
 			return rec.DecodePayload(&p) == nil && p.Worker == req.Worker && p.Error == req.Error &&
 				p.WhatWasDone == req.WhatWasDone && slices.Equal(p.Blockers, req.Blockers) && p.Usage == usage
-		case (rec.Type == events.TaskAttemptFailed || rec.Type == events.TaskDead) && req.Retry:
-			var p events.TaskAttemptFailedPayload
+		case (rec.Type == AttemptFailed || rec.Type == Dead) && req.Retry:
+			var p AttemptFailedPayload
 			return rec.DecodePayload(&p) == nil && p.Worker == req.Worker && p.Error == req.Error &&
 				p.WhatWasDone == req.WhatWasDone && slices.Equal(p.Blockers, req.Blockers) && p.Usage == usage
 		}
@@ -77,22 +78,22 @@ func (q *Queue) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Tas
 
 // failedAttempt decides what a failed attempt leads to: another attempt
 // after a backoff, or the dead letter once the attempts are used up.
-func (q *Queue) failedAttempt(t *trellis.Task, worker, msg, whatWasDone string, blockers []string, usage trellis.Usage) decision {
-	p := events.TaskAttemptFailedPayload{
+func (q *Handler) failedAttempt(t *trellis.Task, worker, msg, whatWasDone string, blockers []string, usage trellis.Usage) decision {
+	p := AttemptFailedPayload{
 		Worker: worker, Attempt: t.Attempts, Error: msg, WhatWasDone: whatWasDone,
 		Blockers: blockers, Usage: usage, BudgetExhausted: usage.Exceeds(t.Budget),
 	}
 	if t.Attempts >= t.MaxAttempts {
-		return decision{events.TaskDead, p}
+		return decision{Dead, p}
 	}
 	at := q.cfg.Now().Add(q.cfg.RetryBackoff(t.Attempts)).UTC()
 	p.RetryAt = &at
-	return decision{events.TaskAttemptFailed, p}
+	return decision{AttemptFailed, p}
 }
 
 // Release gives a claimed task back unfinished (a draining worker): the
 // task is queued again at once and the attempt does not count.
-func (q *Queue) Release(ctx context.Context, taskID, worker, reason string) (*trellis.Task, error) {
+func (q *Handler) Release(ctx context.Context, taskID, worker, reason string) (*trellis.Task, error) {
 	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
 		return nil, err
 	}
@@ -100,15 +101,15 @@ func (q *Queue) Release(ctx context.Context, taskID, worker, reason string) (*tr
 		return nil, err
 	}
 	return q.finish(ctx, taskID, worker, func(*trellis.Task) decision {
-		return decision{events.TaskReleased, events.TaskReleasedPayload{Worker: worker, Reason: reason}}
+		return decision{Released, ReleasedPayload{Worker: worker, Reason: reason}}
 	}, func(rec events.Recorded) bool {
-		var p events.TaskReleasedPayload
-		return rec.Type == events.TaskReleased && rec.DecodePayload(&p) == nil && p.Worker == worker && p.Reason == reason
+		var p ReleasedPayload
+		return rec.Type == Released && rec.DecodePayload(&p) == nil && p.Worker == worker && p.Reason == reason
 	})
 }
 
 // Retry queues a failed or dead task again with fresh attempts.
-func (q *Queue) Retry(ctx context.Context, taskID, actor string) (*trellis.Task, error) {
+func (q *Handler) Retry(ctx context.Context, taskID, actor string) (*trellis.Task, error) {
 	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func (q *Queue) Retry(ctx context.Context, taskID, actor string) (*trellis.Task,
 		if t.Status != trellis.StatusFailed && t.Status != trellis.StatusDead {
 			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is %s; only failed or dead tasks can be retried", t.TaskID, t.Status)
 		}
-		return decision{events.TaskRequeued, events.TaskRequeuedPayload{Reason: "retry of a " + string(t.Status) + " task"}}, nil
+		return decision{Requeued, RequeuedPayload{Reason: "retry of a " + string(t.Status) + " task"}}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -132,7 +133,7 @@ func (q *Queue) Retry(ctx context.Context, taskID, actor string) (*trellis.Task,
 // that worker holds the claim. A finish the log already holds (same
 // worker, same content: a retry after a lost reply) is not a conflict: it
 // succeeds again with the task's current state, appending nothing.
-func (q *Queue) finish(ctx context.Context, taskID, worker string, build func(*trellis.Task) decision, same func(events.Recorded) bool) (*trellis.Task, error) {
+func (q *Handler) finish(ctx context.Context, taskID, worker string, build func(*trellis.Task) decision, same func(events.Recorded) bool) (*trellis.Task, error) {
 	st, err := q.current(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -168,22 +169,22 @@ func (q *Queue) finish(ctx context.Context, taskID, worker string, build func(*t
 // recognises, made by worker after its latest claim, and returns the
 // task's current state. An older finish, from before worker claimed the
 // task again, is not a repeat of this one.
-func (q *Queue) repeated(ctx context.Context, taskID, worker string, same func(events.Recorded) bool) (*trellis.Task, bool, error) {
-	recs, _, err := q.store.Load(ctx, events.StreamQueue, events.TaskFilter(taskID))
+func (q *Handler) repeated(ctx context.Context, taskID, worker string, same func(events.Recorded) bool) (*trellis.Task, bool, error) {
+	recs, _, err := q.store.Load(ctx, events.StreamQueue, Filter(taskID))
 	if err != nil {
-		return nil, false, storeError("load task", err)
+		return nil, false, command.StoreError("load task", err)
 	}
 	for i := len(recs) - 1; i >= 0; i-- {
 		r := recs[i]
 		if same(r) {
-			t, err := events.FoldTask(recs)
+			t, err := Fold(recs)
 			if err != nil {
 				return nil, false, trellis.Errorf(trellis.CodeInternal, "fold task %s: %w", taskID, err)
 			}
 			return t, true, nil
 		}
-		var c events.TaskClaimedPayload
-		if r.Type == events.TaskClaimed && r.DecodePayload(&c) == nil && c.Worker == worker {
+		var c ClaimedPayload
+		if r.Type == Claimed && r.DecodePayload(&c) == nil && c.Worker == worker {
 			return nil, false, nil
 		}
 	}

@@ -1,4 +1,4 @@
-package handlers
+package taskqueue
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 )
 
 // taskKind is the queue task aggregate: every event of trellis.queue.*.<id>,
-// folded by events.ApplyTask. Appends are checked on the task's own queue
+// folded by Apply. Appends are checked on the task's own queue
 // (the same subjects without a wildcard in the middle).
 var taskKind = command.Kind[*trellis.Task]{
 	Name:   "task",
 	Stream: events.StreamQueue,
-	Filter: events.TaskFilter,
-	Fold:   events.ApplyTask,
+	Filter: Filter,
+	Fold:   Apply,
 	Clone:  (*trellis.Task).Clone,
-	Schema: events.QueueSchema,
+	Schema: Schema,
 }
 
 // taskState is a task as a command starts from.
@@ -35,21 +35,21 @@ type decision struct {
 // against st, append with the task's expected last sequence, decide again
 // on a lost race or on a refusal from a state that may be stale. It
 // returns the new state.
-func (q *Queue) decide(ctx context.Context, st taskState, actor string, fn func(*trellis.Task) (decision, error)) (taskState, error) {
+func (q *Handler) decide(ctx context.Context, st taskState, actor string, fn func(*trellis.Task) (decision, error)) (taskState, error) {
 	next, err := q.tasks.Run(ctx, st, actor, func(t *trellis.Task) (command.Decision, error) {
 		d, err := fn(t)
 		if err != nil {
 			return command.Decision{}, err
 		}
-		return command.Decision{Subject: events.QueueSubject(t.Queue, t.TaskID, d.typ), Type: d.typ, Payload: d.payload,
-			Check: events.TaskFilterIn(t.Queue, t.TaskID)}, nil
+		return command.Decision{Subject: Subject(t.Queue, t.TaskID, d.typ), Type: d.typ, Payload: d.payload,
+			Check: FilterIn(t.Queue, t.TaskID)}, nil
 	})
 	if errors.Is(err, command.ErrConflict) {
 		return next, trellis.Errorf(trellis.CodeConflict, "task %s keeps changing concurrently; try again", st.ID)
 	}
 	var te *trellis.Error
 	if err != nil && !errors.As(err, &te) && !errors.As(err, new(notYet)) && !errors.Is(err, errNotClaimable) {
-		return next, storeError("append", err)
+		return next, command.StoreError("append", err)
 	}
 	return next, err
 }

@@ -1,4 +1,4 @@
-package handlers
+package taskqueue
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const defaultMaxAckPending = 100000
 var controlKind = command.Kind[*trellis.QueueControls]{
 	Name:   "queue controls",
 	Stream: events.StreamQueue,
-	Filter: events.ControlFilter,
+	Filter: ControlFilter,
 	Fold:   foldControls,
 	Clone: func(c *trellis.QueueControls) *trellis.QueueControls {
 		if c == nil {
@@ -30,7 +30,7 @@ var controlKind = command.Kind[*trellis.QueueControls]{
 		cp := *c
 		return &cp
 	},
-	Schema: events.QueueSchema,
+	Schema: Schema,
 }
 
 // foldControls applies one control event.
@@ -39,12 +39,12 @@ func foldControls(c *trellis.QueueControls, rec events.Recorded) (*trellis.Queue
 		c = &trellis.QueueControls{Queue: rec.AggregateID}
 	}
 	switch rec.Type {
-	case events.QueuePaused:
+	case Paused:
 		c.Paused = true
-	case events.QueueResumed:
+	case Resumed:
 		c.Paused = false
-	case events.QueueLimitSet:
-		var p events.QueueLimitPayload
+	case LimitSet:
+		var p LimitPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return c, err
 		}
@@ -55,13 +55,13 @@ func foldControls(c *trellis.QueueControls, rec events.Recorded) (*trellis.Queue
 
 // Controls returns a queue's controls and the control aggregate's last
 // sequence.
-func (q *Queue) Controls(ctx context.Context, queue string) (*trellis.QueueControls, uint64, error) {
+func (q *Handler) Controls(ctx context.Context, queue string) (*trellis.QueueControls, uint64, error) {
 	if err := trellis.ValidateQueueName(queue); err != nil {
 		return nil, 0, err
 	}
 	st, err := q.controls.Load(ctx, queue)
 	if err != nil {
-		return nil, 0, storeError("load queue controls", err)
+		return nil, 0, command.StoreError("load queue controls", err)
 	}
 	if st.Value == nil {
 		return &trellis.QueueControls{Queue: queue}, 0, nil
@@ -71,40 +71,40 @@ func (q *Queue) Controls(ctx context.Context, queue string) (*trellis.QueueContr
 
 // Pause stops every claim on a queue across the cluster (an event; the
 // claim consumer is paused by the server).
-func (q *Queue) Pause(ctx context.Context, queue, actor, reason string) (*trellis.QueueControls, error) {
-	return q.control(ctx, queue, actor, events.QueuePaused, events.QueueControlPayload{Reason: reason})
+func (q *Handler) Pause(ctx context.Context, queue, actor, reason string) (*trellis.QueueControls, error) {
+	return q.control(ctx, queue, actor, Paused, ControlPayload{Reason: reason})
 }
 
 // Resume lets claims on a paused queue resume.
-func (q *Queue) Resume(ctx context.Context, queue, actor string) (*trellis.QueueControls, error) {
-	return q.control(ctx, queue, actor, events.QueueResumed, events.QueueControlPayload{})
+func (q *Handler) Resume(ctx context.Context, queue, actor string) (*trellis.QueueControls, error) {
+	return q.control(ctx, queue, actor, Resumed, ControlPayload{})
 }
 
 // SetLimit sets the queue's global concurrency limit: the maximum number of
 // leased tasks in flight across all workers (0 removes the limit).
-func (q *Queue) SetLimit(ctx context.Context, queue, actor string, maxInFlight int) (*trellis.QueueControls, error) {
+func (q *Handler) SetLimit(ctx context.Context, queue, actor string, maxInFlight int) (*trellis.QueueControls, error) {
 	if maxInFlight < 0 || maxInFlight > defaultMaxAckPending {
 		return nil, trellis.FieldError("max_in_flight", "must be between 0 (unlimited) and %d, got %d", defaultMaxAckPending, maxInFlight)
 	}
-	return q.control(ctx, queue, actor, events.QueueLimitSet, events.QueueLimitPayload{MaxInFlight: maxInFlight})
+	return q.control(ctx, queue, actor, LimitSet, LimitPayload{MaxInFlight: maxInFlight})
 }
 
-func (q *Queue) control(ctx context.Context, queue, actor, typ string, payload any) (*trellis.QueueControls, error) {
+func (q *Handler) control(ctx context.Context, queue, actor, typ string, payload any) (*trellis.QueueControls, error) {
 	if err := trellis.ValidateQueueName(queue); err != nil {
 		return nil, err
 	}
 	st, err := q.controls.Load(ctx, queue)
 	if err != nil {
-		return nil, storeError("load queue controls", err)
+		return nil, command.StoreError("load queue controls", err)
 	}
 	st, err = q.controls.Run(ctx, st, actor, func(*trellis.QueueControls) (command.Decision, error) {
-		return command.Decision{Subject: events.ControlSubject(queue, typ), Type: typ, Payload: payload}, nil
+		return command.Decision{Subject: ControlSubject(queue, typ), Type: typ, Payload: payload}, nil
 	})
 	if errors.Is(err, command.ErrConflict) {
 		return nil, trellis.Errorf(trellis.CodeConflict, "queue %s controls keep changing concurrently; try again", queue)
 	}
 	if err != nil {
-		return nil, storeError("append "+typ, err)
+		return nil, command.StoreError("append "+typ, err)
 	}
 	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (q *Queue) control(ctx context.Context, queue, actor, typ string, payload a
 // Consumer returns the durable claim consumer of a queue, creating it with
 // the queue's controls when it does not exist. It does not change an
 // existing consumer's lease (AckWait).
-func (q *Queue) Consumer(ctx context.Context, queue string) (jetstream.Consumer, error) {
+func (q *Handler) Consumer(ctx context.Context, queue string) (jetstream.Consumer, error) {
 	// One lookup or creation at a time per process: concurrent first
 	// claims would otherwise race to create the consumer.
 	q.consumerMu.Lock()
@@ -131,7 +131,7 @@ func (q *Queue) Consumer(ctx context.Context, queue string) (jetstream.Consumer,
 		return q.ensureConsumer(ctx, queue, 0)
 	}
 	if err != nil {
-		return nil, storeError("claim consumer for queue "+queue, err)
+		return nil, command.StoreError("claim consumer for queue "+queue, err)
 	}
 	q.mu.Lock()
 	q.consumers[queue] = c
@@ -143,13 +143,13 @@ func (q *Queue) Consumer(ctx context.Context, queue string) (jetstream.Consumer,
 // matches the queue's controls (pause, global limit). lease > 0 sets the
 // AckWait: how long a worker pool's claim survives without a heartbeat;
 // 0 keeps the current lease (30 s for a new consumer).
-func (q *Queue) EnsureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
+func (q *Handler) EnsureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
 	q.consumerMu.Lock()
 	defer q.consumerMu.Unlock()
 	return q.ensureConsumer(ctx, queue, lease)
 }
 
-func (q *Queue) ensureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
+func (q *Handler) ensureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
 	controls, _, err := q.Controls(ctx, queue)
 	if err != nil {
 		return nil, err
@@ -168,7 +168,7 @@ func (q *Queue) ensureConsumer(ctx context.Context, queue string, lease time.Dur
 	cfg := jetstream.ConsumerConfig{
 		Durable:        ConsumerName(queue),
 		Description:    "Trellis claim dispatch for queue " + queue,
-		FilterSubjects: events.QueueDispatchSubjects(queue),
+		FilterSubjects: DispatchSubjects(queue),
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        lease,
@@ -181,7 +181,7 @@ func (q *Queue) ensureConsumer(ctx context.Context, queue string, lease time.Dur
 	}
 	c, err := js.CreateOrUpdateConsumer(ctx, events.StreamQueue, cfg)
 	if err != nil {
-		return nil, storeError("claim consumer for queue "+queue, err)
+		return nil, command.StoreError("claim consumer for queue "+queue, err)
 	}
 	// PauseUntil in an update is not applied to a running consumer; use
 	// the pause API so the state always matches the events.
@@ -191,7 +191,7 @@ func (q *Queue) ensureConsumer(ctx context.Context, queue string, lease time.Dur
 		_, err = js.ResumeConsumer(ctx, events.StreamQueue, ConsumerName(queue))
 	}
 	if err != nil {
-		return nil, storeError(fmt.Sprintf("pause state of queue %s", queue), err)
+		return nil, command.StoreError(fmt.Sprintf("pause state of queue %s", queue), err)
 	}
 	q.mu.Lock()
 	q.consumers[queue] = c

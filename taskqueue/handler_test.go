@@ -1,4 +1,4 @@
-package handlers_test
+package taskqueue_test
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
-func setupQueue(t *testing.T) (*handlers.Queue, *eventstest.Bundle) {
+func setupQueue(t *testing.T) (*taskqueue.Handler, *eventstest.Bundle) {
 	t.Helper()
 	b := eventstest.Start(t)
-	return handlers.NewQueue(b.Store, handlers.QueueConfig{}), b
+	return taskqueue.New(b.Store, taskqueue.Config{}), b
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -133,7 +133,7 @@ func TestQueueConcurrentNext(t *testing.T) {
 	t.Parallel()
 	_, b := setupQueue(t)
 	ctx := ctxT(t)
-	q := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+	q := taskqueue.New(b.Store, taskqueue.Config{})
 	const tasks = 200
 	for i := 0; i < tasks; i++ {
 		if _, err := q.Add(ctx, trellis.AddTaskRequest{Objective: fmt.Sprintf("t%d", i)}); err != nil {
@@ -145,7 +145,7 @@ func TestQueueConcurrentNext(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := 0; w < 50; w++ {
 		// Each claimant has its own handler, as separate processes would.
-		wq := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+		wq := taskqueue.New(b.Store, taskqueue.Config{})
 		worker := fmt.Sprintf("w%d", w)
 		wg.Add(1)
 		go func() {
@@ -189,7 +189,7 @@ func TestQueueRacingFinish(t *testing.T) {
 	_, b := setupQueue(t)
 	ctx := ctxT(t)
 	for i := 0; i < 20; i++ {
-		q := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+		q := taskqueue.New(b.Store, taskqueue.Config{})
 		task, err := q.Add(ctx, trellis.AddTaskRequest{Objective: "race", Queue: "race"})
 		if err != nil {
 			t.Fatal(err)
@@ -197,8 +197,8 @@ func TestQueueRacingFinish(t *testing.T) {
 		if _, err := q.Next(ctx, trellis.NextRequest{Queue: "race", Worker: "w"}); err != nil {
 			t.Fatal(err)
 		}
-		q1 := handlers.NewQueue(b.Store, handlers.QueueConfig{})
-		q2 := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+		q1 := taskqueue.New(b.Store, taskqueue.Config{})
+		q2 := taskqueue.New(b.Store, taskqueue.Config{})
 		var wg sync.WaitGroup
 		var errDone, errFail error
 		wg.Add(2)

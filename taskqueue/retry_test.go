@@ -1,4 +1,4 @@
-package handlers_test
+package taskqueue_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
-func historyTypes(t *testing.T, q *handlers.Queue, id string) string {
+func historyTypes(t *testing.T, q *taskqueue.Handler, id string) string {
 	t.Helper()
 	recs, err := q.History(context.Background(), id)
 	if err != nil {
@@ -28,7 +28,7 @@ func historyTypes(t *testing.T, q *handlers.Queue, id string) string {
 }
 
 // nextUntil claims until a task comes back or the deadline passes.
-func nextUntil(t *testing.T, q *handlers.Queue, queue, worker string, within time.Duration) *trellis.Task {
+func nextUntil(t *testing.T, q *taskqueue.Handler, queue, worker string, within time.Duration) *trellis.Task {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -49,7 +49,7 @@ func nextUntil(t *testing.T, q *handlers.Queue, queue, worker string, within tim
 func TestFailWithRetryThenDead(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
-	q := handlers.NewQueue(b.Store, handlers.QueueConfig{RetryBackoff: func(int) time.Duration { return 300 * time.Millisecond }})
+	q := taskqueue.New(b.Store, taskqueue.Config{RetryBackoff: func(int) time.Duration { return 300 * time.Millisecond }})
 	ctx := ctxT(t)
 	task, err := q.Add(ctx, trellis.AddTaskRequest{Objective: "flaky", MaxAttempts: 2})
 	if err != nil {
@@ -100,8 +100,8 @@ func TestLeaseExpiry(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
 	ctx := ctxT(t)
-	a := handlers.NewQueue(b.Store, handlers.QueueConfig{})
-	bq := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+	a := taskqueue.New(b.Store, taskqueue.Config{})
+	bq := taskqueue.New(b.Store, taskqueue.Config{})
 	cons, err := a.EnsureConsumer(ctx, "lease", time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestLeaseExpiry(t *testing.T) {
 	}
 }
 
-func claimLeased(t *testing.T, q *handlers.Queue, cons jetstream.Consumer, worker string) *trellis.Task {
+func claimLeased(t *testing.T, q *taskqueue.Handler, cons jetstream.Consumer, worker string) *trellis.Task {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -163,7 +163,7 @@ func TestPauseResumeAndLimit(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
 	ctx := ctxT(t)
-	q := handlers.NewQueue(b.Store, handlers.QueueConfig{})
+	q := taskqueue.New(b.Store, taskqueue.Config{})
 	if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "ctl", Objective: "one"}); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestPauseResumeAndLimit(t *testing.T) {
 	if err != nil || !c.Paused {
 		t.Fatalf("pause = %+v, %v", c, err)
 	}
-	other := handlers.NewQueue(b.Store, handlers.QueueConfig{}) // another process
+	other := taskqueue.New(b.Store, taskqueue.Config{}) // another process
 	if got, err := other.Next(ctx, trellis.NextRequest{Queue: "ctl", Worker: "w"}); err != nil || got != nil {
 		t.Fatalf("claim on a paused queue: %v, %v", got, err)
 	}
