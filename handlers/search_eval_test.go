@@ -16,12 +16,12 @@ var evalQuestions = []struct {
 	query, path, name string
 }{
 	{"append an event only if the aggregate's last sequence is still the expected one", "events/store.go", "Append"},
-	{"fold queue events into a task packet", "events/queue.go", "ApplyTask|FoldTask"},
-	{"claim the oldest queued task for a worker", "handlers/claim.go", "Next"},
-	{"detect that a worker's lease expired from a redelivered dispatch", "handlers/claim.go", "ClaimDispatched"},
+	{"fold queue events into a task packet", "taskqueue/events.go", "Apply|Fold"},
+	{"claim the oldest queued task for a worker", "taskqueue/claim.go", "Next"},
+	{"detect that a worker's lease expired from a redelivered dispatch", "taskqueue/claim.go", "ClaimDispatched"},
 	{"jaccard similarity of two token sets", "memory/similarity.go", "Jaccard"},
 	{"render a checkpoint as markdown", "projections/checkpoints.go", "RenderCheckpoint"},
-	{"exponential backoff with jitter between retries", "handlers/finish.go", "ExponentialBackoff"},
+	{"exponential backoff with jitter between retries", "taskqueue/finish.go", "ExponentialBackoff"},
 	{"infer a fact's category from keywords", "memory/category.go", "Category"},
 	{"write a file atomically through a temporary file and rename", "projections/file.go", "WriteFileAtomic"},
 	{"start the embedded nats server with jetstream", "events/embedded.go", "StartEmbedded"},
