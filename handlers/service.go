@@ -135,6 +135,9 @@ func (s *Service) Close() error {
 	if err := s.search.Close(); err != nil && first == nil {
 		first = err
 	}
+	if err := s.board.Close(); err != nil && first == nil {
+		first = err
+	}
 	return first
 }
 
@@ -185,7 +188,14 @@ func (s *Service) List(ctx context.Context, req trellis.ListRequest) (*trellis.T
 	if err := s.catchUp(ctx, s.boardRunner); err != nil {
 		return nil, err
 	}
-	return s.board.List(req), nil
+	l, err := s.board.List(req)
+	if errors.Is(err, projections.ErrClosed) {
+		return nil, trellis.Errorf(trellis.CodeUnavailable, "list: the board is being rebuilt; try again: %w", err)
+	}
+	if err != nil {
+		return nil, trellis.Errorf(trellis.CodeInternal, "list: %w", err)
+	}
+	return l, nil
 }
 
 func (s *Service) catchUp(ctx context.Context, r *projections.Runner) error {

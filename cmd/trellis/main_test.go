@@ -167,8 +167,8 @@ func TestCLIUsesRunningServer(t *testing.T) {
 	if err := srv.Service().CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if srv.Service().Board().Task(task.TaskID) == nil {
-		t.Fatal("the running server's board does not have the task the CLI added")
+	if got, err := srv.Service().Board().Task(task.TaskID); err != nil || got == nil {
+		t.Fatalf("the running server's board does not have the task the CLI added (%v)", err)
 	}
 	// Same through TRELLIS_NATS_URL semantics (--nats-url).
 	if code, _, errs = cli(t, "queue", "show", task.TaskID, "--data", t.TempDir(), "--nats-url", srv.Info().NATSURL); code != 0 {
