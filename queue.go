@@ -293,6 +293,10 @@ const (
 	DefaultListLimit = 100
 	// MaxListLimit is the largest page a list request may ask for.
 	MaxListLimit = 1000
+	// MaxListBytes bounds a page's rows as JSON: a page whose rows would
+	// exceed it ends early, with a next cursor (so a page always fits in
+	// one NATS message).
+	MaxListBytes = 512 << 10
 )
 
 // ListRequest asks for one page of the queue board, oldest task first
@@ -384,7 +388,8 @@ type TaskRow struct {
 	UpdatedAt       string `json:"updated_at"`
 }
 
-// TaskList is one page of a list request: the matching rows, oldest first;
+// TaskList is one page of a list request: the matching rows, oldest first
+// (at most the request's limit, fewer when they would exceed MaxListBytes);
 // the cursor of the next page (absent on the last page); and the counts
 // per queue and status (of every queue, or of the requested queue; the
 // status and since filters do not narrow the counts).

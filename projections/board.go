@@ -451,12 +451,19 @@ func (b *Board) List(req trellis.ListRequest) (*trellis.TaskList, error) {
 	}
 	out := &trellis.TaskList{Tasks: make([]trellis.TaskRow, 0, min(req.Limit, 64)), Counts: map[string]map[trellis.Status]int{}}
 	var last string
+	size := 0
 	err := b.scan(req, func(t *trellis.Task) (bool, error) {
-		if len(out.Tasks) == req.Limit {
+		row := Row(t)
+		enc, err := json.Marshal(row)
+		if err != nil {
+			return false, err
+		}
+		if len(out.Tasks) == req.Limit || (len(out.Tasks) > 0 && size+len(enc) > trellis.MaxListBytes) {
 			out.NextCursor = trellis.EncodeCursor(last)
 			return false, nil
 		}
-		out.Tasks = append(out.Tasks, Row(t))
+		out.Tasks = append(out.Tasks, row)
+		size += len(enc) + 1
 		last = t.TaskID
 		return true, nil
 	})

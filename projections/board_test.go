@@ -2,10 +2,12 @@ package projections_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,5 +215,41 @@ func TestBoardCrashMidCommit(t *testing.T) {
 	}
 	if got, want := restarted.Board().Counts(), fresh.Board().Counts(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("resumed counts %v differ from rebuilt %v", got, want)
+	}
+}
+
+// TestBoardPageBytesBounded: rows of large objectives end a page before
+// its limit (so it fits in one NATS message), with a cursor that goes on.
+func TestBoardPageBytesBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 12
+	for i := 0; i < n; i++ {
+		if _, err := b.svc.Add(ctx, trellis.AddTaskRequest{Objective: strings.Repeat("x", 60<<10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := trellis.ListRequest{Limit: trellis.MaxListLimit}
+	total, pages := 0, 0
+	for {
+		l, err := b.svc.List(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := json.Marshal(l.Tasks)
+		if len(enc) > trellis.MaxListBytes {
+			t.Fatalf("page of %d bytes", len(enc))
+		}
+		total += len(l.Tasks)
+		pages++
+		if l.NextCursor == "" {
+			break
+		}
+		req.Cursor = l.NextCursor
+	}
+	if total != n || pages < 2 {
+		t.Fatalf("%d rows in %d pages; want %d rows in at least 2", total, pages, n)
 	}
 }

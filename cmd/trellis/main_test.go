@@ -100,6 +100,26 @@ func TestCLIQueueLifecycleInProcess(t *testing.T) {
 	if code, out, _ = cli(t, "queue", "show", task.TaskID, d); code != 0 || !strings.Contains(out, "[done]") {
 		t.Fatalf("show: exit %d\n%s", code, out)
 	}
+	// Pages: two more tasks, two rows per page, the cursor printed last.
+	for _, o := range []string{"second", "third"} {
+		if code, _, errs = cli(t, "queue", "add", d, "--objective", o); code != 0 {
+			t.Fatalf("add: exit %d: %s", code, errs)
+		}
+	}
+	var page1, page2 trellis.TaskList
+	code, out, _ = cli(t, "queue", "list", d, "--limit", "2", "--json")
+	mustJSON(t, out, &page1)
+	if code != 0 || len(page1.Tasks) != 2 || page1.NextCursor == "" {
+		t.Fatalf("page 1: exit %d, %+v", code, page1)
+	}
+	if code, out, _ = cli(t, "queue", "list", d, "--limit", "2"); code != 0 || !strings.Contains(out, "more: --cursor "+page1.NextCursor) {
+		t.Fatalf("human page 1: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, "queue", "list", d, "--limit", "2", "--cursor", page1.NextCursor, "--json")
+	mustJSON(t, out, &page2)
+	if code != 0 || len(page2.Tasks) != 1 || page2.NextCursor != "" || page2.Tasks[0].TaskID <= page1.Tasks[1].TaskID {
+		t.Fatalf("page 2: exit %d, %+v", code, page2)
+	}
 }
 
 // TestCLIExitCodes: documented, distinct exit codes; bad input never
@@ -128,6 +148,11 @@ func TestCLIExitCodes(t *testing.T) {
 		{"next without worker", []string{"queue", "next", d}, 2, "worker"},
 		{"audit unknown", []string{"audit", unknown, d}, 3, "not_found"},
 		{"bad status", []string{"queue", "list", d, "--status", "nope"}, 2, "status"},
+		{"negative limit", []string{"queue", "list", d, "--limit", "-1"}, 2, "limit"},
+		{"limit over the maximum", []string{"queue", "list", d, "--limit", "1001"}, 2, "limit"},
+		{"limit not a number", []string{"queue", "list", d, "--limit", "many"}, 2, "limit"},
+		{"malformed cursor", []string{"queue", "list", d, "--cursor", "junk"}, 2, "cursor"},
+		{"bad since", []string{"queue", "list", d, "--since", "2026-13-45"}, 2, "since"},
 	}
 	for _, c := range cases {
 		code, _, errs := cli(t, c.args...)

@@ -187,9 +187,14 @@ func (a *app) queueList() *cobra.Command {
 	var status string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "list",
-		Short:   "List tasks from the queue board, oldest first, with counts per queue",
-		Example: "  trellis queue list --status queued --json",
+		Use:   "list",
+		Short: "List one page of tasks from the queue board, oldest first, with counts per queue",
+		Long: "List one page of tasks from the queue board in task id (creation) order, with the task counts per queue and status.\n" +
+			"A page holds at most --limit rows (default 100, at most 1000); when more match, the output ends with the\n" +
+			"next cursor (next_cursor in --json): pass it as --cursor for the next page.",
+		Example: `  trellis queue list --status queued --json
+  trellis queue list --queue ops --since 2026-01-02T15:04:05Z --limit 50
+  trellis queue list --limit 50 --cursor dDE6MDFKLi4u`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Status = trellis.Status(status)
@@ -199,6 +204,9 @@ func (a *app) queueList() *cobra.Command {
 	}
 	c.Flags().StringVar(&req.Queue, "queue", "", "only this queue")
 	c.Flags().StringVar(&status, "status", "", "only this status: queued, claimed, done, failed, dead")
+	c.Flags().StringVar(&req.Since, "since", "", "only tasks updated at or after this RFC 3339 time (e.g. 2026-01-02T15:04:05Z)")
+	c.Flags().IntVar(&req.Limit, "limit", trellis.DefaultListLimit, fmt.Sprintf("rows per page (at most %d)", trellis.MaxListLimit))
+	c.Flags().StringVar(&req.Cursor, "cursor", "", "continue after the previous page: its next cursor")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
