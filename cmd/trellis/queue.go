@@ -195,7 +195,7 @@ func (a *app) queueList() *cobra.Command {
 		Example: `  trellis queue list --status queued --json
   trellis queue list --queue ops --since 2026-01-02T15:04:05Z --limit 50
   trellis queue list --limit 50 --cursor dDE6MDFKLi4u`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Status = trellis.Status(status)
 			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.queue.List(ctx, req) },
