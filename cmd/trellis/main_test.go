@@ -89,6 +89,9 @@ func TestCLIQueueLifecycleInProcess(t *testing.T) {
 	if code, _, errs = cli(t, "queue", "export", d, "--out", exp); code != 0 {
 		t.Fatalf("export: exit %d: %s", code, errs)
 	}
+	if left, _ := os.ReadDir(filepath.Dir(exp)); len(left) != 1 {
+		t.Fatalf("export left %d files beside its output", len(left))
+	}
 	lines, _ := os.ReadFile(exp)
 	rows := strings.Split(strings.TrimSpace(string(lines)), "\n")
 	if len(rows) != 3 || !strings.Contains(rows[2], `"status":"done"`) || !strings.Contains(rows[0], `"status":"queued"`) {
@@ -153,6 +156,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{"limit not a number", []string{"queue", "list", d, "--limit", "many"}, 2, "limit"},
 		{"malformed cursor", []string{"queue", "list", d, "--cursor", "junk"}, 2, "cursor"},
 		{"bad since", []string{"queue", "list", d, "--since", "2026-13-45"}, 2, "since"},
+		{"export into a missing directory", []string{"queue", "export", d, "--out", filepath.Join(data, "no", "such", "dir", "x.jsonl")}, 2, "write"},
 	}
 	for _, c := range cases {
 		code, _, errs := cli(t, c.args...)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -244,17 +243,9 @@ func (a *app) queueExport() *cobra.Command {
 				_, err := handlers.ExportTasks(cmd.Context(), s.store, a.stdout)
 				return err
 			}
-			var buf bytes.Buffer
-			n, err := handlers.ExportTasks(cmd.Context(), s.store, &buf)
+			n, err := exportToFile(cmd.Context(), s, out)
 			if err != nil {
 				return err
-			}
-			tmp := out + ".tmp"
-			if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-				return trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
-			}
-			if err := os.Rename(tmp, out); err != nil {
-				return trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
 			}
 			fmt.Fprintf(a.stderr, "wrote %d task packets to %s\n", n, out)
 			return nil
@@ -262,4 +253,34 @@ func (a *app) queueExport() *cobra.Command {
 	}
 	c.Flags().StringVar(&out, "out", "", "write to this file instead of stdout")
 	return c
+}
+
+// exportToFile streams the export into a temporary file beside out and
+// renames it over out once complete, so out is either the old file or a
+// whole export, and memory does not grow with the log.
+func exportToFile(ctx context.Context, s *session, out string) (int, error) {
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	if err != nil {
+		return 0, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	defer func() { _ = os.Remove(f.Name()) }() // after the rename: nothing
+	n, err := handlers.ExportTasks(ctx, s.store, f)
+	if err != nil {
+		_ = f.Close()
+		return n, err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	if err := f.Close(); err != nil {
+		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	if err := os.Rename(f.Name(), out); err != nil {
+		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	return n, nil
 }
