@@ -1,6 +1,9 @@
 package handlers
 
-import "container/list"
+import (
+	"container/list"
+	"sync"
+)
 
 // Cache bounds of the per-process aggregate caches. An evicted entry is
 // simply loaded again from the log when next used; the concurrency check
@@ -74,3 +77,12 @@ func (c *lru[K, V]) put(k K, v V) {
 
 // len returns the number of entries.
 func (c *lru[K, V]) len() int { return c.order.Len() }
+
+// busy reports whether mu is held (by a command using the entry).
+func busy(mu *sync.Mutex) bool {
+	if mu.TryLock() {
+		mu.Unlock()
+		return false
+	}
+	return true
+}

@@ -39,7 +39,7 @@ type Vine struct {
 	cfg   VineConfig
 
 	mu     sync.Mutex
-	graphs map[string]*graphEntry
+	graphs *lru[string, *graphEntry] // at most GraphCacheSize idle graphs
 }
 
 // graphEntry is a graph's cached state in this process.
@@ -82,7 +82,7 @@ func NewVine(store *events.Store, cfg VineConfig) *Vine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Vine{store: store, cfg: cfg, graphs: map[string]*graphEntry{}}
+	return &Vine{store: store, cfg: cfg, graphs: newLRU[string](GraphCacheSize, func(e *graphEntry) bool { return busy(&e.mu) })}
 }
 
 // Roots returns the workspace roots.
@@ -175,10 +175,10 @@ func vineError(field string, err error) error {
 func (v *Vine) entry(graphID string) *graphEntry {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	e, ok := v.graphs[graphID]
+	e, ok := v.graphs.get(graphID)
 	if !ok {
 		e = &graphEntry{known: map[string]bool{}}
-		v.graphs[graphID] = e
+		v.graphs.put(graphID, e)
 	}
 	return e
 }
