@@ -78,7 +78,9 @@ func TestMemoryCachesEvict(t *testing.T) {
 	b := eventstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m := NewMemory(b.Store, func(context.Context, string) (string, error) { return "", trellis.Errorf(trellis.CodeNotFound, "no ids here") })
+	m := NewMemory(b.Store, func(context.Context, string) (string, error) {
+		return "", trellis.Errorf(trellis.CodeNotFound, "no ids here")
+	})
 	m.tasks = newLRU[string](1, func(e *taskEntry) bool { return busy(&e.mu) })
 	m.scopes = newLRU[string](1, func(e *scopeEntry) bool { return busy(&e.mu) })
 	for _, name := range []string{"first", "second"} {
