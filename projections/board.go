@@ -34,6 +34,12 @@ type Board struct {
 	dirty  map[string]*trellis.Task // folded, not yet committed
 	counts map[string]map[trellis.Status]int
 
+	// replaying is set while a large backlog is replayed: commits are not
+	// synced one by one, and the file is marked (path+".replaying") so a
+	// crash before the synced end makes Load start over.
+	replaying bool
+	replayMin uint64 // smallest backlog replayed so (BoardSaveEvents)
+
 	// failAfter, when positive (tests only), makes Save fail after writing
 	// that many tasks into its transaction: a crash in the middle of a
 	// commit.
@@ -43,22 +49,23 @@ type Board struct {
 // The board's batch bounds (see Batched): a commit after this many events,
 // or this long after the last one while events are unsaved.
 const (
-	BoardSaveEvents   = 4096
-	BoardSaveInterval = 50 * time.Millisecond
+	BoardSaveEvents   = 16384
+	BoardSaveInterval = 250 * time.Millisecond
 )
 
 // boardVersion is the layout of board.db; another version is rebuilt.
-const boardVersion = "2"
+const boardVersion = "3"
 
-// The file's buckets and meta keys. The index bucket holds, for every task
-// (each value is the task's update time, 8 bytes big-endian Unix nanos):
+// The file's buckets and meta keys. The index bucket holds one nested
+// bucket per filter, each keyed by task id (so a page of any filter is a
+// range scan in id, that is creation, order, and new tasks append at the
+// end of each), with the task's update time as the value (8 bytes
+// big-endian Unix nanos; the "a" bucket appends status, 0, queue):
 //
-//	a<id>                     -> time, status, 0, queue (every task)
-//	q<queue>0<id>             -> time
-//	s<status>0<id>            -> time
-//	x<queue>0<status>0<id>    -> time
-//
-// so a page of any filter is a range scan in task id (creation) order.
+//	a                   every task
+//	q<queue>            a queue's tasks
+//	s<status>           the tasks in a status
+//	x<queue>0<status>   a queue's tasks in a status
 var (
 	bucketMeta  = []byte("meta")
 	bucketTasks = []byte("tasks")
@@ -76,7 +83,8 @@ var ErrClosed = errors.New("board is closed (being rebuilt?)")
 
 // NewBoard returns a board persisted at <dir>/board.db. Load opens it.
 func NewBoard(dir string) *Board {
-	return &Board{path: filepath.Join(dir, "board.db"), dirty: map[string]*trellis.Task{}, counts: map[string]map[trellis.Status]int{}}
+	return &Board{path: filepath.Join(dir, "board.db"), dirty: map[string]*trellis.Task{}, counts: map[string]map[trellis.Status]int{},
+		replayMin: BoardSaveEvents}
 }
 
 // Name implements Projection.
@@ -84,6 +92,42 @@ func (b *Board) Name() string { return "board" }
 
 // Stream implements Projection.
 func (b *Board) Stream() string { return events.StreamQueue }
+
+// BeginReplay implements Replayer: a backlog of at least BoardSaveEvents
+// events is committed without a sync per commit (the bulk of a rebuild's
+// cost is writing pages). The file is marked first; the mark goes once a
+// synced commit (EndReplay's, or Close's sync) makes everything durable,
+// and a file found marked by Load is dropped and rebuilt.
+func (b *Board) BeginReplay(backlog uint64) error {
+	if backlog < b.replayMin {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.db == nil {
+		return ErrClosed
+	}
+	if err := WriteFileAtomic(b.markPath(), []byte("replaying\n")); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(b.path)); err != nil {
+		return err
+	}
+	b.db.NoSync, b.replaying = true, true
+	return nil
+}
+
+// EndReplay implements Replayer: commits are synced again; the next one
+// removes the mark.
+func (b *Board) EndReplay() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.db != nil {
+		b.db.NoSync = false
+	}
+}
+
+func (b *Board) markPath() string { return b.path + ".replaying" }
 
 // SaveAfter implements Batched.
 func (b *Board) SaveAfter() (int, time.Duration) { return BoardSaveEvents, BoardSaveInterval }
@@ -98,6 +142,13 @@ func (b *Board) Load() (uint64, error) {
 	defer b.mu.Unlock()
 	// The JSON snapshot of earlier versions is superseded by board.db.
 	_ = removeFile(filepath.Join(filepath.Dir(b.path), "board.json"))
+	if _, err := os.Stat(b.markPath()); err == nil {
+		// A replay without per-commit syncs was cut short: the file may
+		// hold pages that never reached the disk. Start over.
+		if err := b.resetLocked(); err != nil {
+			return 0, err
+		}
+	}
 	if err := b.openLocked(); err != nil {
 		return 0, err
 	}
@@ -274,7 +325,7 @@ func (b *Board) Save(seq uint64) error {
 	err = db.Update(func(tx *bolt.Tx) error {
 		tasks, index, meta := tx.Bucket(bucketTasks), tx.Bucket(bucketIndex), tx.Bucket(bucketMeta)
 		// Task ids are ULIDs: most writes append at the end.
-		tasks.FillPercent, index.FillPercent = 0.9, 0.9
+		tasks.FillPercent = 0.9
 		for i, t := range changed {
 			if b.failAfter > 0 && i == b.failAfter {
 				return errInjected
@@ -296,8 +347,13 @@ func (b *Board) Save(seq uint64) error {
 	// The runner does not fold while it saves: everything dirty is now in
 	// the file.
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.dirty = make(map[string]*trellis.Task, len(changed))
-	b.mu.Unlock()
+	if b.replaying && !db.NoSync {
+		// This commit was synced, and with it every page written before.
+		b.replaying = false
+		return removeFile(b.markPath())
+	}
 	return nil
 }
 
@@ -305,23 +361,33 @@ func putTask(tasks, index *bolt.Bucket, t *trellis.Task) error {
 	id := []byte(t.TaskID)
 	var at [8]byte
 	binary.BigEndian.PutUint64(at[:], uint64(t.UpdatedAt.UnixNano()))
-	allKey := append([]byte{'a'}, id...)
-	if old := index.Get(allKey); len(old) > 8 {
+	all, err := index.CreateBucketIfNotExists(allBucket)
+	if err != nil {
+		return err
+	}
+	all.FillPercent = 0.9
+	if old := all.Get(id); len(old) > 8 {
 		status, queue, _ := bytes.Cut(old[8:], []byte{0})
 		if string(queue) != t.Queue || string(status) != string(t.Status) {
-			for _, k := range [][]byte{queueKey(string(queue), id), statusKey(trellis.Status(status), id), queueStatusKey(string(queue), trellis.Status(status), id)} {
-				if err := index.Delete(k); err != nil {
-					return err
+			for _, name := range filterBuckets(string(queue), trellis.Status(status)) {
+				if b := index.Bucket(name); b != nil {
+					if err := b.Delete(id); err != nil {
+						return err
+					}
 				}
 			}
 		}
 	}
-	all := append(append(append(at[:8:8], t.Status...), 0), t.Queue...)
-	if err := index.Put(allKey, all); err != nil {
+	if err := all.Put(id, append(append(append(at[:8:8], t.Status...), 0), t.Queue...)); err != nil {
 		return err
 	}
-	for _, k := range [][]byte{queueKey(t.Queue, id), statusKey(t.Status, id), queueStatusKey(t.Queue, t.Status, id)} {
-		if err := index.Put(k, at[:]); err != nil {
+	for _, name := range filterBuckets(t.Queue, t.Status) {
+		b, err := index.CreateBucketIfNotExists(name)
+		if err != nil {
+			return err
+		}
+		b.FillPercent = 0.9
+		if err := b.Put(id, at[:]); err != nil {
 			return err
 		}
 	}
@@ -332,29 +398,26 @@ func putTask(tasks, index *bolt.Bucket, t *trellis.Task) error {
 	return tasks.Put(id, data)
 }
 
-func queueKey(queue string, id []byte) []byte {
-	return append(append(append([]byte{'q'}, queue...), 0), id...)
+// allBucket is the index of every task.
+var allBucket = []byte{'a'}
+
+// filterBuckets are the index buckets that hold a task of this queue and
+// status, besides allBucket.
+func filterBuckets(queue string, status trellis.Status) [][]byte {
+	return [][]byte{filterBucket(queue, ""), filterBucket("", status), filterBucket(queue, status)}
 }
 
-func statusKey(status trellis.Status, id []byte) []byte {
-	return append(append(append([]byte{'s'}, status...), 0), id...)
-}
-
-func queueStatusKey(queue string, status trellis.Status, id []byte) []byte {
-	return append(append(append(append(append([]byte{'x'}, queue...), 0), status...), 0), id...)
-}
-
-// indexPrefix is the index range holding a filter's tasks.
-func indexPrefix(queue string, status trellis.Status) []byte {
+// filterBucket is the index bucket of a filter (allBucket for none).
+func filterBucket(queue string, status trellis.Status) []byte {
 	switch {
 	case queue != "" && status != "":
-		return queueStatusKey(queue, status, nil)
+		return append(append(append([]byte{'x'}, queue...), 0), status...)
 	case queue != "":
-		return queueKey(queue, nil)
+		return append([]byte{'q'}, queue...)
 	case status != "":
-		return statusKey(status, nil)
+		return append([]byte{'s'}, status...)
 	}
-	return []byte{'a'}
+	return allBucket
 }
 
 // Reset implements Projection: it deletes the file.
@@ -371,16 +434,33 @@ func (b *Board) resetLocked() error {
 		}
 		b.db = nil
 	}
-	b.dirty, b.counts = map[string]*trellis.Task{}, map[string]map[trellis.Status]int{}
-	return removeFile(b.path)
+	b.dirty, b.counts, b.replaying = map[string]*trellis.Task{}, map[string]map[trellis.Status]int{}, false
+	if err := removeFile(b.path); err != nil {
+		return err
+	}
+	return removeFile(b.markPath())
 }
 
-// Close closes the file (after the runner's final save).
+// Close closes the file (after the runner's final save). A replay cut
+// short is synced first, so its last commit stands.
 func (b *Board) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.db == nil {
 		return nil
+	}
+	if b.replaying {
+		if err := b.db.Sync(); err != nil {
+			_ = b.db.Close()
+			b.db = nil
+			return fmt.Errorf("board: sync: %w", err)
+		}
+		b.replaying = false
+		if err := removeFile(b.markPath()); err != nil {
+			_ = b.db.Close()
+			b.db = nil
+			return err
+		}
 	}
 	err := b.db.Close()
 	b.db = nil
@@ -512,19 +592,21 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 	if since.IsZero() {
 		sinceNanos = 0
 	}
-	prefix := indexPrefix(req.Queue, req.Status)
 	return b.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketIndex).Cursor()
-		start := append(slices.Clip(prefix), after...)
-		k, v := c.Seek(start)
-		if after != "" && bytes.Equal(k, start) {
-			k, v = c.Next()
+		var k, v []byte
+		var c *bolt.Cursor
+		if ix := tx.Bucket(bucketIndex).Bucket(filterBucket(req.Queue, req.Status)); ix != nil {
+			c = ix.Cursor()
+			k, v = c.Seek([]byte(after))
+			if after != "" && string(k) == after {
+				k, v = c.Next()
+			}
 		}
 		oi := 0
 		for {
 			var fromFile string
-			for k != nil && bytes.HasPrefix(k, prefix) {
-				id := string(k[len(prefix):])
+			for k != nil {
+				id := string(k)
 				_, shadowed := b.dirty[id]
 				if !shadowed && len(v) >= 8 && int64(binary.BigEndian.Uint64(v[:8])) >= sinceNanos {
 					fromFile = id

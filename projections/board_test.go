@@ -253,3 +253,82 @@ func TestBoardPageBytesBounded(t *testing.T) {
 		t.Fatalf("%d rows in %d pages; want %d rows in at least 2", total, pages, n)
 	}
 }
+
+// TestBoardReplayWithoutSyncs: a backlog replayed without per-commit
+// syncs marks the file; a crash before the synced end leaves the mark and
+// the next Load starts over from an empty board (it never trusts pages
+// that may not have reached the disk); a synced end (EndReplay's commit,
+// or Close) removes the mark and the state stands.
+func TestBoardReplayWithoutSyncs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	randomWorkload(t, ctx, b.svc, 31, 60)
+	last, err := b.Store.LastSeq(ctx, events.StreamQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sortedTasks(foldLog(t, ctx, b, 0))
+	replay := func(board *projections.Board) {
+		t.Helper()
+		if _, err := board.Load(); err != nil {
+			t.Fatal(err)
+		}
+		board.SetReplayMin(1)
+		if err := board.BeginReplay(last); err != nil {
+			t.Fatal(err)
+		}
+		if !board.ReplayMarked() {
+			t.Fatal("replay without syncs did not mark the file")
+		}
+		err := b.Store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error { return board.Apply(rec) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := board.Save(last); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir := t.TempDir()
+	crashed := projections.NewBoard(dir)
+	replay(crashed)
+	if !crashed.ReplayMarked() {
+		t.Fatal("an unsynced commit removed the mark")
+	}
+	if err := crashed.CloseAbruptly(); err != nil {
+		t.Fatal(err)
+	}
+	again := projections.NewBoard(dir)
+	if seq, err := again.Load(); err != nil || seq != 0 || len(again.Tasks()) != 0 || again.ReplayMarked() {
+		t.Fatalf("after a crash mid-replay: seq %d, %d tasks, marked %v, %v; want an empty board", seq, len(again.Tasks()), again.ReplayMarked(), err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, end := range []string{"EndReplay", "Close"} {
+		dir := t.TempDir()
+		board := projections.NewBoard(dir)
+		replay(board)
+		if end == "EndReplay" {
+			board.EndReplay()
+			if err := board.Save(last); err != nil {
+				t.Fatal(err)
+			}
+			if board.ReplayMarked() {
+				t.Fatal("a synced commit after EndReplay left the mark")
+			}
+		}
+		if err := board.Close(); err != nil {
+			t.Fatal(err)
+		}
+		reopened := projections.NewBoard(dir)
+		seq, err := reopened.Load()
+		if err != nil || seq != last || reopened.ReplayMarked() || !reflect.DeepEqual(reopened.Tasks(), want) {
+			t.Fatalf("%s: seq %d of %d, marked %v, %v", end, seq, last, reopened.ReplayMarked(), err)
+		}
+		_ = reopened.Close()
+	}
+}

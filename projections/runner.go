@@ -43,6 +43,19 @@ type Batched interface {
 	SaveAfter() (events int, interval time.Duration)
 }
 
+// Replayer is implemented by a projection that commits differently while
+// it works through a backlog (for example without syncing each commit).
+// The runner calls BeginReplay when it starts behind the stream, with the
+// number of events to catch up on, and EndReplay, followed by a save, once
+// it has applied what the stream held when it started.
+type Replayer interface {
+	Projection
+	// BeginReplay is called before the first event of a backlog.
+	BeginReplay(backlog uint64) error
+	// EndReplay is called once the backlog is applied; a save follows.
+	EndReplay()
+}
+
 // Runner feeds a projection from its stream, persists it periodically and
 // lets readers wait until it has caught up with a sequence.
 type Runner struct {
@@ -59,8 +72,9 @@ type Runner struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	applied uint64
-	saved   uint64
+	applied  uint64
+	saved    uint64
+	replayTo uint64 // while replaying a backlog: its last sequence
 	sub     *events.Subscription
 	failed  error
 	stopped bool
@@ -96,9 +110,21 @@ func (r *Runner) Start(ctx context.Context) error {
 		return fmt.Errorf("projection %s: load: %w", r.proj.Name(), err)
 	}
 	r.mu.Lock()
-	r.applied, r.saved, r.failed, r.stopped = seq, seq, nil, false
+	r.applied, r.saved, r.failed, r.stopped, r.replayTo = seq, seq, nil, false, 0
 	r.done = make(chan struct{})
 	r.mu.Unlock()
+	if rp, ok := r.proj.(Replayer); ok {
+		last, err := r.store.LastSeq(ctx, r.proj.Stream())
+		if err != nil {
+			return fmt.Errorf("projection %s: %w", r.proj.Name(), err)
+		}
+		if last > seq {
+			if err := rp.BeginReplay(last - seq); err != nil {
+				return fmt.Errorf("projection %s: begin replay: %w", r.proj.Name(), err)
+			}
+			r.replayTo = last
+		}
+	}
 	sub, err := r.store.Subscribe(ctx, r.proj.Stream(), seq+1, r.apply, func(err error) {
 		r.log.Warn("projection feed", "err", err)
 	})
@@ -141,6 +167,12 @@ func (r *Runner) apply(rec events.Recorded) error {
 	full := r.saveEvents > 0 && r.applied-r.saved >= r.saveEvents
 	r.cond.Broadcast()
 	r.mu.Unlock()
+	if r.replayTo > 0 && rec.Seq >= r.replayTo {
+		// The backlog is folded: commit it the normal way.
+		r.replayTo = 0
+		r.proj.(Replayer).EndReplay()
+		full = true
+	}
 	if full {
 		// A full batch is committed at once, between two folds.
 		if err := r.saveLocked(); err != nil {
