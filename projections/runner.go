@@ -70,15 +70,15 @@ type Runner struct {
 	// fold of exactly the events up to the sequence it records.
 	applyMu sync.Mutex
 
-	mu      sync.Mutex
-	cond    *sync.Cond
+	mu       sync.Mutex
+	cond     *sync.Cond
 	applied  uint64
 	saved    uint64
 	replayTo uint64 // while replaying a backlog: its last sequence
-	sub     *events.Subscription
-	failed  error
-	stopped bool
-	done    chan struct{}
+	sub      *events.Subscription
+	failed   error
+	stopped  bool
+	done     chan struct{}
 }
 
 // NewRunner returns a runner; call Start.
