@@ -174,10 +174,27 @@ func (w *world) workerLoop(worker string, n int, done, next string) error {
 	return nil
 }
 
+// listAll follows a listing's pages to its end (a list returns one page).
+func listAll(ctx context.Context, q trellis.QueueService, req trellis.ListRequest) (*trellis.TaskList, error) {
+	req.Limit = trellis.MaxListLimit
+	all, err := q.List(ctx, req)
+	for l := all; err == nil && l.NextCursor != ""; {
+		req.Cursor = l.NextCursor
+		if l, err = q.List(ctx, req); err == nil {
+			all.Tasks = append(all.Tasks, l.Tasks...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	all.NextCursor = ""
+	return all, nil
+}
+
 func (w *world) tasksDone(n int) error {
 	ctx, cancel := ctxT()
 	defer cancel()
-	l, err := w.client.List(ctx, trellis.ListRequest{Status: trellis.StatusDone})
+	l, err := listAll(ctx, w.client, trellis.ListRequest{Status: trellis.StatusDone})
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func (w *world) waitQueue(queue string, s trellis.Status) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := ctxT()
-		l, err := w.client.List(ctx, trellis.ListRequest{Queue: queue})
+		l, err := listAll(ctx, w.client, trellis.ListRequest{Queue: queue})
 		cancel()
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ func (w *world) oneCompletionEach(queue string) error {
 	}
 	ctx, cancel := ctxT()
 	defer cancel()
-	l, err := w.client.List(ctx, trellis.ListRequest{Queue: queue})
+	l, err := listAll(ctx, w.client, trellis.ListRequest{Queue: queue})
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (w *world) deadAfter(attempts int) error {
 func (w *world) listedDead(msg string) error {
 	ctx, cancel := ctxT()
 	defer cancel()
-	l, err := w.client.List(ctx, trellis.ListRequest{Status: trellis.StatusDead})
+	l, err := listAll(ctx, w.client, trellis.ListRequest{Status: trellis.StatusDead})
 	if err != nil {
 		return err
 	}
