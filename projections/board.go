@@ -50,7 +50,7 @@ type Board struct {
 // or this long after the last one while events are unsaved.
 const (
 	BoardSaveEvents   = 16384
-	BoardSaveInterval = 250 * time.Millisecond
+	BoardSaveInterval = time.Second
 )
 
 // boardVersion is the layout of board.db; another version is rebuilt.
