@@ -332,3 +332,48 @@ func TestBoardReplayWithoutSyncs(t *testing.T) {
 		_ = reopened.Close()
 	}
 }
+
+// TestRunnerEndsReplay: a runner that starts behind the stream folds the
+// backlog without per-commit syncs and, once it has applied what the
+// stream held, commits with a sync and removes the mark: the file then
+// holds the whole fold at the last sequence.
+func TestRunnerEndsReplay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	randomWorkload(t, ctx, b.svc, 41, 80)
+	last, err := b.Store.LastSeq(ctx, events.StreamQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	board := projections.NewBoard(dir)
+	board.SetReplayMin(1)
+	r := projections.NewRunner(b.Store, board, nil)
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	// Save waits for the fold in flight, and with it the replay's end.
+	if err := r.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if board.ReplayMarked() {
+		t.Fatal("the mark outlived the end of the replay")
+	}
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := board.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened := projections.NewBoard(dir)
+	seq, err := reopened.Load()
+	if err != nil || seq != last || !reflect.DeepEqual(reopened.Tasks(), sortedTasks(foldLog(t, ctx, b, 0))) {
+		t.Fatalf("after the replay: seq %d of %d, %v", seq, last, err)
+	}
+	_ = reopened.Close()
+}
