@@ -2,8 +2,10 @@ package trellis
 
 import (
 	"context"
+	"encoding/base64"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
@@ -284,13 +286,36 @@ func (r *FailRequest) Normalize() error {
 	return checkUsage(r.StepsUsed, r.ToolCallsUsed)
 }
 
-// ListRequest filters the queue board.
+// Paging of list results. They are part of the contract and documented in
+// the README.
+const (
+	// DefaultListLimit is the page size of a list request that sets none.
+	DefaultListLimit = 100
+	// MaxListLimit is the largest page a list request may ask for.
+	MaxListLimit = 1000
+	// MaxListBytes bounds a page's rows as JSON: a page whose rows would
+	// exceed it ends early, with a next cursor (so a page always fits in
+	// one NATS message).
+	MaxListBytes = 512 << 10
+)
+
+// ListRequest asks for one page of the queue board, oldest task first
+// (task ids are ULIDs, so id order is creation order).
 type ListRequest struct {
-	Queue  string `json:"queue,omitempty"`
+	// Queue keeps only this queue's tasks.
+	Queue string `json:"queue,omitempty"`
+	// Status keeps only tasks in this status.
 	Status Status `json:"status,omitempty"`
+	// Since keeps only tasks updated at or after this RFC 3339 time.
+	Since string `json:"since,omitempty"`
+	// Limit is the page size: 0 means DefaultListLimit; at most
+	// MaxListLimit.
+	Limit int `json:"limit,omitempty"`
+	// Cursor continues a listing: the next_cursor of the previous page.
+	Cursor string `json:"cursor,omitempty"`
 }
 
-// Normalize validates the request.
+// Normalize fills the default limit and validates the request.
 func (r *ListRequest) Normalize() error {
 	if r.Queue != "" {
 		if err := ValidateQueueName(r.Queue); err != nil {
@@ -300,7 +325,54 @@ func (r *ListRequest) Normalize() error {
 	if r.Status != "" && !r.Status.Valid() {
 		return FieldError("status", "unknown status %q; one of queued, claimed, done, failed, dead", r.Status)
 	}
-	return nil
+	switch {
+	case r.Limit < 0:
+		return FieldError("limit", "must not be negative (got %d)", r.Limit)
+	case r.Limit == 0:
+		r.Limit = DefaultListLimit
+	case r.Limit > MaxListLimit:
+		return FieldError("limit", "is %d; at most %d allowed", r.Limit, MaxListLimit)
+	}
+	if _, err := r.SinceTime(); err != nil {
+		return err
+	}
+	_, err := DecodeCursor(r.Cursor)
+	return err
+}
+
+// SinceTime parses Since (the zero time when it is empty).
+func (r *ListRequest) SinceTime() (time.Time, error) {
+	if r.Since == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, r.Since)
+	if err != nil {
+		return time.Time{}, FieldError("since", "%q is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)", truncate(r.Since, 64))
+	}
+	return t, nil
+}
+
+// cursorPrefix versions the cursor's content.
+const cursorPrefix = "t1:"
+
+// EncodeCursor returns the opaque cursor that continues a listing after
+// the task with this id.
+func EncodeCursor(afterID string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + afterID))
+}
+
+// DecodeCursor returns the task id a cursor continues after ("" for the
+// empty cursor). A cursor that no list returned is invalid.
+func DecodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	id, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	if err != nil || !ok || ValidateTaskID("cursor", id) != nil {
+		return "", FieldError("cursor", "%q is not a cursor: pass the next_cursor of the previous page unchanged", truncate(c, 64))
+	}
+	return id, nil
 }
 
 // TaskRow is one row of the queue board.
@@ -316,12 +388,15 @@ type TaskRow struct {
 	UpdatedAt       string `json:"updated_at"`
 }
 
-// TaskList is the answer to a list request: the matching rows, oldest first,
-// and the counts per queue and status (of every queue, or of the requested
-// queue; the status filter does not narrow the counts).
+// TaskList is one page of a list request: the matching rows, oldest first
+// (at most the request's limit, fewer when they would exceed MaxListBytes);
+// the cursor of the next page (absent on the last page); and the counts
+// per queue and status (of every queue, or of the requested queue; the
+// status and since filters do not narrow the counts).
 type TaskList struct {
-	Tasks  []TaskRow                 `json:"tasks"`
-	Counts map[string]map[Status]int `json:"counts"`
+	Tasks      []TaskRow                 `json:"tasks"`
+	NextCursor string                    `json:"next_cursor,omitempty"`
+	Counts     map[string]map[Status]int `json:"counts"`
 }
 
 // ValidateQueueName checks a queue name: 1–64 of A–Z a–z 0–9 _ -.

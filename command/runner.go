@@ -340,3 +340,6 @@ func (r *Runner[S]) Idle(id string) bool {
 	defer r.qmu.Unlock()
 	return r.queues[id] == nil
 }
+
+// CacheLen returns how many aggregate states the runner keeps cached.
+func (r *Runner[S]) CacheLen() int { return r.cache.len() }

@@ -15,10 +15,10 @@ import (
 // lockScope locks a memory scope's aggregate and catches it up.
 func (m *Memory) lockScope(ctx context.Context, scope string) (*scopeEntry, error) {
 	m.mu.Lock()
-	e, ok := m.scopes[scope]
+	e, ok := m.scopes.get(scope)
 	if !ok {
 		e = &scopeEntry{m: events.NewMemoryState(scope)}
-		m.scopes[scope] = e
+		m.scopes.put(scope, e)
 	}
 	m.mu.Unlock()
 	e.mu.Lock()

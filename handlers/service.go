@@ -137,6 +137,9 @@ func (s *Service) Close() error {
 	if err := s.search.Close(); err != nil && first == nil {
 		first = err
 	}
+	if err := s.board.Close(); err != nil && first == nil {
+		first = err
+	}
 	return first
 }
 
@@ -187,7 +190,14 @@ func (s *Service) List(ctx context.Context, req trellis.ListRequest) (*trellis.T
 	if err := s.catchUp(ctx, s.boardRunner); err != nil {
 		return nil, err
 	}
-	return s.board.List(req), nil
+	l, err := s.board.List(req)
+	if errors.Is(err, projections.ErrClosed) {
+		return nil, trellis.Errorf(trellis.CodeUnavailable, "list: the board is being rebuilt; try again: %w", err)
+	}
+	if err != nil {
+		return nil, trellis.Errorf(trellis.CodeInternal, "list: %w", err)
+	}
+	return l, nil
 }
 
 func (s *Service) catchUp(ctx context.Context, r *projections.Runner) error {
@@ -307,12 +317,32 @@ func Audit(ctx context.Context, store *events.Store, id string) ([]events.Record
 
 // ExportTasks writes seed 000's JSONL task-packet log: one line per queue
 // event, holding the task packet as it stood after that event, in log order.
+// It streams: each line is written as its event is read, and it keeps at
+// most ExportCacheSize task packets in memory (see ExportTasksCached).
 func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, error) {
-	tasks := map[string]*trellis.Task{}
+	return ExportTasksCached(ctx, store, w, ExportCacheSize)
+}
+
+// ExportTasksCached is ExportTasks keeping at most cacheTasks task packets
+// in memory: a task whose packet was dropped is folded again from its own
+// events up to the current one (one direct read of the task's events), so
+// memory does not grow with the log while the output stays the same.
+func ExportTasksCached(ctx context.Context, store *events.Store, w io.Writer, cacheTasks int) (int, error) {
+	tasks := newLRU[string, *trellis.Task](cacheTasks, nil)
 	n := 0
 	enc := newJSONLWriter(w)
 	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		t, err := taskqueue.Apply(tasks[rec.AggregateID], rec)
+		if taskqueue.IsControlSubject(rec.Subject) {
+			return nil
+		}
+		prev, ok := tasks.get(rec.AggregateID)
+		if !ok && rec.Type != taskqueue.Added && rec.AggregateID != "" {
+			var err error
+			if prev, err = foldTaskBefore(ctx, store, rec); err != nil {
+				return err
+			}
+		}
+		t, err := taskqueue.Apply(prev, rec)
 		if errors.Is(err, events.ErrBadEvent) {
 			return nil // not a Trellis event: nothing to export
 		}
@@ -322,7 +352,7 @@ func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, er
 		if t == nil {
 			return nil
 		}
-		tasks[rec.AggregateID] = t
+		tasks.put(rec.AggregateID, t)
 		n++
 		return enc.write(t)
 	})
@@ -330,6 +360,35 @@ func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, er
 		return n, command.StoreError("export", err)
 	}
 	return n, enc.flush()
+}
+
+// foldTaskBefore folds a task's events that precede rec (nil when there
+// are none).
+func foldTaskBefore(ctx context.Context, store *events.Store, rec events.Recorded) (*trellis.Task, error) {
+	if trellis.ValidateTaskID("task_id", rec.AggregateID) != nil {
+		return nil, nil // not a task: ApplyTask reports the bad event
+	}
+	recs, _, err := store.Load(ctx, events.StreamQueue, taskqueue.Filter(rec.AggregateID))
+	if err != nil {
+		return nil, fmt.Errorf("export: reload task %s: %w", rec.AggregateID, err)
+	}
+	var t *trellis.Task
+	for _, r := range recs {
+		if r.Seq >= rec.Seq {
+			break
+		}
+		next, err := taskqueue.Apply(t, r)
+		if errors.Is(err, events.ErrBadEvent) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("export: reload task %s: %w", rec.AggregateID, err)
+		}
+		if next != nil {
+			t = next
+		}
+	}
+	return t, nil
 }
 
 var _ trellis.QueueAdmin = (*Service)(nil)

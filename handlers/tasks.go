@@ -23,8 +23,8 @@ type Memory struct {
 	resolve func(ctx context.Context, taskID string) (string, error)
 
 	mu     sync.Mutex
-	tasks  map[string]*taskEntry
-	scopes map[string]*scopeEntry
+	tasks  *lru[string, *taskEntry]  // at most AgentTaskCacheSize idle tasks
+	scopes *lru[string, *scopeEntry] // at most MemoryScopeCacheSize idle scopes
 }
 
 type taskEntry struct {
@@ -42,7 +42,9 @@ type scopeEntry struct {
 // NewMemory returns the memory command handler. resolve maps a task id to
 // its name (the task views projection).
 func NewMemory(store *events.Store, resolve func(ctx context.Context, taskID string) (string, error)) *Memory {
-	return &Memory{store: store, now: time.Now, resolve: resolve, tasks: map[string]*taskEntry{}, scopes: map[string]*scopeEntry{}}
+	return &Memory{store: store, now: time.Now, resolve: resolve,
+		tasks:  newLRU[string](AgentTaskCacheSize, func(e *taskEntry) bool { return busy(&e.mu) }),
+		scopes: newLRU[string](MemoryScopeCacheSize, func(e *scopeEntry) bool { return busy(&e.mu) })}
 }
 
 // taskName resolves a task given by name or id.
@@ -62,10 +64,10 @@ func (m *Memory) taskName(ctx context.Context, task string) (string, error) {
 // lockTask locks a task name's aggregate and catches it up.
 func (m *Memory) lockTask(ctx context.Context, name string) (*taskEntry, error) {
 	m.mu.Lock()
-	e, ok := m.tasks[name]
+	e, ok := m.tasks.get(name)
 	if !ok {
 		e = &taskEntry{}
-		m.tasks[name] = e
+		m.tasks.put(name, e)
 	}
 	m.mu.Unlock()
 	e.mu.Lock()

@@ -30,6 +30,10 @@ type VineConfig struct {
 	Served bool
 	// MaxFileBytes bounds a .vine file (default 16 MiB).
 	MaxFileBytes int64
+	// CacheSize bounds the graphs this process keeps folded between
+	// commands (default GraphCacheSize; an evicted graph is folded from the
+	// log again).
+	CacheSize int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -84,9 +88,12 @@ func NewVine(store *events.Store, cfg VineConfig) *Vine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = GraphCacheSize
+	}
 	return &Vine{store: store, cfg: cfg, known: newKnownTexts(),
 		graphs: command.New(store, graphKind, command.Config{
-			Now: cfg.Now, CacheSize: 1024,
+			Now: cfg.Now, CacheSize: cfg.CacheSize,
 			// Many agents on one graph contend here: allow many rounds.
 			MaxAttempts: 64,
 		})}

@@ -63,6 +63,20 @@ func writeSnapshot(path string, v any) error {
 	return WriteFileAtomic(path, data)
 }
 
+// syncDir makes the directory's entries (a created or renamed file)
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
 // removeFile deletes path; a missing file is fine.
 func removeFile(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

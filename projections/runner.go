@@ -23,31 +23,62 @@ type Projection interface {
 	// Apply folds one event. It is called in stream order, once per
 	// sequence after the loaded one.
 	Apply(rec events.Recorded) error
-	// Save persists the state as of sequence seq.
+	// Save persists the state as of sequence seq, together with seq, as
+	// one atomic unit. The runner never calls it while an Apply is in
+	// flight, so the state it sees is exactly the fold of the events up
+	// to seq.
 	Save(seq uint64) error
 	// Reset drops all state, persisted and in memory.
 	Reset() error
 }
 
+// Batched is implemented by a projection that commits in batches: the
+// runner saves it once SaveAfterEvents events are applied and not saved, or
+// SaveInterval after the last save while some are (a projection that is not
+// Batched is saved every second while it changed).
+type Batched interface {
+	Projection
+	// SaveAfter returns the batch bounds: how many unsaved events, and how
+	// long, before the runner saves.
+	SaveAfter() (events int, interval time.Duration)
+}
+
+// Replayer is implemented by a projection that commits differently while
+// it works through a backlog (for example without syncing each commit).
+// The runner calls BeginReplay when it starts behind the stream, with the
+// number of events to catch up on, and EndReplay, followed by a save, once
+// it has applied what the stream held when it started.
+type Replayer interface {
+	Projection
+	// BeginReplay is called before the first event of a backlog.
+	BeginReplay(backlog uint64) error
+	// EndReplay is called once the backlog is applied; a save follows.
+	EndReplay()
+}
+
 // Runner feeds a projection from its stream, persists it periodically and
 // lets readers wait until it has caught up with a sequence.
 type Runner struct {
-	store     *events.Store
-	proj      Projection
-	log       *slog.Logger
-	saveEvery time.Duration
+	store      *events.Store
+	proj       Projection
+	log        *slog.Logger
+	saveEvery  time.Duration
+	saveEvents uint64
 
-	// applyMu serializes folding with stop and reset.
+	// applyMu serializes folding with saving, stop and reset: a save
+	// never sees an event half folded, so the state it persists is the
+	// fold of exactly the events up to the sequence it records.
 	applyMu sync.Mutex
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	applied uint64
-	saved   uint64
-	sub     *events.Subscription
-	failed  error
-	stopped bool
-	done    chan struct{}
+	mu       sync.Mutex
+	cond     *sync.Cond
+	applied  uint64
+	saved    uint64
+	replayTo uint64 // while replaying a backlog: its last sequence
+	sub      *events.Subscription
+	failed   error
+	stopped  bool
+	done     chan struct{}
 }
 
 // NewRunner returns a runner; call Start.
@@ -56,6 +87,15 @@ func NewRunner(store *events.Store, proj Projection, log *slog.Logger) *Runner {
 		log = slog.Default()
 	}
 	r := &Runner{store: store, proj: proj, log: log.With("projection", proj.Name()), saveEvery: time.Second}
+	if b, ok := proj.(Batched); ok {
+		n, every := b.SaveAfter()
+		if n > 0 {
+			r.saveEvents = uint64(n)
+		}
+		if every > 0 {
+			r.saveEvery = every
+		}
+	}
 	r.cond = sync.NewCond(&r.mu)
 	return r
 }
@@ -70,9 +110,21 @@ func (r *Runner) Start(ctx context.Context) error {
 		return fmt.Errorf("projection %s: load: %w", r.proj.Name(), err)
 	}
 	r.mu.Lock()
-	r.applied, r.saved, r.failed, r.stopped = seq, seq, nil, false
+	r.applied, r.saved, r.failed, r.stopped, r.replayTo = seq, seq, nil, false, 0
 	r.done = make(chan struct{})
 	r.mu.Unlock()
+	if rp, ok := r.proj.(Replayer); ok {
+		last, err := r.store.LastSeq(ctx, r.proj.Stream())
+		if err != nil {
+			return fmt.Errorf("projection %s: %w", r.proj.Name(), err)
+		}
+		if last > seq {
+			if err := rp.BeginReplay(last - seq); err != nil {
+				return fmt.Errorf("projection %s: begin replay: %w", r.proj.Name(), err)
+			}
+			r.replayTo = last
+		}
+	}
 	sub, err := r.store.Subscribe(ctx, r.proj.Stream(), seq+1, r.apply, func(err error) {
 		r.log.Warn("projection feed", "err", err)
 	})
@@ -112,8 +164,21 @@ func (r *Runner) apply(rec events.Recorded) error {
 	}
 	r.mu.Lock()
 	r.applied = rec.Seq
+	full := r.saveEvents > 0 && r.applied-r.saved >= r.saveEvents
 	r.cond.Broadcast()
 	r.mu.Unlock()
+	if r.replayTo > 0 && rec.Seq >= r.replayTo {
+		// The backlog is folded: commit it the normal way.
+		r.replayTo = 0
+		r.proj.(Replayer).EndReplay()
+		full = true
+	}
+	if full {
+		// A full batch is committed at once, between two folds.
+		if err := r.saveLocked(); err != nil {
+			r.log.Error("projection save", "err", err)
+		}
+	}
 	return nil
 }
 
@@ -132,8 +197,16 @@ func (r *Runner) saveLoop(done chan struct{}) {
 	}
 }
 
-// Save persists the state now if it changed since the last save.
+// Save persists the state now if it changed since the last save. It waits
+// for a fold in flight, so the state and the sequence it persists match.
 func (r *Runner) Save() error {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	return r.saveLocked()
+}
+
+// saveLocked is Save with applyMu held.
+func (r *Runner) saveLocked() error {
 	r.mu.Lock()
 	seq := r.applied
 	dirty := seq != r.saved
@@ -211,7 +284,7 @@ func (r *Runner) Stop() error {
 	// Wait for a fold in flight to finish before the final save.
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
-	return r.Save()
+	return r.saveLocked()
 }
 
 // Rebuild drops the projection's state and replays the whole stream into

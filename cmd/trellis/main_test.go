@@ -93,6 +93,9 @@ func TestCLIQueueLifecycleInProcess(t *testing.T) {
 	if code, _, errs = cli(t, "queue", "export", d, "--out", exp); code != 0 {
 		t.Fatalf("export: exit %d: %s", code, errs)
 	}
+	if left, _ := os.ReadDir(filepath.Dir(exp)); len(left) != 1 {
+		t.Fatalf("export left %d files beside its output", len(left))
+	}
 	lines, _ := os.ReadFile(exp)
 	rows := strings.Split(strings.TrimSpace(string(lines)), "\n")
 	if len(rows) != 3 || !strings.Contains(rows[2], `"status":"done"`) || !strings.Contains(rows[0], `"status":"queued"`) {
@@ -103,6 +106,26 @@ func TestCLIQueueLifecycleInProcess(t *testing.T) {
 	}
 	if code, out, _ = cli(t, "queue", "show", task.TaskID, d); code != 0 || !strings.Contains(out, "[done]") {
 		t.Fatalf("show: exit %d\n%s", code, out)
+	}
+	// Pages: two more tasks, two rows per page, the cursor printed last.
+	for _, o := range []string{"second", "third"} {
+		if code, _, errs = cli(t, "queue", "add", d, "--objective", o); code != 0 {
+			t.Fatalf("add: exit %d: %s", code, errs)
+		}
+	}
+	var page1, page2 trellis.TaskList
+	code, out, _ = cli(t, "queue", "list", d, "--limit", "2", "--json")
+	mustJSON(t, out, &page1)
+	if code != 0 || len(page1.Tasks) != 2 || page1.NextCursor == "" {
+		t.Fatalf("page 1: exit %d, %+v", code, page1)
+	}
+	if code, out, _ = cli(t, "queue", "list", d, "--limit", "2"); code != 0 || !strings.Contains(out, "more: --cursor "+page1.NextCursor) {
+		t.Fatalf("human page 1: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, "queue", "list", d, "--limit", "2", "--cursor", page1.NextCursor, "--json")
+	mustJSON(t, out, &page2)
+	if code != 0 || len(page2.Tasks) != 1 || page2.NextCursor != "" || page2.Tasks[0].TaskID <= page1.Tasks[1].TaskID {
+		t.Fatalf("page 2: exit %d, %+v", code, page2)
 	}
 }
 
@@ -132,6 +155,12 @@ func TestCLIExitCodes(t *testing.T) {
 		{"next without worker", []string{"queue", "next", d}, 2, "worker"},
 		{"audit unknown", []string{"audit", unknown, d}, 3, "not_found"},
 		{"bad status", []string{"queue", "list", d, "--status", "nope"}, 2, "status"},
+		{"negative limit", []string{"queue", "list", d, "--limit", "-1"}, 2, "limit"},
+		{"limit over the maximum", []string{"queue", "list", d, "--limit", "1001"}, 2, "limit"},
+		{"limit not a number", []string{"queue", "list", d, "--limit", "many"}, 2, "limit"},
+		{"malformed cursor", []string{"queue", "list", d, "--cursor", "junk"}, 2, "cursor"},
+		{"bad since", []string{"queue", "list", d, "--since", "2026-13-45"}, 2, "since"},
+		{"export into a missing directory", []string{"queue", "export", d, "--out", filepath.Join(data, "no", "such", "dir", "x.jsonl")}, 2, "write"},
 	}
 	for _, c := range cases {
 		code, _, errs := cli(t, c.args...)
@@ -171,8 +200,8 @@ func TestCLIUsesRunningServer(t *testing.T) {
 	if err := srv.Service().CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if srv.Service().Board().Task(task.TaskID) == nil {
-		t.Fatal("the running server's board does not have the task the CLI added")
+	if got, err := srv.Service().Board().Task(task.TaskID); err != nil || got == nil {
+		t.Fatalf("the running server's board does not have the task the CLI added (%v)", err)
 	}
 	// Same through TRELLIS_NATS_URL semantics (--nats-url).
 	if code, _, errs = cli(t, "queue", "show", task.TaskID, "--data", t.TempDir(), "--nats-url", srv.Info().NATSURL); code != 0 {

@@ -129,4 +129,7 @@ func printList(w io.Writer, l *trellis.TaskList) {
 		}
 		fmt.Fprintf(w, "queue %s: %s\n", q, strings.Join(parts, " "))
 	}
+	if l.NextCursor != "" {
+		fmt.Fprintf(w, "more: --cursor %s\n", l.NextCursor)
+	}
 }

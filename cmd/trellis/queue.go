@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -187,10 +186,15 @@ func (a *app) queueList() *cobra.Command {
 	var status string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "list",
-		Short:   "List tasks from the queue board, oldest first, with counts per queue",
-		Example: "  trellis queue list --status queued --json",
-		Args:    cobra.NoArgs,
+		Use:   "list",
+		Short: "List one page of tasks from the queue board, oldest first, with counts per queue",
+		Long: "List one page of tasks from the queue board in task id (creation) order, with the task counts per queue and status.\n" +
+			"A page holds at most --limit rows (default 100, at most 1000); when more match, the output ends with the\n" +
+			"next cursor (next_cursor in --json): pass it as --cursor for the next page.",
+		Example: `  trellis queue list --status queued --json
+  trellis queue list --queue ops --since 2026-01-02T15:04:05Z --limit 50
+  trellis queue list --limit 50 --cursor dDE6MDFKLi4u`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Status = trellis.Status(status)
 			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.queue.List(ctx, req) },
@@ -199,6 +203,9 @@ func (a *app) queueList() *cobra.Command {
 	}
 	c.Flags().StringVar(&req.Queue, "queue", "", "only this queue")
 	c.Flags().StringVar(&status, "status", "", "only this status: queued, claimed, done, failed, dead")
+	c.Flags().StringVar(&req.Since, "since", "", "only tasks updated at or after this RFC 3339 time (e.g. 2026-01-02T15:04:05Z)")
+	c.Flags().IntVar(&req.Limit, "limit", trellis.DefaultListLimit, fmt.Sprintf("rows per page (at most %d)", trellis.MaxListLimit))
+	c.Flags().StringVar(&req.Cursor, "cursor", "", "continue after the previous page: its next cursor")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
@@ -236,17 +243,9 @@ func (a *app) queueExport() *cobra.Command {
 				_, err := handlers.ExportTasks(cmd.Context(), s.store, a.stdout)
 				return err
 			}
-			var buf bytes.Buffer
-			n, err := handlers.ExportTasks(cmd.Context(), s.store, &buf)
+			n, err := exportToFile(cmd.Context(), s, out)
 			if err != nil {
 				return err
-			}
-			tmp := out + ".tmp"
-			if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-				return trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
-			}
-			if err := os.Rename(tmp, out); err != nil {
-				return trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
 			}
 			fmt.Fprintf(a.stderr, "wrote %d task packets to %s\n", n, out)
 			return nil
@@ -254,4 +253,34 @@ func (a *app) queueExport() *cobra.Command {
 	}
 	c.Flags().StringVar(&out, "out", "", "write to this file instead of stdout")
 	return c
+}
+
+// exportToFile streams the export into a temporary file beside out and
+// renames it over out once complete, so out is either the old file or a
+// whole export, and memory does not grow with the log.
+func exportToFile(ctx context.Context, s *session, out string) (int, error) {
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	if err != nil {
+		return 0, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	defer func() { _ = os.Remove(f.Name()) }() // after the rename: nothing
+	n, err := handlers.ExportTasks(ctx, s.store, f)
+	if err != nil {
+		_ = f.Close()
+		return n, err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	if err := f.Close(); err != nil {
+		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	if err := os.Rename(f.Name(), out); err != nil {
+		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
+	}
+	return n, nil
 }

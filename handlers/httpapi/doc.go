@@ -15,7 +15,7 @@
 //	POST /v1/queue/next             trellis.NextRequest          200 task, or null when none is queued
 //	POST /v1/queue/tasks/{id}/done  trellis.DoneRequest fields   200 task
 //	POST /v1/queue/tasks/{id}/fail  trellis.FailRequest fields   200 task
-//	GET  /v1/queue/tasks?queue=&status=                          200 trellis.TaskList
+//	GET  /v1/queue/tasks?queue=&status=&since=&limit=&cursor=       200 trellis.TaskList (one page)
 //	GET  /v1/queue/tasks/{id}                                    200 task
 //	GET  /v1/queue/export                                        200 application/x-ndjson task packets
 //	GET  /v1/audit/{id}                                          200 AuditResponse

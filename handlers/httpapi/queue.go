@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
@@ -100,17 +101,32 @@ func bodyTaskID(pathID, bodyID string) (string, error) {
 	return pathID, nil
 }
 
-// listTasks serves GET /v1/queue/tasks?queue=Q&status=S.
+// listTasks serves GET /v1/queue/tasks?queue=&status=&since=&limit=&cursor=:
+// one page of the board, with next_cursor when more rows match.
 func (s *server) listTasks(w http.ResponseWriter, r *http.Request) error {
-	q, err := queryParams(r, "queue", "status")
+	q, err := queryParams(r, "queue", "status", "since", "limit", "cursor")
 	if err != nil {
 		return err
 	}
-	list, err := s.svc.List(r.Context(), trellis.ListRequest{Queue: q["queue"], Status: trellis.Status(q["status"])})
+	req := trellis.ListRequest{Queue: q["queue"], Status: trellis.Status(q["status"]), Since: q["since"], Cursor: q["cursor"]}
+	if v, ok := q["limit"]; ok {
+		if req.Limit, err = strconv.Atoi(v); err != nil {
+			return trellis.FieldError("limit", "%q is not an integer (0 or omitted: %d; at most %d)", truncateQuery(v), trellis.DefaultListLimit, trellis.MaxListLimit)
+		}
+	}
+	list, err := s.svc.List(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
 	}
 	return s.writeJSON(w, r, http.StatusOK, list)
+}
+
+// truncateQuery shortens a query value quoted in an error.
+func truncateQuery(v string) string {
+	if len(v) > 32 {
+		return v[:32] + "..."
+	}
+	return v
 }
 
 // showTask serves GET /v1/queue/tasks/{id}.

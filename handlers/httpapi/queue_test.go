@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
@@ -357,5 +358,38 @@ func TestConcurrentFinish(t *testing.T) {
 		if len(audit.Events) != 3 {
 			t.Fatalf("round %d: %d events; want 3", round, len(audit.Events))
 		}
+	}
+}
+
+// TestListPages: GET /v1/queue/tasks pages in task id order with limit
+// and cursor, keeps the counts on every page, and filters by since.
+func TestListPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.addTask(t, trellis.AddTaskRequest{Objective: "first"})
+	second := b.addTask(t, trellis.AddTaskRequest{Objective: "second"})
+	third := b.addTask(t, trellis.AddTaskRequest{Objective: "third"})
+	var got []string
+	cursor := ""
+	for page := 0; page < 5; page++ {
+		list := trellis.TaskList{}
+		b.do(t, http.MethodGet, "/v1/queue/tasks?limit=1&cursor="+cursor, nil).expect(t, http.StatusOK, &list)
+		if len(list.Tasks) != 1 || list.Counts["default"][trellis.StatusQueued] != 3 {
+			t.Fatalf("page %d = %+v", page, list)
+		}
+		got = append(got, list.Tasks[0].TaskID)
+		if cursor = list.NextCursor; cursor == "" {
+			break
+		}
+	}
+	// Task ids are ULIDs: creation order to the millisecond.
+	if want := slices.Sorted(slices.Values([]string{first.TaskID, second.TaskID, third.TaskID})); !slices.Equal(got, want) {
+		t.Fatalf("pages = %v", got)
+	}
+	// since: only the tasks updated at or after the third's update.
+	var list trellis.TaskList
+	b.do(t, http.MethodGet, "/v1/queue/tasks?since="+third.UpdatedAt.Format(time.RFC3339Nano), nil).expect(t, http.StatusOK, &list)
+	if len(list.Tasks) != 1 || list.Tasks[0].TaskID != third.TaskID || list.NextCursor != "" {
+		t.Fatalf("since = %+v", list)
 	}
 }

@@ -60,6 +60,10 @@ func TestBadInput(t *testing.T) {
 		{"invalid task show", "queue_show", map[string]any{"task_id": "01234"}, "invalid: task_id: ", ""},
 		{"lower-case task_id", "queue_show", map[string]any{"task_id": strings.ToLower(added.TaskID)}, "invalid: task_id: ", ""},
 		{"bad status", "queue_list", map[string]any{"status": "finished"}, "invalid: status: ", "unknown status"},
+		{"negative limit", "queue_list", map[string]any{"limit": -1}, "invalid: limit: ", ""},
+		{"limit over the maximum", "queue_list", map[string]any{"limit": 1001}, "invalid: limit: ", ""},
+		{"malformed cursor", "queue_list", map[string]any{"cursor": "not-a-cursor"}, "invalid: cursor: ", "next_cursor"},
+		{"bad since", "queue_list", map[string]any{"since": "yesterday"}, "invalid: since: ", "RFC 3339"},
 	}
 
 	before := b.lastSeq(t, ctx)

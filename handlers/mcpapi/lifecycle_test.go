@@ -182,4 +182,21 @@ func TestFailPathAndList(t *testing.T) {
 	if len(l.Tasks) != 0 || !strings.Contains(text(res), "No tasks match") {
 		t.Fatalf("list empty queue = %+v, %q", l.Tasks, text(res))
 	}
+
+	// Pages: one row at a time in task id order (ULIDs: creation order to
+	// the millisecond), next_cursor until the last.
+	ids := []string{added.TaskID, other.TaskID}
+	slices.Sort(ids)
+	var first, second trellis.TaskList
+	res = call(t, ctx, cs, "queue_list", map[string]any{"limit": 1})
+	decodeStructured(t, res, &first)
+	if len(first.Tasks) != 1 || first.Tasks[0].TaskID != ids[0] || first.NextCursor == "" ||
+		!strings.Contains(text(res), first.NextCursor) {
+		t.Fatalf("first page = %+v, %q", first, text(res))
+	}
+	res = call(t, ctx, cs, "queue_list", map[string]any{"limit": 1, "cursor": first.NextCursor})
+	decodeStructured(t, res, &second)
+	if len(second.Tasks) != 1 || second.Tasks[0].TaskID != ids[1] || second.NextCursor != "" {
+		t.Fatalf("second page = %+v", second)
+	}
 }

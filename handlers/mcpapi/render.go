@@ -79,6 +79,9 @@ func renderList(b *strings.Builder, l *trellis.TaskList) {
 		}
 		fmt.Fprintf(b, ": %s\n", oneLine(r.Objective, 120))
 	}
+	if l.NextCursor != "" {
+		fmt.Fprintf(b, "More tasks match: call queue_list again with cursor %q.\n", l.NextCursor)
+	}
 	if len(l.Counts) == 0 {
 		return
 	}

@@ -26,7 +26,7 @@ func taskResult(lead string, t *trellis.Task) *mcp.CallToolResult {
 
 // listResult is a successful result carrying the board listing.
 func listResult(l *trellis.TaskList) *mcp.CallToolResult {
-	out := &trellis.TaskList{Tasks: l.Tasks, Counts: l.Counts}
+	out := &trellis.TaskList{Tasks: l.Tasks, NextCursor: l.NextCursor, Counts: l.Counts}
 	if out.Tasks == nil {
 		out.Tasks = []trellis.TaskRow{}
 	}

@@ -216,8 +216,9 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 		tool: &mcp.Tool{
 			Name:  ToolQueueList,
 			Title: "List tasks",
-			Description: "List the tasks on the queue board, oldest first (task_id, status, queue, attempts, claimant, objective), " +
-				"with the task counts per queue and status. Filter by queue (rows and counts) and by status (rows only). " +
+			Description: "List one page of the tasks on the queue board, oldest first (task_id, status, queue, attempts, claimant, objective), " +
+				"with the task counts per queue and status. Filter by queue (rows and counts), by status and by since (rows only). " +
+				"A page holds at most limit rows (default 100, at most 1000); when more match, next_cursor is set: pass it as cursor for the next page. " +
 				"Use queue_show for a task's full packet and checkpoint. Read-only.",
 			OutputSchema: listOut,
 			Annotations:  &mcp.ToolAnnotations{Title: "List tasks", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
@@ -225,6 +226,9 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 		params: []param{
 			{name: "queue", desc: "Only tasks of this queue (default: every queue)."},
 			{name: "status", desc: "Only tasks in this status (default: every status).", refine: oneOf(trellis.Statuses()...)},
+			{name: "since", desc: "Only tasks updated at or after this RFC 3339 time, e.g. 2026-01-02T15:04:05Z (default: any time)."},
+			{name: "limit", desc: "Rows per page (default 100, at most 1000).", refine: between(0, trellis.MaxListLimit)},
+			{name: "cursor", desc: "The next_cursor of the previous page, unchanged (default: the first page)."},
 		},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.ListRequest) (*mcp.CallToolResult, error) {
 			l, err := svc.List(ctx, *in)

@@ -3,6 +3,7 @@ package natsapi_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,24 @@ func TestClientLifecycle(t *testing.T) {
 	if err != nil || len(l.Tasks) != 1 {
 		t.Fatalf("list = %+v, %v", l, err)
 	}
+	// Pages over NATS: a second task, one row per page.
+	task2, err := b.client.Add(ctx, trellis.AddTaskRequest{Objective: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{task.TaskID, task2.TaskID}
+	slices.Sort(ids)
+	p1, err := b.client.List(ctx, trellis.ListRequest{Limit: 1})
+	if err != nil || len(p1.Tasks) != 1 || p1.Tasks[0].TaskID != ids[0] || p1.NextCursor == "" {
+		t.Fatalf("page 1 = %+v, %v", p1, err)
+	}
+	p2, err := b.client.List(ctx, trellis.ListRequest{Limit: 1, Cursor: p1.NextCursor})
+	if err != nil || len(p2.Tasks) != 1 || p2.Tasks[0].TaskID != ids[1] || p2.NextCursor != "" {
+		t.Fatalf("page 2 = %+v, %v", p2, err)
+	}
+	if _, err := b.client.List(ctx, trellis.ListRequest{Cursor: "bogus"}); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		t.Fatalf("bad cursor over the client: %v; want invalid", err)
+	}
 	if _, err := b.client.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: "w", WhatWasDone: "x"}); trellis.ErrorCode(err) != trellis.CodeConflict {
 		t.Fatalf("done after fail: %v; want conflict", err)
 	}
@@ -108,6 +127,11 @@ func TestRawBadRequests(t *testing.T) {
 		{natsapi.OpQueueDone, `{"task_id":"nope","worker":"w","what_was_done":"x"}`, "task_id"},
 		{natsapi.OpQueueShow, `{"task_id":"` + strings.Repeat("A", 26) + `x"}`, "task_id"},
 		{natsapi.OpQueueList, `{"status":"weird"}`, "status"},
+		{natsapi.OpQueueList, `{"limit":-1}`, "limit"},
+		{natsapi.OpQueueList, `{"limit":1001}`, "limit"},
+		{natsapi.OpQueueList, `{"limit":"10"}`, "limit"},
+		{natsapi.OpQueueList, `{"cursor":"!!"}`, "cursor"},
+		{natsapi.OpQueueList, `{"since":"last week"}`, "since"},
 	}
 	for _, c := range cases {
 		msg, err := b.Conn.Request(natsapi.Prefix+c.op, []byte(c.body), 5*time.Second)

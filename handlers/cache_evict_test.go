@@ -1,0 +1,112 @@
+package handlers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
+)
+
+const twoLeaves = `vine 1.2.0
+---
+[root] Ship it (notstarted)
+-> a
+-> b
+---
+[a] Analyse (notstarted)
+---
+[b] Build (notstarted)
+`
+
+// TestVineGraphCacheEvicts: with room for one graph, working on two in
+// turn evicts each; the evicted graph is loaded again from the log and
+// its commands go on as if it had stayed (no spurious hand edit, no
+// conflict), and the cache never holds more than one idle graph.
+func TestVineGraphCacheEvicts(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws := t.TempDir()
+	v := NewVine(b.Store, VineConfig{Roots: []string{ws}, CacheSize: 1})
+	files := map[string]string{}
+	for _, name := range []string{"one.vine", "two.vine"} {
+		files[name] = filepath.Join(ws, name)
+		if err := os.WriteFile(files[name], []byte(twoLeaves), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := 0; round < 2; round++ {
+		for _, name := range []string{"one.vine", "two.vine"} {
+			c, err := v.Claim(ctx, trellis.VineClaimRequest{File: files[name], Agent: "agent-" + name})
+			if err != nil || c.Task == nil {
+				t.Fatalf("round %d claim on %s: %+v, %v", round, name, c, err)
+			}
+			if n := v.graphs.CacheLen(); n != 1 {
+				t.Fatalf("cache holds %d graphs", n)
+			}
+		}
+	}
+	for _, name := range []string{"one.vine", "two.vine"} {
+		recs, _, err := b.Store.Load(ctx, events.StreamVine, events.GraphFilter(events.GraphID(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, r := range recs {
+			types = append(types, r.Type)
+		}
+		if got := strings.Join(types, " "); got != "imported batch_applied batch_applied" {
+			t.Fatalf("%s events after evictions: %s", name, got)
+		}
+	}
+}
+
+// TestMemoryCachesEvict: with room for one agent task and one memory
+// scope, an evicted task is loaded again from the log (a second create of
+// the same name is still refused as a conflict) and observations into
+// alternating scopes all land.
+func TestMemoryCachesEvict(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := NewMemory(b.Store, func(context.Context, string) (string, error) {
+		return "", trellis.Errorf(trellis.CodeNotFound, "no ids here")
+	})
+	m.tasks = newLRU[string](1, func(e *taskEntry) bool { return busy(&e.mu) })
+	m.scopes = newLRU[string](1, func(e *scopeEntry) bool { return busy(&e.mu) })
+	for _, name := range []string{"first", "second"} {
+		if _, err := m.TaskCreate(ctx, trellis.TaskCreateRequest{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.tasks.len(); n != 1 {
+		t.Fatalf("task cache holds %d", n)
+	}
+	if _, err := m.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "first"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("create of an open task after its eviction: %v; want conflict", err)
+	}
+	got, err := m.Task(ctx, "first")
+	if err != nil || got.Name != "first" {
+		t.Fatalf("task after eviction = %+v, %v", got, err)
+	}
+	for i, branch := range []string{"main", "dev", "main", "dev"} {
+		if _, err := m.Observe(ctx, trellis.ObserveRequest{Branch: branch, Session: "s1", Type: "insight", Text: "note " + branch + string(rune('a'+i))}); err != nil {
+			t.Fatalf("observe %d on %s: %v", i, branch, err)
+		}
+		if n := m.scopes.len(); n != 1 {
+			t.Fatalf("scope cache holds %d", n)
+		}
+	}
+	recs, _, err := b.Store.Load(ctx, events.StreamMemory, "trellis.memory.>")
+	if err != nil || len(recs) != 4 {
+		t.Fatalf("%d memory events, %v; want 4", len(recs), err)
+	}
+}
