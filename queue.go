@@ -2,6 +2,7 @@ package trellis
 
 import (
 	"context"
+	"fmt"
 	"encoding/base64"
 	"regexp"
 	"strings"
@@ -51,6 +52,9 @@ var (
 type QueueService interface {
 	// Add appends a new task and returns its packet.
 	Add(ctx context.Context, req AddTaskRequest) (*Task, error)
+	// AddMany adds several tasks in one call (each its own task, with its
+	// own outcome).
+	AddMany(ctx context.Context, req AddManyRequest) (*AddManyResult, error)
 	// Next claims the oldest queued task of a queue; nil when none is queued.
 	Next(ctx context.Context, req NextRequest) (*Task, error)
 	// Done finishes a claimed task with a checkpoint.
@@ -87,8 +91,11 @@ type ControlRequest struct {
 	Queue       string `json:"queue"`
 	Action      string `json:"action"`
 	MaxInFlight int    `json:"max_in_flight,omitempty"`
-	Reason      string `json:"reason,omitempty"`
-	Actor       string `json:"actor,omitempty"`
+	// LeaseSeconds is the lease of action "lease": how long a pool's claim
+	// survives without a heartbeat (1 s to 24 h).
+	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
+	Reason       string  `json:"reason,omitempty"`
+	Actor        string  `json:"actor,omitempty"`
 }
 
 // Normalize validates the request.
@@ -101,8 +108,12 @@ func (r *ControlRequest) Normalize() error {
 	}
 	switch r.Action {
 	case "pause", "resume", "limit":
+	case "lease":
+		if r.LeaseSeconds < 1 || r.LeaseSeconds > 24*3600 {
+			return FieldError("lease_seconds", "must be between 1 and 86400 seconds, got %g", r.LeaseSeconds)
+		}
 	default:
-		return FieldError("action", "%q is not an action: use pause, resume or limit", r.Action)
+		return FieldError("action", "%q is not an action: use pause, resume, limit or lease", r.Action)
 	}
 	if r.MaxInFlight < 0 {
 		return FieldError("max_in_flight", "must not be negative (got %d)", r.MaxInFlight)
@@ -119,6 +130,34 @@ type QueueControls struct {
 	// MaxInFlight caps the leased tasks in flight across all workers
 	// (0 = unlimited).
 	MaxInFlight int `json:"max_in_flight"`
+	// LeaseSeconds is the queue's lease: how long a worker pool's claim
+	// survives without a heartbeat (0: never set, the default 30 s or the
+	// claim consumer's own).
+	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
+	// PreviousLeaseSeconds and LeaseFrom describe a lease being shortened:
+	// pools heartbeat for the shorter lease at once, and the claim
+	// consumer takes it from LeaseFrom on (until then the previous lease
+	// holds), so no claim in flight expires in between.
+	PreviousLeaseSeconds float64    `json:"previous_lease_seconds,omitempty"`
+	LeaseFrom            *time.Time `json:"lease_from,omitempty"`
+}
+
+// Lease returns the queue's lease at time now (0: never set).
+func (c *QueueControls) Lease(now time.Time) time.Duration {
+	if c.LeaseFrom != nil && now.Before(*c.LeaseFrom) {
+		return time.Duration(c.PreviousLeaseSeconds * float64(time.Second))
+	}
+	return time.Duration(c.LeaseSeconds * float64(time.Second))
+}
+
+// HeartbeatLease is the lease pools must heartbeat for: the shorter of a
+// lease being switched to and the one it replaces.
+func (c *QueueControls) HeartbeatLease() time.Duration {
+	l := c.LeaseSeconds
+	if c.LeaseFrom != nil && c.PreviousLeaseSeconds > 0 && c.PreviousLeaseSeconds < l {
+		l = c.PreviousLeaseSeconds
+	}
+	return time.Duration(l * float64(time.Second))
 }
 
 // AddTaskRequest is queue_add's input.
@@ -133,6 +172,50 @@ type AddTaskRequest struct {
 	MaxAttempts    int               `json:"max_attempts,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+}
+
+// MaxAddMany bounds the tasks of one AddMany call.
+const MaxAddMany = 1000
+
+// AddManyRequest is queue_add_many's input: several add requests.
+type AddManyRequest struct {
+	Tasks []AddTaskRequest `json:"tasks"`
+}
+
+// Normalize validates every task; a bad one names its place (tasks[i]).
+func (r *AddManyRequest) Normalize() error {
+	if len(r.Tasks) == 0 {
+		return FieldError("tasks", "must hold at least one task")
+	}
+	if len(r.Tasks) > MaxAddMany {
+		return FieldError("tasks", "holds %d tasks; at most %d per call", len(r.Tasks), MaxAddMany)
+	}
+	for i := range r.Tasks {
+		if err := r.Tasks[i].Normalize(); err != nil {
+			te := AsError(err)
+			field := fmt.Sprintf("tasks[%d]", i)
+			if te.Field != "" {
+				field += "." + te.Field
+			}
+			return &Error{Code: te.Code, Field: field, Message: te.Message, Err: err}
+		}
+	}
+	return nil
+}
+
+// AddManyResult is AddMany's output: Tasks[i] is the task of request i
+// (nil when it failed, with its error in Errors).
+type AddManyResult struct {
+	Tasks  []*Task     `json:"tasks"`
+	Errors []ItemError `json:"errors,omitempty"`
+}
+
+// ItemError is the error of one item of a bulk call.
+type ItemError struct {
+	Index   int    `json:"index"`
+	Code    Code   `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
 }
 
 // Normalize fills defaults and validates the request.

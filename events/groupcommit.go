@@ -245,7 +245,7 @@ type committer struct {
 	queue    []*request
 	singles  int             // single appends in flight
 	batches  int             // batches in flight
-	inflight map[string]bool // aggregates with an event in flight
+	inflight map[string]bool // aggregates and message ids with an event in flight
 }
 
 func (s *Store) committer(stream string) *committer {
@@ -315,8 +315,11 @@ func (r *request) aggregateKey() string {
 	return r.p.Subject
 }
 
-// doneLocked forgets a finished request's aggregate.
-func (c *committer) doneLocked(r *request) { delete(c.inflight, r.aggregateKey()) }
+// doneLocked forgets a finished request's aggregate and message id.
+func (c *committer) doneLocked(r *request) {
+	delete(c.inflight, r.aggregateKey())
+	delete(c.inflight, "id:"+r.msgID)
+}
 
 // batchableLocked counts the waiting requests one batch could take.
 func (c *committer) batchableLocked() int {
@@ -336,6 +339,7 @@ func (c *committer) takeLocked(max int) []*request {
 		if j < len(picked) && picked[j] == i {
 			r.taken = true
 			c.inflight[r.aggregateKey()] = true
+			c.inflight["id:"+r.msgID] = true
 			group = append(group, r)
 			j++
 			continue
@@ -349,8 +353,9 @@ func (c *committer) takeLocked(max int) []*request {
 // pickLocked returns the queue positions of the next group: waiting
 // requests in order, one per aggregate and per message id (a second one
 // would fail its check inside the batch and refuse it whole), none of an
-// aggregate with an event in flight (it waits its turn, so events of one
-// aggregate are stored in the order they were queued), within the batch
+// aggregate or message id with an event in flight (it waits its turn, so
+// events of one aggregate are stored in the order they were queued, and
+// of two events with one id the first is stored), within the batch
 // bounds.
 func (c *committer) pickLocked(max int) []int {
 	var picked []int
@@ -361,7 +366,7 @@ func (c *committer) pickLocked(max int) []int {
 			break
 		}
 		key := r.aggregateKey()
-		if filters[key] || c.inflight[key] || ids[r.msgID] || (len(picked) > 0 && bytes+len(r.body) > c.s.cfg.BatchMaxBytes) {
+		if filters[key] || c.inflight[key] || ids[r.msgID] || c.inflight["id:"+r.msgID] || (len(picked) > 0 && bytes+len(r.body) > c.s.cfg.BatchMaxBytes) {
 			continue
 		}
 		filters[key], ids[r.msgID] = true, true

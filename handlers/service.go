@@ -160,6 +160,11 @@ func (s *Service) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis
 	return s.queue.Add(ctx, req)
 }
 
+// AddMany implements trellis.QueueService.
+func (s *Service) AddMany(ctx context.Context, req trellis.AddManyRequest) (*trellis.AddManyResult, error) {
+	return s.queue.AddMany(ctx, req)
+}
+
 // Next implements trellis.QueueService.
 func (s *Service) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
 	return s.queue.Next(ctx, req)
@@ -419,6 +424,8 @@ func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*tre
 		return s.queue.Pause(ctx, req.Queue, actor, req.Reason)
 	case "resume":
 		return s.queue.Resume(ctx, req.Queue, actor)
+	case "lease":
+		return s.queue.SetLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
 	default:
 		return s.queue.SetLimit(ctx, req.Queue, actor, req.MaxInFlight)
 	}

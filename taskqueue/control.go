@@ -49,8 +49,95 @@ func foldControls(c *trellis.QueueControls, rec events.Recorded) (*trellis.Queue
 			return c, err
 		}
 		c.MaxInFlight = p.MaxInFlight
+	case LeaseSet:
+		var p LeasePayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return c, err
+		}
+		c.LeaseSeconds = float64(p.LeaseMillis) / 1000
+		c.PreviousLeaseSeconds, c.LeaseFrom = 0, nil
+		if p.From != nil {
+			from := p.From.UTC()
+			c.PreviousLeaseSeconds, c.LeaseFrom = float64(p.PreviousLeaseMillis)/1000, &from
+		}
 	}
 	return c, nil
+}
+
+// LeaseWatchEvery is how often worker pools read their queue's lease (the
+// controls and the claim consumer): a shortened lease reaches the claim
+// consumer only after every pool has had time to heartbeat for it.
+const LeaseWatchEvery = 2 * time.Second
+
+// SetLease sets the queue's lease: how long a worker pool's claim survives
+// without a heartbeat (the claim consumer's AckWait), for every pool of
+// the queue. A longer lease applies at once, and so does a shorter one
+// while no claim is held. Otherwise the shorter lease is recorded at once,
+// so pools heartbeat for it, and reaches the claim consumer only after two
+// lease readings and one heartbeat of the new lease: a claim in flight
+// never finds its lease cut below the time since its last heartbeat. The
+// call returns when the consumer holds the new lease.
+func (q *Handler) SetLease(ctx context.Context, queue, actor string, lease time.Duration) (*trellis.QueueControls, error) {
+	if lease < time.Second || lease > 24*time.Hour {
+		return nil, trellis.FieldError("lease", "must be between 1s and 24h, got %s", lease)
+	}
+	if err := trellis.ValidateQueueName(queue); err != nil {
+		return nil, err
+	}
+	cur, held, err := q.currentLease(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	p := LeasePayload{LeaseMillis: lease.Milliseconds()}
+	var from time.Time
+	if lease < cur && held > 0 {
+		from = q.cfg.Now().Add(2*LeaseWatchEvery + lease/3 + time.Second).UTC()
+		p.PreviousLeaseMillis, p.From = cur.Milliseconds(), &from
+	}
+	c, err := q.control(ctx, queue, actor, LeaseSet, p)
+	if err != nil || p.From == nil {
+		return c, err
+	}
+	if err := sleepUntil(ctx, from); err != nil {
+		return nil, command.StoreError("wait for the pools to heartbeat for the new lease", err)
+	}
+	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
+		return nil, err
+	}
+	c, _, err = q.Controls(ctx, queue)
+	return c, err
+}
+
+// currentLease is the lease the queue's claim consumer holds now (the
+// default for a queue without one) and how many leased claims it holds.
+func (q *Handler) currentLease(ctx context.Context, queue string) (time.Duration, int, error) {
+	cur, err := q.store.JetStream().Consumer(ctx, events.StreamQueue, ConsumerName(queue))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return q.cfg.ClaimAckWait, 0, nil
+	}
+	if err != nil {
+		return 0, 0, command.StoreError("claim consumer for queue "+queue, err)
+	}
+	info, err := cur.Info(ctx)
+	if err != nil {
+		return 0, 0, command.StoreError("claim consumer for queue "+queue, err)
+	}
+	return info.Config.AckWait, info.NumAckPending, nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // Controls returns a queue's controls and the control aggregate's last
@@ -140,13 +227,31 @@ func (q *Handler) Consumer(ctx context.Context, queue string) (jetstream.Consume
 }
 
 // EnsureConsumer creates or updates a queue's durable claim consumer so it
-// matches the queue's controls (pause, global limit). lease > 0 sets the
-// AckWait: how long a worker pool's claim survives without a heartbeat;
-// 0 keeps the current lease (30 s for a new consumer).
+// matches the queue's controls (pause, global limit, lease). lease > 0 is
+// the lease a worker pool asks for: when it differs from the queue's, it
+// becomes the queue's lease for every pool (SetLease: an event, and a
+// shorter lease is switched to safely); 0 keeps the queue's lease (30 s
+// for a new queue).
 func (q *Handler) EnsureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
+	if lease > 0 {
+		cur, _, err := q.currentLease(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		if controls, _, err := q.Controls(ctx, queue); err != nil {
+			return nil, err
+		} else if l := controls.Lease(q.cfg.Now()); l > 0 {
+			cur = l
+		}
+		if lease != cur {
+			if _, err := q.SetLease(ctx, queue, "trellis", lease); err != nil {
+				return nil, err
+			}
+		}
+	}
 	q.consumerMu.Lock()
 	defer q.consumerMu.Unlock()
-	return q.ensureConsumer(ctx, queue, lease)
+	return q.ensureConsumer(ctx, queue, 0)
 }
 
 func (q *Handler) ensureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
@@ -155,6 +260,9 @@ func (q *Handler) ensureConsumer(ctx context.Context, queue string, lease time.D
 		return nil, err
 	}
 	js := q.store.JetStream()
+	if lease <= 0 {
+		lease = controls.Lease(q.cfg.Now())
+	}
 	if lease <= 0 {
 		lease = q.cfg.ClaimAckWait
 		if cur, err := js.Consumer(ctx, events.StreamQueue, ConsumerName(queue)); err == nil {

@@ -43,6 +43,8 @@ const (
 	Resumed = "resumed"
 	// LimitSet sets the queue's global concurrency limit.
 	LimitSet = "limit_set"
+	// LeaseSet sets the queue's lease (the claim consumer's AckWait).
+	LeaseSet = "lease_set"
 )
 
 // ControlID is the aggregate id (subject token) of a queue's controls.
@@ -170,6 +172,15 @@ type RequeuedPayload struct {
 // of leased tasks in flight across all workers (0 = unlimited).
 type LimitPayload struct {
 	MaxInFlight int `json:"max_in_flight"`
+}
+
+// LeasePayload is the payload of a lease_set event: the queue's new lease
+// and, when it is shorter than the one before, when the claim consumer
+// takes it (pools heartbeat for it from the event on).
+type LeasePayload struct {
+	LeaseMillis         int64      `json:"lease_ms"`
+	PreviousLeaseMillis int64      `json:"previous_lease_ms,omitempty"`
+	From                *time.Time `json:"from,omitempty"`
 }
 
 // ControlPayload is the payload of paused and resumed events.

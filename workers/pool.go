@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,12 +28,16 @@ type Config struct {
 	Worker string
 	// Concurrency is how many handlers run at once (default 1).
 	Concurrency int
-	// Lease is how long a claim survives without a heartbeat: the claim
-	// consumer's AckWait (default 30 s). Setting it updates the queue's
-	// consumer, so all pools of a queue share one lease.
+	// Lease is how long a claim survives without a heartbeat: the queue's
+	// lease (the claim consumer's AckWait), shared by every pool of the
+	// queue. 0 keeps the queue's lease (30 s for a new queue); another
+	// value becomes the queue's lease for every pool (an event: a shorter
+	// lease is switched to only after every pool heartbeats for it; see
+	// taskqueue.Handler.SetLease).
 	Lease time.Duration
-	// Heartbeat is how often a running task's lease is extended (default
-	// Lease/3).
+	// Heartbeat is how often a running task's lease is extended at most
+	// (default: a third of the queue's current lease, followed as it
+	// changes).
 	Heartbeat time.Duration
 	// Grace is how long a draining pool lets running handlers finish before
 	// cancelling them and releasing their tasks (default 30 s).
@@ -62,11 +67,11 @@ func (c Config) withDefaults() Config {
 	if c.Concurrency <= 0 {
 		c.Concurrency = 1
 	}
-	if c.Lease <= 0 {
-		c.Lease = 30 * time.Second
+	if c.Lease < 0 {
+		c.Lease = 0
 	}
-	if c.Heartbeat <= 0 {
-		c.Heartbeat = c.Lease / 3
+	if c.Heartbeat < 0 {
+		c.Heartbeat = 0
 	}
 	if c.Grace <= 0 {
 		c.Grace = 30 * time.Second
@@ -89,6 +94,10 @@ type Pool struct {
 	handler Handler
 	cfg     Config
 	log     *slog.Logger
+	// ackWait is the queue consumer's current lease (AckWait) in
+	// nanoseconds: every pool of a queue shares it, and another pool may
+	// change it, so heartbeats follow it rather than cfg.Lease.
+	ackWait atomic.Int64
 }
 
 // New returns a pool; Run starts it.
@@ -100,7 +109,10 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 	if err := trellis.ValidateWorkerID(cfg.Worker + "/" + strconv.Itoa(cfg.Concurrency)); err != nil {
 		return nil, err
 	}
-	if cfg.Heartbeat >= cfg.Lease {
+	if cfg.Lease > 0 && cfg.Lease < time.Second {
+		return nil, trellis.FieldError("lease", "must be at least 1s, got %s", cfg.Lease)
+	}
+	if cfg.Lease > 0 && cfg.Heartbeat >= cfg.Lease {
 		return nil, trellis.FieldError("heartbeat", "must be shorter than the lease (%s), got %s", cfg.Lease, cfg.Heartbeat)
 	}
 	return &Pool{queue: queue, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker)}, nil
@@ -109,6 +121,11 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 // Run claims and runs tasks until ctx ends, then drains: no new claims,
 // running handlers get Grace to finish, the rest are cancelled and their
 // tasks released back to the queue. It returns after the drain.
+//
+// One fetcher pulls as many dispatches as the pool has free slots in one
+// round trip; each is claimed and run in its own slot, so the claims of a
+// fetch (and the finishes of handlers ending together) reach the store at
+// the same time and share its group commits.
 func (p *Pool) Run(ctx context.Context) error {
 	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	cons, err := p.queue.EnsureConsumer(setupCtx, p.cfg.Queue, p.cfg.Lease)
@@ -116,18 +133,15 @@ func (p *Pool) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
+	p.ackWait.Store(int64(cons.CachedInfo().Config.AckWait))
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go p.watchLease(watchCtx, cons)
 	// Handlers run under work, which outlives ctx by the grace period.
 	work, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	var wg sync.WaitGroup
-	for slot := 0; slot < p.cfg.Concurrency; slot++ {
-		wg.Add(1)
-		go func(worker string) {
-			defer wg.Done()
-			p.loop(ctx, work, cons, worker)
-		}(p.cfg.Worker + "/" + strconv.Itoa(slot))
-	}
-	<-ctx.Done()
+	p.fetch(ctx, work, cons, &wg)
 	p.log.Info("draining", "grace", p.cfg.Grace)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -141,29 +155,112 @@ func (p *Pool) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop is one slot: fetch a dispatch, claim it, run it, until ctx ends.
-func (p *Pool) loop(ctx, work context.Context, cons jetstream.Consumer, worker string) {
+// fetch pulls dispatches for the free slots until ctx ends, handing each
+// to a slot of its own.
+func (p *Pool) fetch(ctx, work context.Context, cons jetstream.Consumer, wg *sync.WaitGroup) {
+	free := make(chan int, p.cfg.Concurrency)
+	for slot := 0; slot < p.cfg.Concurrency; slot++ {
+		free <- slot
+	}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(p.cfg.FetchWait))
+		var slots []int
+		select {
+		case s := <-free:
+			slots = append(slots, s)
+		case <-ctx.Done():
+			return
+		}
+	more:
+		for {
+			select {
+			case s := <-free:
+				slots = append(slots, s)
+			default:
+				break more
+			}
+		}
+		batch, err := cons.Fetch(len(slots), jetstream.FetchMaxWait(p.cfg.FetchWait))
 		if err != nil {
 			// NATS unreachable, the server restarting, a consumer moving:
 			// keep trying until it is back.
+			for _, s := range slots {
+				free <- s
+			}
 			p.log.Warn("fetch", "err", err)
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		used := 0
 		for msg := range batch.Messages() {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || used >= len(slots) {
 				// Draining: give the dispatch back untouched.
 				_ = msg.Nak()
 				continue
 			}
-			p.handle(work, msg, worker)
+			slot := slots[used]
+			used++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { free <- slot }()
+				p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot))
+			}()
+		}
+		for _, s := range slots[used:] {
+			free <- s
 		}
 	}
+}
+
+// watchLease keeps p.ackWait equal to the lease the pool must heartbeat
+// for: the claim consumer's AckWait, or a shorter lease the queue is
+// switching to (any pool of the queue may change it). It reads them every
+// taskqueue.LeaseWatchEvery at most.
+func (p *Pool) watchLease(ctx context.Context, cons jetstream.Consumer) {
+	for {
+		sleepCtx(ctx, min(p.lease()/3, taskqueue.LeaseWatchEvery))
+		if ctx.Err() != nil {
+			return
+		}
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		lease := time.Duration(0)
+		if info, err := cons.Info(ictx); err == nil {
+			lease = info.Config.AckWait
+		}
+		if c, _, err := p.queue.Controls(ictx, p.cfg.Queue); err == nil {
+			if l := c.HeartbeatLease(); l > 0 && (lease == 0 || l < lease) {
+				lease = l
+			}
+		}
+		cancel()
+		if lease > 0 {
+			p.ackWait.Store(int64(lease))
+		}
+	}
+}
+
+// lease returns the lease the pool heartbeats for.
+func (p *Pool) lease() time.Duration {
+	if d := time.Duration(p.ackWait.Load()); d > 0 {
+		return d
+	}
+	if p.cfg.Lease > 0 {
+		return p.cfg.Lease
+	}
+	return 30 * time.Second
+}
+
+// heartbeatEvery is how often a running task's lease is extended: three
+// times per current lease (or the pool's Heartbeat, if more often).
+func (p *Pool) heartbeatEvery() time.Duration {
+	every := p.lease() / 3
+	if p.cfg.Heartbeat > 0 {
+		every = min(every, p.cfg.Heartbeat)
+	}
+	return max(every, 10*time.Millisecond)
 }
 
 // handle claims the dispatch and, if it yields a task, runs it to its end.
@@ -326,16 +423,19 @@ func errorText(err error) string {
 
 // heartbeat extends the lease of a running task until ctx ends.
 func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, log *slog.Logger) {
-	t := time.NewTicker(p.cfg.Heartbeat)
-	defer t.Stop()
+	last := time.Now()
 	for {
-		select {
-		case <-ctx.Done():
+		// Wake often enough to follow a lease that shrinks meanwhile.
+		sleepCtx(ctx, min(p.heartbeatEvery(), 250*time.Millisecond))
+		if ctx.Err() != nil {
 			return
-		case <-t.C:
-			if err := msg.InProgress(); err != nil {
-				log.Warn("heartbeat", "err", err)
-			}
+		}
+		if time.Since(last) < p.heartbeatEvery() {
+			continue
+		}
+		last = time.Now()
+		if err := msg.InProgress(); err != nil {
+			log.Warn("heartbeat", "err", err)
 		}
 	}
 }

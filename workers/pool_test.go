@@ -465,3 +465,75 @@ func TestPoolOverspentBudgetFails(t *testing.T) {
 		t.Errorf("exact budget: %+v / %+v", done, done.Checkpoint)
 	}
 }
+
+// A pool started with a short lease shortens the queue consumer's lease
+// for every pool of the queue. A long task another pool runs must not
+// expire then: every pool heartbeats at a third of the consumer's current
+// lease, not of the lease it was started with.
+func TestPoolHeartbeatsFollowTheQueueLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	release := make(chan struct{})
+	started := make(chan string, 1)
+	long := workers.HandlerFunc(func(ctx context.Context, task *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
+		started <- task.TaskID
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &trellis.Checkpoint{WhatWasDone: "long work"}, nil
+	})
+	pa, err := workers.New(b.q, long, workers.Config{Queue: "lease", Worker: "slowpool", Lease: 30 * time.Second, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = pa.Run(ctx) }()
+	ids := b.add(t, "lease", 1, 3)
+	var id string
+	select {
+	case id = <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long task never started")
+	}
+	// Another pool of the queue asks for a 1 s lease.
+	fast := workers.HandlerFunc(func(context.Context, *trellis.Task, *workers.Progress) (*trellis.Checkpoint, error) {
+		return &trellis.Checkpoint{WhatWasDone: "quick"}, nil
+	})
+	pb, err := workers.New(taskqueue.New(b.Store, taskqueue.Config{}), fast, workers.Config{Queue: "lease", Worker: "fastpool", Lease: time.Second, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = pb.Run(ctx) }()
+	cons, err := b.q.Consumer(context.Background(), "lease")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := cons.Info(context.Background())
+		if err == nil && info.Config.AckWait == time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the consumer's lease never became 1 s: %+v, %v", info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Five leases of the new length pass while the long task runs.
+	time.Sleep(5 * time.Second)
+	close(release)
+	b.waitStatus(t, ids, 30*time.Second, trellis.StatusDone)
+	hist, err := b.q.History(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range hist {
+		types = append(types, r.Type+" by "+r.Actor)
+	}
+	if got := strings.Join(types, ", "); got != "added by , claimed by slowpool/0, completed by slowpool/0" {
+		t.Fatalf("history = %s; the long task's lease expired under the shorter queue lease", got)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,8 +36,12 @@ func (a *app) queueControl(action, short, example string) *cobra.Command {
 	var req trellis.ControlRequest
 	use := action + " QUEUE"
 	args := cobra.ExactArgs(1)
-	if action == "limit" {
+	switch action {
+	case "limit":
 		use = "limit QUEUE MAX_IN_FLIGHT"
+		args = cobra.ExactArgs(2)
+	case "lease":
+		use = "lease QUEUE DURATION"
 		args = cobra.ExactArgs(2)
 	}
 	c := &cobra.Command{
@@ -46,10 +51,17 @@ func (a *app) queueControl(action, short, example string) *cobra.Command {
 		Args:    args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Queue, req.Action = args[0], action
-			if action == "limit" {
+			switch action {
+			case "limit":
 				if _, err := fmt.Sscanf(args[1], "%d", &req.MaxInFlight); err != nil {
 					return trellis.FieldError("max_in_flight", "%q is not a number", args[1])
 				}
+			case "lease":
+				d, err := time.ParseDuration(args[1])
+				if err != nil {
+					return trellis.FieldError("lease", "%q is not a duration (e.g. 30s, 2m)", args[1])
+				}
+				req.LeaseSeconds = d.Seconds()
 			}
 			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.admin.Control(ctx, req) },
 				func(v any) { printControls(a, v.(*trellis.QueueControls)) })
@@ -67,7 +79,7 @@ func (a *app) queueControls() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:     "controls QUEUE",
-		Short:   "Show a queue's controls: paused, global concurrency limit",
+		Short:   "Show a queue's controls: paused, global concurrency limit, lease",
 		Example: "  trellis queue controls default",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -88,5 +100,12 @@ func printControls(a *app, c *trellis.QueueControls) {
 	if c.MaxInFlight > 0 {
 		limit = fmt.Sprint(c.MaxInFlight)
 	}
-	fmt.Fprintf(a.stdout, "queue %s: %s, max in flight %s\n", c.Queue, state, limit)
+	lease := "30s (default)"
+	if c.LeaseSeconds > 0 {
+		lease = (time.Duration(c.LeaseSeconds * float64(time.Second))).String()
+	}
+	if c.LeaseFrom != nil {
+		lease += fmt.Sprintf(" from %s (until then %s)", c.LeaseFrom.Format(time.RFC3339), time.Duration(c.PreviousLeaseSeconds*float64(time.Second)))
+	}
+	fmt.Fprintf(a.stdout, "queue %s: %s, max in flight %s, lease %s\n", c.Queue, state, limit, lease)
 }

@@ -22,7 +22,8 @@ func (a *app) queueCommand() *cobra.Command {
 		a.queueRetry(), a.queueControls(),
 		a.queueControl("pause", "Pause a queue cluster-wide: no worker claims from it until resumed", "  trellis queue pause default --reason maintenance"),
 		a.queueControl("resume", "Resume a paused queue", "  trellis queue resume default"),
-		a.queueControl("limit", "Cap the leased tasks in flight across all workers of a queue (0 = unlimited)", "  trellis queue limit default 10"))
+		a.queueControl("limit", "Cap the leased tasks in flight across all workers of a queue (0 = unlimited)", "  trellis queue limit default 10"),
+		a.queueControl("lease", "Set the queue's lease for every pool: how long a claim survives without a heartbeat (a shorter lease waits until every pool heartbeats for it)", "  trellis queue lease default 2m"))
 	return c
 }
 
@@ -30,14 +31,24 @@ func (a *app) queueAdd() *cobra.Command {
 	var req trellis.AddTaskRequest
 	var meta []string
 	var asJSON bool
+	var from string
 	c := &cobra.Command{
-		Use:   "add --objective TEXT",
-		Short: "Add a task to a queue and print its packet",
+		Use:   "add --objective TEXT | --from FILE.jsonl",
+		Short: "Add a task to a queue and print its packet (or many, one JSON add request per line of a file)",
 		Example: `  trellis queue add --objective "Refactor authentication module" \
     --input chunk_abc123 --input auth.py --acceptance "All tests pass" \
-    --max-tool-calls 20 --max-steps 10 --metadata team=core`,
+    --max-tool-calls 20 --max-steps 10 --metadata team=core
+  trellis queue add --from plan.jsonl      # {"objective": "...", "inputs": [...], ...} per line; - reads stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from != "" {
+				for _, name := range []string{"objective", "input", "acceptance", "max-tool-calls", "max-steps", "parent", "max-attempts", "metadata", "idempotency-key"} {
+					if cmd.Flags().Changed(name) {
+						return trellis.FieldError(name, "cannot be combined with --from: give it on each line of the file")
+					}
+				}
+				return a.addFrom(cmd, from, req.Queue, asJSON)
+			}
 			m, err := parseMetadata(meta)
 			if err != nil {
 				return err
@@ -58,6 +69,7 @@ func (a *app) queueAdd() *cobra.Command {
 	f.IntVar(&req.MaxAttempts, "max-attempts", trellis.DefaultMaxAttempts, "claims before a worker pool declares the task dead")
 	f.StringArrayVar(&meta, "metadata", nil, "metadata key=value; repeatable")
 	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "repeat-safe key: a second add with the same key (within the duplicate window) returns the first task")
+	f.StringVar(&from, "from", "", "add every task of a JSONL file (one add request per line, queue_add's fields; - reads stdin), in calls of up to 1000")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

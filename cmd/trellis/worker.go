@@ -101,7 +101,7 @@ commands get --grace to finish, the rest are released back to the queue.`,
 	f.StringVar(&cfg.Queue, "queue", trellis.DefaultQueue, "queue to work")
 	f.IntVar(&cfg.Concurrency, "concurrency", 1, "tasks run at once")
 	f.StringVar(&command, "exec", "", "command run per task with sh -c (required)")
-	f.DurationVar(&cfg.Lease, "lease", 30*time.Second, "how long a claim survives without a heartbeat (the queue consumer's AckWait)")
+	f.DurationVar(&cfg.Lease, "lease", 0, "how long a claim survives without a heartbeat: the queue's lease, shared by all its pools (0 keeps the queue's; 30s for a new queue; another value becomes the queue's lease)")
 	f.DurationVar(&cfg.Grace, "grace", 30*time.Second, "on SIGTERM, how long running commands may finish before their tasks are released")
 	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>)")
 	f.DurationVar(&backoff, "backoff", time.Second, "first retry delay; doubles per attempt up to 5m, with jitter")

@@ -12,6 +12,7 @@
 // Routes:
 //
 //	POST /v1/queue/tasks            trellis.AddTaskRequest       201 task
+//	POST /v1/queue/tasks/batch      trellis.AddManyRequest       201 trellis.AddManyResult
 //	POST /v1/queue/next             trellis.NextRequest          200 task, or null when none is queued
 //	POST /v1/queue/tasks/{id}/done  trellis.DoneRequest fields   200 task
 //	POST /v1/queue/tasks/{id}/fail  trellis.FailRequest fields   200 task

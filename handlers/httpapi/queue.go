@@ -27,6 +27,24 @@ func (s *server) addTask(w http.ResponseWriter, r *http.Request) error {
 	return s.writeJSON(w, r, http.StatusCreated, task)
 }
 
+// addTasks serves POST /v1/queue/tasks/batch: {"tasks": [add requests]}
+// → 201 {"tasks": [...], "errors": [...]} (each task its own outcome; a
+// bad request refuses the whole call with 400, naming tasks[i]).
+func (s *server) addTasks(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	var req trellis.AddManyRequest
+	if err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	res, err := s.svc.AddMany(r.Context(), req)
+	if err != nil {
+		return fmt.Errorf("add tasks: %w", err)
+	}
+	return s.writeJSON(w, r, http.StatusCreated, res)
+}
+
 // nextTask serves POST /v1/queue/next: 200 and the claimed task, or null
 // when the queue has nothing to claim.
 func (s *server) nextTask(w http.ResponseWriter, r *http.Request) error {

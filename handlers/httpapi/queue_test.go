@@ -393,3 +393,26 @@ func TestListPages(t *testing.T) {
 		t.Fatalf("since = %+v", list)
 	}
 }
+
+// TestAddTasksBatch: POST /v1/queue/tasks/batch adds every task in one
+// call; a bad element refuses the call, naming it; nothing is added.
+func TestAddTasksBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var res trellis.AddManyResult
+	b.do(t, "POST", "/v1/queue/tasks/batch", map[string]any{"tasks": []map[string]any{
+		{"objective": "one", "queue": "batch"}, {"objective": "two", "queue": "batch", "max_steps": 3}, {"objective": "three", "queue": "batch"},
+	}}).expect(t, http.StatusCreated, &res)
+	if len(res.Tasks) != 3 || len(res.Errors) != 0 || res.Tasks[1].Budget.MaxSteps != 3 || res.Tasks[2].Objective != "three" {
+		t.Fatalf("batch = %+v", res)
+	}
+	b.do(t, "POST", "/v1/queue/tasks/batch", map[string]any{"tasks": []map[string]any{{"objective": "ok", "queue": "refused"}, {"objective": "", "queue": "refused"}}}).
+		expectError(t, http.StatusBadRequest, "invalid", "tasks[1].objective", "")
+	b.do(t, "POST", "/v1/queue/tasks/batch", map[string]any{"tasks": []map[string]any{}}).expectError(t, http.StatusBadRequest, "invalid", "tasks", "at least one")
+	b.do(t, "POST", "/v1/queue/tasks/batch", `{"tasks": [{"objective": "x", "bogus": 1}]}`).expectError(t, http.StatusBadRequest, "invalid", "bogus", "unknown field")
+	var list trellis.TaskList
+	b.do(t, "GET", "/v1/queue/tasks?queue=refused", nil).expect(t, http.StatusOK, &list)
+	if len(list.Tasks) != 0 {
+		t.Fatalf("a refused batch added %d tasks", len(list.Tasks))
+	}
+}

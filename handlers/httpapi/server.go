@@ -29,6 +29,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 
 	s.handle("POST /v1/queue/tasks", s.addTask)
+	s.handle("POST /v1/queue/tasks/batch", s.addTasks)
 	s.handle("POST /v1/queue/next", s.nextTask)
 	s.handle("POST /v1/queue/tasks/{id}/done", s.doneTask)
 	s.handle("POST /v1/queue/tasks/{id}/fail", s.failTask)

@@ -27,7 +27,8 @@ func TestToolsList(t *testing.T) {
 	}{
 		"queue_add": {[]string{"objective", "inputs", "acceptance", "max_tool_calls", "max_steps",
 			"queue", "parent_id", "max_attempts", "metadata", "idempotency_key"}, []string{"objective"}, true},
-		"queue_next": {[]string{"queue", "worker"}, nil, false},
+		"queue_add_many": {[]string{"tasks"}, []string{"tasks"}, true},
+		"queue_next":     {[]string{"queue", "worker"}, nil, false},
 		"queue_done": {[]string{"task_id", "what_was_done", "what_changed", "what_next", "citations",
 			"blockers", "steps_used", "tool_calls_used", "worker"}, []string{"task_id", "what_was_done"}, true},
 		"queue_fail": {[]string{"task_id", "error", "what_was_done", "blockers",

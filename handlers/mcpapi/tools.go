@@ -3,6 +3,7 @@ package mcpapi
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,12 +13,14 @@ import (
 
 // The tool names: seed 000's queue tools plus the board's read tools.
 const (
-	ToolQueueAdd  = "queue_add"
-	ToolQueueNext = "queue_next"
-	ToolQueueDone = "queue_done"
-	ToolQueueFail = "queue_fail"
-	ToolQueueList = "queue_list"
-	ToolQueueShow = "queue_show"
+	ToolQueueAdd = "queue_add"
+	// ToolQueueAddMany adds several tasks in one call.
+	ToolQueueAddMany = "queue_add_many"
+	ToolQueueNext    = "queue_next"
+	ToolQueueDone    = "queue_done"
+	ToolQueueFail    = "queue_fail"
+	ToolQueueList    = "queue_list"
+	ToolQueueShow    = "queue_show"
 )
 
 // showArgs is queue_show's input.
@@ -102,6 +105,42 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 				return nil, fmt.Errorf("queue_add: %w", err)
 			}
 			return taskResult(fmt.Sprintf("Added task %s to queue %s. Claim it with queue_next.", t.TaskID, t.Queue), t), nil
+		},
+	}.register(srv)
+
+	boundTool[trellis.AddManyRequest]{
+		tool: &mcp.Tool{
+			Name:  ToolQueueAddMany,
+			Title: "Add many bounded tasks",
+			Description: fmt.Sprintf("Add up to %d tasks in one call (a plan broken into units): each element of tasks takes queue_add's arguments "+
+				"(objective required; inputs, acceptance, max_tool_calls, max_steps, queue, parent_id, max_attempts, metadata, idempotency_key). "+
+				"Every task is checked first: one bad element refuses the whole call, naming tasks[i]. The tasks are stored together (far fewer "+
+				"synced writes than one queue_add each); the result lists each task packet in order, and errors for any that could not be stored.", trellis.MaxAddMany),
+			OutputSchema: outputSchema[trellis.AddManyResult](),
+			Annotations:  &mcp.ToolAnnotations{Title: "Add many bounded tasks", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
+		},
+		params: []param{
+			{name: "tasks", desc: "The tasks to add, in order: objects with queue_add's arguments (objective required)."},
+		},
+		req: []string{"tasks"},
+		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AddManyRequest) (*mcp.CallToolResult, error) {
+			res, err := svc.AddMany(ctx, *in)
+			if err != nil {
+				return nil, fmt.Errorf("queue_add_many: %w", err)
+			}
+			added := 0
+			var b strings.Builder
+			for _, t := range res.Tasks {
+				if t != nil {
+					added++
+					fmt.Fprintf(&b, "- %s (queue %s): %s\n", t.TaskID, t.Queue, t.Objective)
+				}
+			}
+			for _, e := range res.Errors {
+				fmt.Fprintf(&b, "- tasks[%d] not added: %s: %s\n", e.Index, e.Code, e.Message)
+			}
+			text := fmt.Sprintf("Added %d of %d tasks. Claim them with queue_next.\n\n%s", added, len(res.Tasks), b.String())
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: res}, nil
 		},
 	}.register(srv)
 

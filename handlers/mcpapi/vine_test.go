@@ -166,8 +166,8 @@ func TestQueueOnlyServerHasNoVine(t *testing.T) {
 			t.Errorf("queue-only server lists %s", tool.Name)
 		}
 	}
-	if len(res.Tools) != 6 {
-		t.Errorf("queue-only server lists %d tools; want 6", len(res.Tools))
+	if len(res.Tools) != 7 {
+		t.Errorf("queue-only server lists %d tools; want 7", len(res.Tools))
 	}
 	if cs.InitializeResult().Capabilities.Resources != nil || strings.Contains(cs.InitializeResult().Instructions, "vine") {
 		t.Error("queue-only server advertises VINE")

@@ -155,6 +155,15 @@ func (c *Client) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.
 	return c.task(ctx, OpQueueAdd, req)
 }
 
+// AddMany implements trellis.QueueService.
+func (c *Client) AddMany(ctx context.Context, req trellis.AddManyRequest) (*trellis.AddManyResult, error) {
+	var out trellis.AddManyResult
+	if err := c.call(ctx, OpQueueAddMany, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Next implements trellis.QueueService.
 func (c *Client) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
 	return c.task(ctx, OpQueueNext, req)

@@ -52,6 +52,13 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 			}
 			return svc.Add(ctx, req)
 		},
+		OpQueueAddMany: func(ctx context.Context, data []byte) (any, error) {
+			var req trellis.AddManyRequest
+			if err := trellis.DecodeRequest(data, &req); err != nil {
+				return nil, err
+			}
+			return svc.AddMany(ctx, req)
+		},
 		OpQueueNext: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.NextRequest
 			if err := trellis.DecodeRequest(data, &req); err != nil {

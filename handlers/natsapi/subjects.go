@@ -9,6 +9,8 @@ const (
 
 	OpPing      = "ping"
 	OpQueueAdd  = "queue.add"
+	// OpQueueAddMany adds several tasks (trellis.AddManyRequest).
+	OpQueueAddMany = "queue.add_many"
 	OpQueueNext = "queue.next"
 	OpQueueDone = "queue.done"
 	OpQueueFail = "queue.fail"
