@@ -2,8 +2,8 @@ package trellis
 
 import (
 	"context"
-	"fmt"
 	"encoding/base64"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
