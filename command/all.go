@@ -48,7 +48,8 @@ func (r *Runner[S]) RunAll(ctx context.Context, cmds []Independent[S]) []Outcome
 			}
 			continue
 		}
-		env, err := events.NewEnvelope(r.cfg.Now(), d.Type, c.State.ID, c.Actor, r.kind.Schema, d.Payload)
+		st := c.State
+		env, err := r.envelope(ctx, &st, d, c.Actor)
 		if err != nil {
 			out[i] = Outcome[S]{State: c.State, Err: err}
 			continue
@@ -76,8 +77,8 @@ func (r *Runner[S]) RunAll(ctx context.Context, cmds []Independent[S]) []Outcome
 				out[i] = Outcome[S]{State: c.State, Err: fmt.Errorf("fold the appended %s event: %w", p.Envelope.Type, err)}
 				continue
 			}
-			st := State[S]{ID: c.State.ID, Value: next, Seq: res.Seq, Fresh: true}
-			r.cache.put(st.ID, r.clone(next), st.Seq)
+			st := State[S]{ID: c.State.ID, Value: next, Seq: res.Seq, Fresh: true, Head: events.Hash(envs[j])}
+			r.cache.put(st.ID, r.clone(next), st.Seq, st.Head)
 			out[i] = Outcome[S]{State: st}
 		}
 	}

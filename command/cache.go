@@ -20,30 +20,31 @@ type cacheEntry[S any] struct {
 	id    string
 	value S
 	seq   uint64
+	head  string
 }
 
 func newCache[S any](max int) *cache[S] {
 	return &cache[S]{max: max, order: list.New(), items: map[string]*list.Element{}}
 }
 
-func (c *cache[S]) get(id string) (S, uint64, bool) {
+func (c *cache[S]) get(id string) (S, uint64, string, bool) {
 	var zero S
 	if c.max < 0 {
-		return zero, 0, false
+		return zero, 0, "", false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[id]
 	if !ok {
-		return zero, 0, false
+		return zero, 0, "", false
 	}
 	c.order.MoveToFront(el)
 	e := el.Value.(*cacheEntry[S])
-	return e.value, e.seq, true
+	return e.value, e.seq, e.head, true
 }
 
 // put stores a state unless a later one is cached.
-func (c *cache[S]) put(id string, v S, seq uint64) {
+func (c *cache[S]) put(id string, v S, seq uint64, head string) {
 	if c.max < 0 {
 		return
 	}
@@ -54,11 +55,11 @@ func (c *cache[S]) put(id string, v S, seq uint64) {
 		if e.seq > seq {
 			return
 		}
-		e.value, e.seq = v, seq
+		e.value, e.seq, e.head = v, seq, head
 		c.order.MoveToFront(el)
 		return
 	}
-	c.items[id] = c.order.PushFront(&cacheEntry[S]{id: id, value: v, seq: seq})
+	c.items[id] = c.order.PushFront(&cacheEntry[S]{id: id, value: v, seq: seq, head: head})
 	for c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)

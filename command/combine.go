@@ -156,7 +156,12 @@ func (r *Runner[S]) round(ctx context.Context, id string, cmds []*submitted[S], 
 // after the round.
 func (r *Runner[S]) decideRound(ctx context.Context, st State[S], cmds []*submitted[S]) (State[S], bool, error) {
 	for attempt := 1; ; attempt++ {
+		if err := r.learnHead(ctx, &st); err != nil {
+			return st, false, err
+		}
 		cur := st
+		prev := st.Head
+		var heads []string
 		var chain []events.Pending
 		var owners []*submitted[S]
 		var states []S
@@ -179,6 +184,7 @@ func (r *Runner[S]) decideRound(ctx context.Context, st State[S], cmds []*submit
 				s.err = err
 				continue
 			}
+			env.Prev = prev
 			next, err := r.kind.Fold(r.clone(cur.Value), events.Recorded{Envelope: env, Stream: r.kind.Stream, Subject: d.Subject})
 			if err != nil {
 				s.err = fmt.Errorf("fold the decided %s event: %w", d.Type, err)
@@ -191,6 +197,8 @@ func (r *Runner[S]) decideRound(ctx context.Context, st State[S], cmds []*submit
 			chain = append(chain, events.Pending{Subject: d.Subject, Envelope: env, Expect: events.Expect{Filter: filter, LastSeq: st.Seq}, MsgID: d.MsgID, Header: d.Header})
 			owners = append(owners, s)
 			states = append(states, next)
+			prev = events.Hash(env)
+			heads = append(heads, prev)
 			cur.Value = next
 		}
 		if refusedStale {
@@ -223,10 +231,10 @@ func (r *Runner[S]) decideRound(ctx context.Context, st State[S], cmds []*submit
 			return st, false, err
 		}
 		for i, s := range owners {
-			s.st = State[S]{ID: st.ID, Value: states[i], Seq: acks[i].Seq, Fresh: true}
+			s.st = State[S]{ID: st.ID, Value: states[i], Seq: acks[i].Seq, Fresh: true, Head: heads[i]}
 		}
-		out := State[S]{ID: st.ID, Value: states[len(states)-1], Seq: acks[len(acks)-1].Seq, Fresh: true}
-		r.cache.put(st.ID, r.clone(out.Value), out.Seq)
+		out := State[S]{ID: st.ID, Value: states[len(states)-1], Seq: acks[len(acks)-1].Seq, Fresh: true, Head: heads[len(heads)-1]}
+		r.cache.put(st.ID, r.clone(out.Value), out.Seq, out.Head)
 		return out, true, nil
 	}
 }

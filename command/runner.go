@@ -61,6 +61,10 @@ type State[S any] struct {
 	// Fresh is true when Value was folded from the log by this command;
 	// false when it came from a cache or a message and may be behind.
 	Fresh bool
+	// Head is the events.Hash of the aggregate's last event ("" when it
+	// has none, or when the state was built from a message): the next
+	// event's Prev.
+	Head string
 }
 
 // Exists reports whether the aggregate has any event.
@@ -180,11 +184,11 @@ func (r *Runner[S]) Lock(id string) func() { return r.locks.lock(id) }
 // Cached returns the state this process cached for the aggregate, if any
 // (not fresh: the log may have moved on).
 func (r *Runner[S]) Cached(id string) (State[S], bool) {
-	v, seq, ok := r.cache.get(id)
+	v, seq, head, ok := r.cache.get(id)
 	if !ok {
 		return State[S]{ID: id}, false
 	}
-	return State[S]{ID: id, Value: r.clone(v), Seq: seq}, true
+	return State[S]{ID: id, Value: r.clone(v), Seq: seq, Head: head}, true
 }
 
 // Current returns the aggregate's state: the cached one when this process
@@ -200,10 +204,7 @@ func (r *Runner[S]) Current(ctx context.Context, id string) (State[S], error) {
 // Load returns the aggregate's state folded from the log. A cached state
 // is caught up with the events after it; otherwise every event is read.
 func (r *Runner[S]) Load(ctx context.Context, id string) (State[S], error) {
-	st := State[S]{ID: id}
-	if v, seq, ok := r.cache.get(id); ok {
-		st.Value, st.Seq = r.clone(v), seq
-	}
+	st, _ := r.Cached(id)
 	return r.catchUp(ctx, st)
 }
 
@@ -218,11 +219,14 @@ func (r *Runner[S]) catchUp(ctx context.Context, st State[S]) (State[S], error) 
 		if v, err = r.kind.Fold(v, rec); err != nil {
 			return st, fmt.Errorf("fold %s %s at #%d: %w", r.kind.Name, st.ID, rec.Seq, err)
 		}
-		st.Seq = rec.Seq
+		st.Seq, st.Head = rec.Seq, events.Hash(rec.Envelope)
+	}
+	if err := r.learnHead(ctx, &st); err != nil {
+		return st, err
 	}
 	st.Value, st.Fresh = v, true
 	if st.Seq > 0 {
-		r.cache.put(st.ID, r.clone(v), st.Seq)
+		r.cache.put(st.ID, r.clone(v), st.Seq, st.Head)
 	}
 	return st, nil
 }
@@ -235,7 +239,7 @@ func (r *Runner[S]) Forget(id string) { r.cache.drop(id) }
 // from a dispatch message), so a later command starts from it.
 func (r *Runner[S]) Remember(st State[S]) {
 	if st.Seq > 0 {
-		r.cache.put(st.ID, r.clone(st.Value), st.Seq)
+		r.cache.put(st.ID, r.clone(st.Value), st.Seq, st.Head)
 	}
 }
 
@@ -258,7 +262,7 @@ func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide f
 			}
 			continue
 		}
-		env, err := events.NewEnvelope(r.cfg.Now(), d.Type, st.ID, actor, r.kind.Schema, d.Payload)
+		env, err := r.envelope(ctx, &st, d, actor)
 		if err != nil {
 			return st, err
 		}
@@ -292,10 +296,35 @@ func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide f
 		if err != nil {
 			return st, fmt.Errorf("fold the appended %s event: %w", d.Type, err)
 		}
-		out := State[S]{ID: st.ID, Value: next, Seq: ack.Seq, Fresh: true}
-		r.cache.put(st.ID, r.clone(next), ack.Seq)
+		out := State[S]{ID: st.ID, Value: next, Seq: ack.Seq, Fresh: true, Head: events.Hash(env)}
+		r.cache.put(st.ID, r.clone(next), ack.Seq, out.Head)
 		return out, nil
 	}
+}
+
+// envelope builds the event of decision d on st, chained to the
+// aggregate's previous event (learning its hash when st came without it).
+func (r *Runner[S]) envelope(ctx context.Context, st *State[S], d Decision, actor string) (events.Envelope, error) {
+	if err := r.learnHead(ctx, st); err != nil {
+		return events.Envelope{}, err
+	}
+	env, err := events.NewEnvelope(r.cfg.Now(), d.Type, st.ID, actor, r.kind.Schema, d.Payload)
+	env.Prev = st.Head
+	return env, err
+}
+
+// learnHead reads the hash of the aggregate's last event when st came
+// without it (a state built from a message).
+func (r *Runner[S]) learnHead(ctx context.Context, st *State[S]) error {
+	if st.Seq == 0 || st.Head != "" {
+		return nil
+	}
+	rec, err := r.store.Get(ctx, r.kind.Stream, st.Seq)
+	if err != nil {
+		return fmt.Errorf("%s %s: read the event to chain to: %w", r.kind.Name, st.ID, err)
+	}
+	st.Head = events.Hash(rec.Envelope)
+	return nil
 }
 
 // Do runs a command on the aggregate's current state (see Current and

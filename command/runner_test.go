@@ -287,3 +287,63 @@ func TestRunnerFoldError(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Every event the runner appends names the hash of its aggregate's
+// previous event, whether the state came from the log, the cache, another
+// process, a round of combined commands or RunAll.
+func TestRunnerChainsEvents(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := ctxT(t)
+	ra := command.New(b.Store, counterKind, command.Config{})
+	rb := command.New(b.Store, counterKind, command.Config{})
+	id := newID()
+	incOne := func(counter) (command.Decision, error) { return inc(id, 1), nil }
+	for _, r := range []*command.Runner[counter]{ra, rb, ra, rb} {
+		if _, err := r.Do(ctx, id, "a", incOne); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := ra.Submit(ctx, id, command.Command[counter]{Actor: "s", Decide: incOne}, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	st, err := rb.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rb.Run(ctx, command.State[counter]{ID: id, Value: st.Value, Seq: st.Seq}, "m", incOne); err != nil {
+		t.Fatal(err) // a state without its head (as from a message)
+	}
+	other := newID()
+	outs := rb.RunAll(ctx, []command.Independent[counter]{
+		{State: command.State[counter]{ID: id, Value: st.Value, Seq: st.Seq, Fresh: true}, Decide: incOne},
+		{State: command.State[counter]{ID: other, Fresh: true}, Decide: func(counter) (command.Decision, error) { return inc(other, 1), nil }},
+	})
+	for _, o := range outs {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+	}
+	recs, _, err := b.Store.Load(ctx, events.StreamTasks, counterKind.Filter(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 12 {
+		t.Fatalf("%d events; want 12", len(recs))
+	}
+	prev := ""
+	for i, r := range recs {
+		if r.Prev != prev {
+			t.Fatalf("event %d (#%d) names previous %q; want %q", i, r.Seq, r.Prev, prev)
+		}
+		prev = events.Hash(r.Envelope)
+	}
+}

@@ -14,19 +14,36 @@ import (
 // JetStream message; ID is also sent as Nats-Msg-Id so a retried append is
 // stored once.
 type Envelope struct {
-	ID            string          `json:"id"`
-	Type          string          `json:"type"`
-	AggregateID   string          `json:"aggregate_id"`
-	Time          time.Time       `json:"time"`
-	Actor         string          `json:"actor,omitempty"`
-	CausationID   string          `json:"causation_id,omitempty"`
-	CorrelationID string          `json:"correlation_id,omitempty"`
-	Schema        int             `json:"schema"`
-	Payload       json.RawMessage `json:"payload"`
+	ID            string    `json:"id"`
+	Type          string    `json:"type"`
+	AggregateID   string    `json:"aggregate_id"`
+	Time          time.Time `json:"time"`
+	Actor         string    `json:"actor,omitempty"`
+	CausationID   string    `json:"causation_id,omitempty"`
+	CorrelationID string    `json:"correlation_id,omitempty"`
+	Schema        int       `json:"schema"`
+	// Prev is the Hash of the aggregate's previous event ("" for its
+	// first): the events of an aggregate form a hash chain, so a removed,
+	// altered or reordered event is detected (trellis audit verify). Set by
+	// the command runner, which knows the previous event.
+	Prev    string          `json:"prev,omitempty"`
+	Payload json.RawMessage `json:"payload"`
 	// PayloadRef names the payload in the blob bucket when it was too
 	// large for one message (Payload is then null on the stream; the
 	// Store's reads fill it in).
 	PayloadRef *BlobRef `json:"payload_ref,omitempty"`
+}
+
+// Hash is the event's hash for the chain: "sha256-" + the hex SHA-256 of
+// its JSON encoding with the payload inline (never the blob reference), so
+// it is the same whether the payload was stored in the message or apart.
+func Hash(e Envelope) string {
+	e.PayloadRef = nil
+	data, err := json.Marshal(e)
+	if err != nil {
+		return ""
+	}
+	return blobDigest(data)
 }
 
 // Recorded is an envelope as stored: with its stream, subject and sequence.
