@@ -77,17 +77,15 @@ func TestMemoryCachesEvict(t *testing.T) {
 	b := eventstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m := NewMemory(b.Store, func(context.Context, string) (string, error) {
+	m := newMemory(b.Store, func(context.Context, string) (string, error) {
 		return "", trellis.Errorf(trellis.CodeNotFound, "no ids here")
-	})
-	m.tasks = newLRU[string](1, func(e *taskEntry) bool { return busy(&e.mu) })
-	m.scopes = newLRU[string](1, func(e *scopeEntry) bool { return busy(&e.mu) })
+	}, 1, 1)
 	for _, name := range []string{"first", "second"} {
 		if _, err := m.TaskCreate(ctx, trellis.TaskCreateRequest{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := m.tasks.len(); n != 1 {
+	if n := m.tasks.CacheLen(); n != 1 {
 		t.Fatalf("task cache holds %d", n)
 	}
 	if _, err := m.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "first"}); trellis.ErrorCode(err) != trellis.CodeConflict {
@@ -101,7 +99,7 @@ func TestMemoryCachesEvict(t *testing.T) {
 		if _, err := m.Observe(ctx, trellis.ObserveRequest{Branch: branch, Session: "s1", Type: "insight", Text: "note " + branch + string(rune('a'+i))}); err != nil {
 			t.Fatalf("observe %d on %s: %v", i, branch, err)
 		}
-		if n := m.scopes.len(); n != 1 {
+		if n := m.scopes.CacheLen(); n != 1 {
 			t.Fatalf("scope cache holds %d", n)
 		}
 	}

@@ -14,70 +14,39 @@ import (
 
 // lockScope locks a memory scope's aggregate and catches it up.
 func (m *Memory) lockScope(ctx context.Context, scope string) (*scopeEntry, error) {
-	m.mu.Lock()
-	e, ok := m.scopes.get(scope)
-	if !ok {
-		e = &scopeEntry{m: events.NewMemoryState(scope)}
-		m.scopes.put(scope, e)
-	}
-	m.mu.Unlock()
-	e.mu.Lock()
-	if err := m.catchUpScope(ctx, e); err != nil {
-		e.mu.Unlock()
-		return nil, err
-	}
-	return e, nil
-}
-
-func (m *Memory) catchUpScope(ctx context.Context, e *scopeEntry) error {
-	recs, _, err := m.store.LoadFrom(ctx, events.StreamMemory, events.MemoryFilter(e.m.Scope), e.seq+1)
+	unlock := m.scopes.Lock(scope)
+	st, err := m.scopes.Load(ctx, scope)
 	if err != nil {
-		return command.StoreError("load memory", err)
+		unlock()
+		return nil, command.StoreError("load memory "+scope, err)
 	}
-	for _, r := range recs {
-		if err := events.ApplyMemory(e.m, r); err != nil {
-			return trellis.Errorf(trellis.CodeInternal, "fold memory %s: %w", e.m.Scope, err)
-		}
-		e.seq = r.Seq
+	if st.Value == nil {
+		st.Value = events.NewMemoryState(scope)
 	}
-	return nil
+	return &scopeEntry{m: st.Value, st: st, unlock: unlock}, nil
 }
 
 // appendScope appends a memory event with the scope's expected last
-// sequence; on a lost race it catches up and asks decide again.
+// sequence; on a lost race the command runner catches up and asks decide
+// again.
 func (m *Memory) appendScope(ctx context.Context, e *scopeEntry, typ, actor string, decide func() (any, error)) error {
-	for attempt := 0; ; attempt++ {
+	st, err := m.scopes.Run(ctx, e.st, actor, func(*events.MemoryState) (command.Decision, error) {
 		payload, err := decide()
 		if err != nil {
-			return err
+			return command.Decision{}, err
 		}
-		env, err := events.NewEnvelope(m.now(), typ, e.m.Scope, actor, events.MemorySchema, payload)
-		if err != nil {
-			return err
-		}
-		subject := events.MemorySubject(e.m.Scope, typ)
-		ack, err := m.store.Append(ctx, subject, env, events.Expect{Filter: events.MemoryFilter(e.m.Scope), LastSeq: e.seq}, "")
-		if errors.Is(err, events.ErrPayloadTooLarge) {
-			return trellis.Errorf(trellis.CodeInvalid, "the %s event is too large for one message: consolidate more often", typ)
-		}
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			if attempt+1 >= 64 {
-				return trellis.Errorf(trellis.CodeConflict, "memory %s keeps changing concurrently; try again", e.m.Scope)
-			}
-			if err := m.catchUpScope(ctx, e); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return command.StoreError("append "+typ, err)
-		}
-		if err := events.ApplyMemory(e.m, events.Recorded{Envelope: env, Stream: events.StreamMemory, Subject: subject, Seq: ack.Seq}); err != nil {
-			return err
-		}
-		e.seq = ack.Seq
-		return nil
+		return command.Decision{Subject: events.MemorySubject(e.m.Scope, typ), Type: typ, Payload: payload}, nil
+	})
+	switch {
+	case errors.Is(err, events.ErrPayloadTooLarge):
+		return trellis.Errorf(trellis.CodeInvalid, "the %s event is too large to record: consolidate more often", typ)
+	case errors.Is(err, command.ErrConflict):
+		return trellis.Errorf(trellis.CodeConflict, "memory %s keeps changing concurrently; try again", e.m.Scope)
+	case err != nil:
+		return command.StoreError("append "+typ, err)
 	}
+	e.st, e.m = st, st.Value
+	return nil
 }
 
 // Observe records an observation on a branch, or on an agent's branch of
@@ -97,7 +66,7 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 		}
 		a, ok := te.t.Agent(req.Agent)
 		name, tid := te.t.Name, te.t.TaskID
-		te.mu.Unlock()
+		te.unlock()
 		if !ok {
 			return nil, trellis.Errorf(trellis.CodeNotFound, "agent %s has not joined task %s (join it first)", req.Agent, name)
 		}
@@ -110,7 +79,7 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 	if err != nil {
 		return nil, err
 	}
-	defer e.mu.Unlock()
+	defer e.unlock()
 	p := events.ObservedPayload{ObservationID: "obs_" + events.NewID(m.now()), Branch: branch, Session: req.Session,
 		Type: req.Type, Text: req.Text, TaskID: taskID, AgentID: agent}
 	if err := m.appendScope(ctx, e, events.MemoryObserved, agentOr(agent), func() (any, error) { return p, nil }); err != nil {
@@ -271,7 +240,7 @@ func (m *Memory) CompleteAgent(ctx context.Context, req trellis.TaskAgentRequest
 	if err != nil {
 		return nil, err
 	}
-	defer te.mu.Unlock()
+	defer te.unlock()
 	a, ok := te.t.Agent(req.Agent)
 	if !ok {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "agent %s has not joined task %s", req.Agent, te.t.Name)
@@ -283,7 +252,7 @@ func (m *Memory) CompleteAgent(ctx context.Context, req trellis.TaskAgentRequest
 	if err != nil {
 		return nil, err
 	}
-	defer se.mu.Unlock()
+	defer se.unlock()
 	runs, err := m.sessionRuns(ctx, se, events.AgentBranch(te.t.Name, req.Agent), nil, req.Agent)
 	if err != nil {
 		return runs, err
@@ -323,7 +292,7 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 	if err != nil {
 		return nil, err
 	}
-	defer te.mu.Unlock()
+	defer te.unlock()
 	if markComplete && !req.Force {
 		// Decided on the task as the log has it (openTask caught it up),
 		// under the task's lock.
@@ -349,7 +318,7 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 			durableFacts[id] = &c
 		}
 	}
-	se.mu.Unlock()
+	se.unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +355,7 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 				len(incoming), te.t.Branch, te.t.ParentBranch, len(merge.Created), len(merge.Updated), len(merge.Deduplicated))
 			return merge, nil
 		})
-		pe.mu.Unlock()
+		pe.unlock()
 		if err != nil {
 			return runs, err
 		}
@@ -421,11 +390,11 @@ func (m *Memory) ConsolidateSession(ctx context.Context, session string, scopes 
 			r, err := m.sessionRuns(ctx, e, b, map[string]bool{session: true}, "trellis")
 			runs = append(runs, r...)
 			if err != nil {
-				e.mu.Unlock()
+				e.unlock()
 				return runs, err
 			}
 		}
-		e.mu.Unlock()
+		e.unlock()
 	}
 	return runs, nil
 }

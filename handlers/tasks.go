@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/trellis/trellis"
@@ -22,29 +21,73 @@ type Memory struct {
 	now     func() time.Time
 	resolve func(ctx context.Context, taskID string) (string, error)
 
-	mu     sync.Mutex
-	tasks  *lru[string, *taskEntry]  // at most AgentTaskCacheSize idle tasks
-	scopes *lru[string, *scopeEntry] // at most MemoryScopeCacheSize idle scopes
+	tasks  *command.Runner[*events.AgentTask]   // at most AgentTaskCacheSize cached
+	scopes *command.Runner[*events.MemoryState] // at most MemoryScopeCacheSize cached
 }
 
+// taskEntry is an agent task locked for a command: its state and the
+// unlock.
 type taskEntry struct {
-	mu  sync.Mutex
-	t   *events.AgentTask
-	seq uint64
+	t      *events.AgentTask
+	st     command.State[*events.AgentTask]
+	unlock func()
 }
 
+// scopeEntry is a memory scope locked for a command.
 type scopeEntry struct {
-	mu  sync.Mutex
-	m   *events.MemoryState
-	seq uint64
+	m      *events.MemoryState
+	st     command.State[*events.MemoryState]
+	unlock func()
+}
+
+// agentTaskKind is an agent task: every event of trellis.tasks.<name>.
+// The fold changes the state it is given; commands hold the task's lock.
+var agentTaskKind = command.Kind[*events.AgentTask]{
+	Name:   "agent task",
+	Stream: events.StreamTasks,
+	Filter: events.TaskNameFilter,
+	Fold:   events.ApplyAgentTask,
+	Clone: func(t *events.AgentTask) *events.AgentTask {
+		if t == nil {
+			return nil
+		}
+		return cloneTask(t)
+	},
+	Schema: events.TasksSchema,
+}
+
+// scopeKind is a memory scope: every event of trellis.memory.<scope>. Its
+// state (observations and facts) is large, so the fold changes it in
+// place: every command holds the scope's lock, and commands on a scope
+// are never combined (command.Runner.Submit).
+var scopeKind = command.Kind[*events.MemoryState]{
+	Name:   "memory scope",
+	Stream: events.StreamMemory,
+	Filter: events.MemoryFilter,
+	Fold: func(m *events.MemoryState, rec events.Recorded) (*events.MemoryState, error) {
+		if m == nil {
+			m = events.NewMemoryState(rec.AggregateID)
+		}
+		return m, events.ApplyMemory(m, rec)
+	},
+	Schema: events.MemorySchema,
 }
 
 // NewMemory returns the memory command handler. resolve maps a task id to
 // its name (the task views projection).
 func NewMemory(store *events.Store, resolve func(ctx context.Context, taskID string) (string, error)) *Memory {
-	return &Memory{store: store, now: time.Now, resolve: resolve,
-		tasks:  newLRU[string](AgentTaskCacheSize, func(e *taskEntry) bool { return busy(&e.mu) }),
-		scopes: newLRU[string](MemoryScopeCacheSize, func(e *scopeEntry) bool { return busy(&e.mu) })}
+	return newMemory(store, resolve, AgentTaskCacheSize, MemoryScopeCacheSize)
+}
+
+// newMemory is NewMemory with the cache bounds.
+func newMemory(store *events.Store, resolve func(ctx context.Context, taskID string) (string, error), taskCache, scopeCache int) *Memory {
+	m := &Memory{store: store, now: time.Now, resolve: resolve}
+	now := func() time.Time { return m.now() }
+	// A task command that loses a race to another process is a conflict
+	// for the caller to retry (its checks were made on the older state).
+	m.tasks = command.New(store, agentTaskKind, command.Config{MaxAttempts: 1, CacheSize: taskCache, Now: now})
+	m.scopes = command.New(store, scopeKind, command.Config{MaxAttempts: 64, CacheSize: scopeCache, Now: now})
+	return m
 }
 
 // taskName resolves a task given by name or id.
@@ -63,28 +106,13 @@ func (m *Memory) taskName(ctx context.Context, task string) (string, error) {
 
 // lockTask locks a task name's aggregate and catches it up.
 func (m *Memory) lockTask(ctx context.Context, name string) (*taskEntry, error) {
-	m.mu.Lock()
-	e, ok := m.tasks.get(name)
-	if !ok {
-		e = &taskEntry{}
-		m.tasks.put(name, e)
-	}
-	m.mu.Unlock()
-	e.mu.Lock()
-	recs, _, err := m.store.LoadFrom(ctx, events.StreamTasks, events.TaskNameFilter(name), e.seq+1)
+	unlock := m.tasks.Lock(name)
+	st, err := m.tasks.Load(ctx, name)
 	if err != nil {
-		e.mu.Unlock()
-		return nil, command.StoreError("load task", err)
+		unlock()
+		return nil, command.StoreError("load task "+name, err)
 	}
-	for _, r := range recs {
-		t, err := events.ApplyAgentTask(e.t, r)
-		if err != nil {
-			e.mu.Unlock()
-			return nil, trellis.Errorf(trellis.CodeInternal, "fold task %s: %w", name, err)
-		}
-		e.t, e.seq = t, r.Seq
-	}
-	return e, nil
+	return &taskEntry{t: st.Value, st: st, unlock: unlock}, nil
 }
 
 // openTask locks the open task of a name (or id).
@@ -98,11 +126,11 @@ func (m *Memory) openTask(ctx context.Context, task string) (*taskEntry, error) 
 		return nil, err
 	}
 	if e.t == nil {
-		e.mu.Unlock()
+		e.unlock()
 		return nil, trellis.Errorf(trellis.CodeNotFound, "no task %q", task)
 	}
 	if e.t.Status != events.AgentTaskOpen {
-		e.mu.Unlock()
+		e.unlock()
 		return nil, trellis.Errorf(trellis.CodeConflict, "task %s (%s) is %s", e.t.Name, e.t.TaskID, e.t.Status)
 	}
 	return e, nil
@@ -110,23 +138,16 @@ func (m *Memory) openTask(ctx context.Context, task string) (*taskEntry, error) 
 
 // appendTask appends an event to a task name's aggregate and folds it.
 func (m *Memory) appendTask(ctx context.Context, e *taskEntry, name, typ, actor string, payload any) error {
-	env, err := events.NewEnvelope(m.now(), typ, name, actor, events.TasksSchema, payload)
-	if err != nil {
-		return err
-	}
-	subject := events.TasksSubject(name, typ)
-	ack, err := m.store.Append(ctx, subject, env, events.Expect{Filter: events.TaskNameFilter(name), LastSeq: e.seq}, "")
-	if errors.Is(err, events.ErrWrongLastSequence) {
+	st, err := m.tasks.Run(ctx, e.st, actor, func(*events.AgentTask) (command.Decision, error) {
+		return command.Decision{Subject: events.TasksSubject(name, typ), Type: typ, Payload: payload}, nil
+	})
+	if errors.Is(err, command.ErrConflict) {
 		return trellis.Errorf(trellis.CodeConflict, "task %s changed concurrently; try again", name)
 	}
 	if err != nil {
 		return command.StoreError("append "+typ, err)
 	}
-	t, err := events.ApplyAgentTask(e.t, events.Recorded{Envelope: env, Stream: events.StreamTasks, Subject: subject, Seq: ack.Seq})
-	if err != nil {
-		return err
-	}
-	e.t, e.seq = t, ack.Seq
+	e.st, e.t = st, st.Value
 	return nil
 }
 
@@ -139,7 +160,7 @@ func (m *Memory) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if e.t != nil && e.t.Status == events.AgentTaskOpen {
 		return nil, trellis.Errorf(trellis.CodeConflict, "a task named %q is already open (task_id %s); names are unique among open tasks", req.Name, e.t.TaskID)
 	}
@@ -165,7 +186,7 @@ func (m *Memory) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*tr
 	if err != nil {
 		return nil, err
 	}
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if _, ok := e.t.Agent(req.Agent); ok {
 		return nil, trellis.Errorf(trellis.CodeConflict, "agent %s already joined task %s", req.Agent, e.t.Name)
 	}
@@ -206,7 +227,7 @@ func (m *Memory) TaskObjective(ctx context.Context, req trellis.TaskObjectiveReq
 	if err != nil {
 		return nil, err
 	}
-	defer e.mu.Unlock()
+	defer e.unlock()
 	o, ok := e.t.Objective(req.ObjectiveID)
 	if !ok {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "task %s has no objective %q", e.t.Name, req.ObjectiveID)
@@ -242,7 +263,7 @@ func (m *Memory) Task(ctx context.Context, task string) (*events.AgentTask, erro
 	if err != nil {
 		return nil, err
 	}
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if e.t == nil {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "no task %q", task)
 	}
