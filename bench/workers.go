@@ -24,33 +24,55 @@ type WorkersConfig struct {
 	Tasks int
 	// Levels are the handler concurrencies measured (default 1, 4, 8, 32).
 	Levels []int
+	// AddBatch is how many tasks a producer adds per call (AddMany);
+	// 1 adds them one by one (default 100).
+	AddBatch int
 }
 
 // WorkersRow is one concurrency level's result.
 type WorkersRow struct {
-	Concurrency   int     `json:"concurrency"`
-	RawPerSec     float64 `json:"raw_workqueue_per_sec"`
-	TrellisPerSec float64 `json:"trellis_per_sec"`
-	Ratio         float64 `json:"ratio"`
-	ClaimP50Ms    float64 `json:"claim_latency_p50_ms"`
-	ClaimP99Ms    float64 `json:"claim_latency_p99_ms"`
+	Concurrency   int                     `json:"concurrency"`
+	RawPerSec     float64                 `json:"raw_workqueue_per_sec"`
+	TrellisPerSec float64                 `json:"trellis_per_sec"`
+	Ratio         float64                 `json:"ratio"`
+	AppendRatio   float64                 `json:"ratio_to_raw_append"`
+	ClaimP50Ms    float64                 `json:"claim_latency_p50_ms"`
+	ClaimP99Ms    float64                 `json:"claim_latency_p99_ms"`
+	Commit        events.GroupCommitStats `json:"group_commit"`
 }
 
 // WorkersReport is the result of RunWorkers.
 type WorkersReport struct {
-	Tasks int          `json:"tasks"`
-	Rows  []WorkersRow `json:"rows"`
+	Tasks           int          `json:"tasks"`
+	AddBatch        int          `json:"add_batch"`
+	RawAppendPerSec float64      `json:"raw_checked_append_per_sec"`
+	Rows            []WorkersRow `json:"rows"`
 }
 
 // Print writes the report as a table.
 func (r *WorkersReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "worker pools end to end: %d tasks per level, no-op handler, same embedded server, file storage\n", r.Tasks)
-	fmt.Fprintf(w, "  %-11s %14s %14s %7s %10s %10s\n", "concurrency", "raw WQ /s", "Trellis /s", "ratio", "claim p50", "claim p99")
+	fmt.Fprintf(w, "  raw JetStream checked append (8 publishers, one message each): %.0f /s\n", r.RawAppendPerSec)
+	fmt.Fprintf(w, "  %-11s %12s %12s %9s %9s %10s %10s %18s\n", "concurrency", "raw WQ /s", "Trellis /s", "/raw WQ", "/append", "claim p50", "claim p99", "writes (batches)")
 	for _, row := range r.Rows {
-		fmt.Fprintf(w, "  %-11d %14.0f %14.0f %7.2f %8.2fms %8.2fms\n", row.Concurrency, row.RawPerSec, row.TrellisPerSec, row.Ratio, row.ClaimP50Ms, row.ClaimP99Ms)
+		c := row.Commit
+		fmt.Fprintf(w, "  %-11d %12.0f %12.0f %9.2f %9.2f %8.2fms %8.2fms %9d (%d of %.0f)\n", row.Concurrency, row.RawPerSec, row.TrellisPerSec, row.Ratio, row.AppendRatio,
+			row.ClaimP50Ms, row.ClaimP99Ms, c.Singles+c.Batches, c.Batches, avg(c.BatchedEvents, c.Batches))
 	}
 	fmt.Fprintln(w, "  raw WQ: N goroutines each doing publish -> fetch 1 -> ack on a work-queue stream (one synced write per task)")
-	fmt.Fprintln(w, "  Trellis: N producers add tasks while a pool of N runs them: add, claim and done are checked appends (three synced writes per task)")
+	if r.AddBatch > 1 {
+		fmt.Fprintf(w, "  Trellis: N producers add tasks (%d per AddMany call) while a pool of N runs them; add, claim and done are checked appends, committed through the group commit\n", r.AddBatch)
+	} else {
+		fmt.Fprintln(w, "  Trellis: N producers add tasks one by one while a pool of N runs them; add, claim and done are checked appends, committed through the group commit")
+	}
+	fmt.Fprintln(w, "  /append: Trellis tasks/s over the raw single-append rate; writes: synced writes the store made (single appends + atomic batches, of average size)")
+}
+
+func avg(n, d uint64) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
 }
 
 // RunWorkers measures, per concurrency level, the raw work-queue consume
@@ -62,19 +84,33 @@ func RunWorkers(ctx context.Context, store *events.Store, cfg WorkersConfig) (*W
 	if len(cfg.Levels) == 0 {
 		cfg.Levels = []int{1, 4, 8, 32}
 	}
-	rep := &WorkersReport{Tasks: cfg.Tasks}
+	if cfg.AddBatch <= 0 {
+		cfg.AddBatch = 100
+	}
+	rep := &WorkersReport{Tasks: cfg.Tasks, AddBatch: cfg.AddBatch}
+	var err error
+	if rep.RawAppendPerSec, err = rawCheckedAppend(ctx, store, QueueConfig{Tasks: cfg.Tasks, Workers: 8}); err != nil {
+		return nil, fmt.Errorf("raw append: %w", err)
+	}
 	for _, c := range cfg.Levels {
 		raw, err := rawRoundTrip(ctx, store, cfg.Tasks, c)
 		if err != nil {
 			return nil, fmt.Errorf("raw work queue at %d: %w", c, err)
 		}
-		row, err := poolRun(ctx, store, cfg.Tasks, c)
+		before := store.GroupCommitStats()
+		row, err := poolRun(ctx, store, cfg.Tasks, c, cfg.AddBatch)
 		if err != nil {
 			return nil, fmt.Errorf("worker pool at %d: %w", c, err)
 		}
+		after := store.GroupCommitStats()
+		row.Commit = events.GroupCommitStats{Batches: after.Batches - before.Batches, BatchedEvents: after.BatchedEvents - before.BatchedEvents,
+			Singles: after.Singles - before.Singles, Fallbacks: after.Fallbacks - before.Fallbacks}
 		row.RawPerSec = raw
 		if raw > 0 {
 			row.Ratio = row.TrellisPerSec / raw
+		}
+		if rep.RawAppendPerSec > 0 {
+			row.AppendRatio = row.TrellisPerSec / rep.RawAppendPerSec
 		}
 		rep.Rows = append(rep.Rows, *row)
 	}
@@ -89,7 +125,7 @@ func rawRoundTrip(ctx context.Context, store *events.Store, n, c int) (float64, 
 
 // poolRun times n tasks end to end: c producers add them while a pool of
 // c no-op handlers claims and finishes them, until all are done.
-func poolRun(ctx context.Context, store *events.Store, n, c int) (*WorkersRow, error) {
+func poolRun(ctx context.Context, store *events.Store, n, c, addBatch int) (*WorkersRow, error) {
 	queue := "wbench-" + strconv.Itoa(c) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	q := taskqueue.New(store, taskqueue.Config{})
 	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
@@ -112,8 +148,25 @@ func poolRun(ctx context.Context, store *events.Store, n, c int) (*WorkersRow, e
 	go func() { _ = pool.Run(runCtx); close(finished) }()
 	addErr := make(chan error, 1)
 	go func() {
-		_, err := parallel(c, n, func(_, _ int) error {
-			_, err := q.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "noop"})
+		if addBatch <= 1 {
+			_, err := parallel(c, n, func(_, _ int) error {
+				_, err := q.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "noop"})
+				return err
+			})
+			addErr <- err
+			return
+		}
+		calls := (n + addBatch - 1) / addBatch
+		_, err := parallel(c, calls, func(_, i int) error {
+			size := min(addBatch, n-i*addBatch)
+			reqs := make([]trellis.AddTaskRequest, size)
+			for j := range reqs {
+				reqs[j] = trellis.AddTaskRequest{Queue: queue, Objective: "noop"}
+			}
+			res, err := q.AddMany(ctx, trellis.AddManyRequest{Tasks: reqs})
+			if err == nil && len(res.Errors) > 0 {
+				err = fmt.Errorf("add many: %s", res.Errors[0].Message)
+			}
 			return err
 		})
 		addErr <- err

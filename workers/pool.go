@@ -98,6 +98,8 @@ type Pool struct {
 	// nanoseconds: every pool of a queue shares it, and another pool may
 	// change it, so heartbeats follow it rather than cfg.Lease.
 	ackWait atomic.Int64
+	// recording bounds the outcomes being recorded in the background.
+	recording chan struct{}
 }
 
 // New returns a pool; Run starts it.
@@ -115,7 +117,8 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 	if cfg.Lease > 0 && cfg.Heartbeat >= cfg.Lease {
 		return nil, trellis.FieldError("heartbeat", "must be shorter than the lease (%s), got %s", cfg.Lease, cfg.Heartbeat)
 	}
-	return &Pool{queue: queue, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker)}, nil
+	return &Pool{queue: queue, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker),
+		recording: make(chan struct{}, cfg.Concurrency)}, nil
 }
 
 // Run claims and runs tasks until ctx ends, then drains: no new claims,
@@ -206,7 +209,7 @@ func (p *Pool) fetch(ctx, work context.Context, cons jetstream.Consumer, wg *syn
 			go func() {
 				defer wg.Done()
 				defer func() { free <- slot }()
-				p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot))
+				p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
 			}()
 		}
 		for _, s := range slots[used:] {
@@ -267,7 +270,14 @@ func (p *Pool) heartbeatEvery() time.Duration {
 // Each claim and each outcome (done, failed, retry scheduled, dead,
 // released) is logged on one line with the task id, the attempt and the
 // claimant.
-func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
+//
+// The slot is free again as soon as the handler returns: recording the
+// outcome (a checked append, then the acknowledgement that ends the lease)
+// runs in the background, as River's completer does, so a slot's next
+// claim does not wait for its last finish; the lease is heartbeated until
+// the outcome is recorded. At most Concurrency outcomes are being recorded
+// at once (a slot waits for room), and a drain waits for all of them.
+func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg *sync.WaitGroup) {
 	start := time.Now()
 	task, err := p.queue.ClaimDispatched(ctx, msg, worker, true)
 	if err != nil {
@@ -283,7 +293,6 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
 	m.Claimed.WithLabelValues(q).Inc()
 	m.ClaimLatency.WithLabelValues(q).Observe(time.Since(start).Seconds())
 	m.InFlight.WithLabelValues(q).Inc()
-	defer m.InFlight.WithLabelValues(q).Dec()
 
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	go p.heartbeat(hbCtx, msg, log)
@@ -292,11 +301,24 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
 	cp, herr := p.run(ctx, task, progress)
 	took := time.Since(runStart)
 	m.HandlerDuration.WithLabelValues(q).Observe(took.Seconds())
+	p.recording <- struct{}{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() { <-p.recording }()
+		defer m.InFlight.WithLabelValues(q).Dec()
+		defer stopHB()
+		p.record(ctx, msg, task, worker, cp, herr, progress.Usage(), log.With("took", took.Round(time.Millisecond)))
+	}()
+}
+
+// record records the outcome of one run (see handle) and ends its lease.
+func (p *Pool) record(work context.Context, msg jetstream.Msg, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, log *slog.Logger) {
+	m, q := p.cfg.Metrics, p.cfg.Queue
 	// Finishing must not be cut short by the drain: it has its own bound.
 	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	err = p.finish(fctx, ctx, task, worker, cp, herr, progress.Usage(), log.With("took", took.Round(time.Millisecond)))
-	stopHB()
+	err := p.finish(fctx, work, task, worker, cp, herr, usage, log)
 	switch {
 	case err == nil:
 		_ = msg.Ack()

@@ -22,13 +22,14 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
+	c.PersistentFlags().IntVar(&a.batchMin, "batch-min", 0, "group commit: the fewest waiting appends committed as one atomic batch (0: the store's default per stream, -1: never batch)")
 	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchBoard())
 	return c
 }
 
 // benchStore starts a fresh embedded server in a temporary directory and
 // returns its store and a cleanup.
-func benchStore(cmd *cobra.Command, syncInterval time.Duration) (*events.Store, func(), error) {
+func benchStore(cmd *cobra.Command, syncInterval time.Duration, batchMin int) (*events.Store, func(), error) {
 	dir, err := os.MkdirTemp("", "trellis-bench-")
 	if err != nil {
 		return nil, nil, err
@@ -48,7 +49,7 @@ func benchStore(cmd *cobra.Command, syncInterval time.Duration) (*events.Store, 
 		cleanup()
 		return nil, nil, err
 	}
-	store, err := events.NewStore(nc, events.StoreConfig{})
+	store, err := events.NewStore(nc, events.StoreConfig{BatchMin: batchMin})
 	if err == nil {
 		err = store.Ensure(cmd.Context())
 	}
@@ -66,7 +67,7 @@ type report interface{ Print(io.Writer) }
 // benchOn runs a benchmark on a fresh embedded server and prints its
 // report as a table or JSON.
 func (a *app) benchOn(cmd *cobra.Command, syncInterval time.Duration, asJSON bool, run func(*events.Store) (report, error)) error {
-	store, cleanup, err := benchStore(cmd, syncInterval)
+	store, cleanup, err := benchStore(cmd, syncInterval, a.batchMin)
 	if err != nil {
 		return err
 	}
@@ -107,6 +108,7 @@ func (a *app) benchWorkers() *cobra.Command {
 	}
 	c.Flags().IntVar(&cfg.Tasks, "tasks", 1000, "tasks per concurrency level")
 	c.Flags().IntSliceVar(&cfg.Levels, "levels", []int{1, 4, 8, 32}, "handler concurrencies to measure")
+	c.Flags().IntVar(&cfg.AddBatch, "add-batch", 100, "tasks a producer adds per call (AddMany); 1 adds them one by one")
 	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c

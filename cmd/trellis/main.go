@@ -69,6 +69,7 @@ type app struct {
 	dataDir        string
 	natsURL        string
 	workspaces     []string
+	batchMin       int // bench: the store's group-commit batch minimum
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
