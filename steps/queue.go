@@ -40,6 +40,13 @@ func queueSteps() []Definition {
 			run: func(w *World) any { return w.addTasksWith },
 		},
 		{
+			Pattern: `^I add (\d+) tasks? to queue "([^"]*)" in one call with objective "([^"]*)"$`,
+			Example: `When I add 200 tasks to queue "plan" in one call with objective "Migrate a module"`,
+			Doc: "Adds N tasks in bulk (`trellis queue add --from FILE.jsonl`, AddMany: up to 1,000 per call, stored " +
+				"together); each is its own task. The last one becomes \"that task\".",
+			run: func(w *World) any { return w.addBulk },
+		},
+		{
 			Pattern: `^I add a task "([^"]*)" to queue "([^"]*)" with:$`,
 			Example: "When I add a task \"export\" to queue \"nightly\" with:\n" +
 				"  | objective    | Export the orders |\n" +
@@ -215,6 +222,33 @@ func (w *World) add(ctx context.Context, n int, name string, req trellis.AddTask
 	}
 	if name != "" {
 		w.named[name] = w.task
+	}
+	return nil
+}
+
+func (w *World) addBulk(ctx context.Context, n int, queue, objective string) error {
+	if n < 1 {
+		return fmt.Errorf("add %d tasks: give at least 1", n)
+	}
+	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	for start := 0; start < n; start += trellis.MaxAddMany {
+		reqs := make([]trellis.AddTaskRequest, min(trellis.MaxAddMany, n-start))
+		for i := range reqs {
+			reqs[i] = trellis.AddTaskRequest{Queue: queue, Objective: objective}
+		}
+		res, err := w.queue.AddMany(ctx, trellis.AddManyRequest{Tasks: reqs})
+		if err != nil {
+			return fmt.Errorf("add tasks %d-%d of %d: %w", start+1, start+len(reqs), n, err)
+		}
+		if len(res.Errors) > 0 {
+			e := res.Errors[0]
+			return fmt.Errorf("task %d of %d not added: %s: %s", start+e.Index+1, n, e.Code, e.Message)
+		}
+		w.task = res.Tasks[len(res.Tasks)-1]
 	}
 	return nil
 }
