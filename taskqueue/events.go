@@ -133,6 +133,9 @@ type ClaimedPayload struct {
 	Leased      bool   `json:"leased,omitempty"`
 	DispatchSeq uint64 `json:"dispatch_seq,omitempty"`
 	Delivery    uint64 `json:"delivery,omitempty"`
+	// At is when the claim was made, for a claim carried by the outcome
+	// that ends it (the event's own time is the outcome's).
+	At *time.Time `json:"at,omitempty"`
 }
 
 // AttemptFailedPayload is the payload of attempt_failed and dead
@@ -146,6 +149,9 @@ type AttemptFailedPayload struct {
 	Usage           trellis.Usage `json:"usage"`
 	BudgetExhausted bool          `json:"budget_exhausted"`
 	RetryAt         *time.Time    `json:"retry_at,omitempty"`
+	// Claim is the claim this outcome ends, when a worker pool records
+	// both in one event (ClaimHeld); nil when the claim has its own event.
+	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // LeaseExpiredPayload is the payload of a lease_expired event.
@@ -161,6 +167,9 @@ type LeaseExpiredPayload struct {
 type ReleasedPayload struct {
 	Worker string `json:"worker"`
 	Reason string `json:"reason"`
+	// Claim is the claim this outcome ends, when a worker pool records
+	// both in one event (ClaimHeld); nil when the claim has its own event.
+	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // RequeuedPayload is the payload of a requeued event.
@@ -198,6 +207,9 @@ type CompletedPayload struct {
 	Citations       []string      `json:"citations,omitempty"`
 	Usage           trellis.Usage `json:"usage"`
 	BudgetExhausted bool          `json:"budget_exhausted"`
+	// Claim is the claim this outcome ends, when a worker pool records
+	// both in one event (ClaimHeld); nil when the claim has its own event.
+	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // FailedPayload is the payload of a failed event (schema 1).
@@ -208,6 +220,9 @@ type FailedPayload struct {
 	Blockers        []string      `json:"blockers,omitempty"`
 	Usage           trellis.Usage `json:"usage"`
 	BudgetExhausted bool          `json:"budget_exhausted"`
+	// Claim is the claim this outcome ends, when a worker pool records
+	// both in one event (ClaimHeld); nil when the claim has its own event.
+	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // Apply folds one queue event into the task packet t (nil before the
@@ -225,6 +240,23 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 	at := rec.Time.UTC()
 	if rec.Type != Added && t == nil {
 		return nil, fmt.Errorf("event %s (%s) precedes its task's added event: %w", rec.ID, rec.Type, events.ErrBadEvent)
+	}
+	if CarriesClaim(rec.Type) {
+		// A worker pool's outcome may carry its claim (see ClaimHeld):
+		// the claim applies first, then the outcome.
+		var c struct {
+			Claim *ClaimedPayload `json:"claim"`
+		}
+		if err := rec.DecodePayload(&c); err != nil {
+			return t, err
+		}
+		if c.Claim != nil {
+			claimedAt := at
+			if c.Claim.At != nil {
+				claimedAt = c.Claim.At.UTC()
+			}
+			applyClaim(t, *c.Claim, claimedAt)
+		}
 	}
 	switch rec.Type {
 	case Added:
@@ -259,15 +291,7 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
-		t.Status = trellis.StatusClaimed
-		t.ClaimedBy = p.Worker
-		t.ClaimedAt = &at
-		t.Attempts = p.Attempt
-		t.RetryAt = nil
-		t.Lease = nil
-		if p.Leased {
-			t.Lease = &trellis.Lease{DispatchSeq: p.DispatchSeq, Delivery: p.Delivery}
-		}
+		applyClaim(t, p, at)
 	case Completed:
 		var p CompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
@@ -345,6 +369,43 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 	}
 	t.UpdatedAt = at
 	return t, nil
+}
+
+// applyClaim makes t claimed as p says, at time at.
+func applyClaim(t *trellis.Task, p ClaimedPayload, at time.Time) {
+	t.Status = trellis.StatusClaimed
+	t.ClaimedBy = p.Worker
+	t.ClaimedAt = &at
+	t.Attempts = p.Attempt
+	t.RetryAt = nil
+	t.Lease = nil
+	if p.Leased {
+		t.Lease = &trellis.Lease{DispatchSeq: p.DispatchSeq, Delivery: p.Delivery}
+	}
+}
+
+// CarriesClaim reports whether events of type typ may carry the claim
+// they end (a worker pool's outcome recorded with its claim in one event).
+func CarriesClaim(typ string) bool {
+	switch typ {
+	case Completed, Failed, AttemptFailed, Dead, Released:
+		return true
+	}
+	return false
+}
+
+// ClaimOf returns the claim an outcome event carries, if any.
+func ClaimOf(rec events.Recorded) (*ClaimedPayload, bool) {
+	if !CarriesClaim(rec.Type) {
+		return nil, false
+	}
+	var c struct {
+		Claim *ClaimedPayload `json:"claim"`
+	}
+	if rec.DecodePayload(&c) != nil || c.Claim == nil {
+		return nil, false
+	}
+	return c.Claim, true
 }
 
 // Fold folds a task's whole history.
