@@ -22,7 +22,17 @@ type SearchRequest struct {
 	Tag        string `json:"tag,omitempty"`
 	Repo       string `json:"repo,omitempty"`
 	Content    bool   `json:"content,omitempty"`
+	// Mode chooses the retrieval: "lexical" (BM25 ranking alone), "hybrid"
+	// (BM25 and vector search fused by Reciprocal Rank Fusion) or "" (hybrid
+	// when chunk vectors are available, else lexical).
+	Mode string `json:"mode,omitempty"`
 }
+
+// Search modes: the values of SearchRequest.Mode.
+const (
+	SearchLexical = "lexical"
+	SearchHybrid  = "hybrid"
+)
 
 // Normalize fills defaults and validates.
 func (r *SearchRequest) Normalize() error {
@@ -37,6 +47,11 @@ func (r *SearchRequest) Normalize() error {
 	}
 	if r.TopK < 0 || r.TopK > 100 {
 		return FieldError("k", "must be between 1 and 100, got %d", r.TopK)
+	}
+	switch r.Mode {
+	case "", SearchLexical, SearchHybrid:
+	default:
+		return FieldError("mode", "must be %q or %q, got %q", SearchLexical, SearchHybrid, r.Mode)
 	}
 	for _, f := range []struct{ name, v string }{{"path_prefix", r.PathPrefix}, {"file_type", r.FileType}, {"chunk_type", r.ChunkType}, {"tag", r.Tag}, {"repo", r.Repo}} {
 		if err := checkItem(f.name, f.v); err != nil {

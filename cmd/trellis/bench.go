@@ -22,7 +22,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
-	c.AddCommand(a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest())
+	c.AddCommand(a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchSearch())
 	return c
 }
 
@@ -208,5 +208,46 @@ func (a *app) benchIngest() *cobra.Command {
 	c.Flags().IntVar(&cfg.Queries, "queries", 300, "queries to time")
 	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) benchSearch() *cobra.Command {
+	var cfg bench.SearchConfig
+	var asJSON, verbose bool
+	c := &cobra.Command{
+		Use:   "search",
+		Short: "Rank the evaluation questions' held-out half with plain BM25, Trellis lexical and Trellis hybrid over the same chunks: MRR@10, hit@1, hit@10 per kind",
+		Example: `  trellis bench search
+  trellis bench search --half tuning -v`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.GoSrc == "" {
+				out, err := exec.Command("go", "env", "GOROOT").Output()
+				if err == nil {
+					cfg.GoSrc = filepath.Join(strings.TrimSpace(string(out)), "src")
+				}
+			}
+			store, cleanup, err := benchStore(cmd, time.Second)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			rep, err := bench.RunSearch(cmd.Context(), store, cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, rep)
+			}
+			rep.Verbose = verbose
+			rep.Print(a.stdout)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.GoSrc, "go-src", "", "Go source tree holding the Go codebases (default $(go env GOROOT)/src)")
+	f.StringVar(&cfg.Half, "half", bench.HalfHeldOut, "questions to rank: held-out, tuning or all")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print every question's rank per ranker")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
