@@ -294,7 +294,7 @@ func RunSearch(ctx context.Context, store *events.Store, cfg SearchConfig) (*Sea
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("the corpus holds no answer to questions %s (a changed Go version?)", strings.Join(missing, ", "))
 	}
-	base, err := projections.NewPlainBM25()
+	base, err := projections.NewPlainBM25(filepath.Join(tmp, "bm25"))
 	if err != nil {
 		return nil, err
 	}

@@ -12,18 +12,20 @@ import (
 // PlainBM25 is the baseline Trellis's ranking is measured against: bleve's
 // BM25 over each chunk's content alone, with the same code analyzer
 // (identifiers split, stemmed), and nothing else: no name, path or doc
-// fields, no re-ranking. It is built in memory for `trellis bench search`.
+// fields, no re-ranking. It is built for `trellis bench search`.
 type PlainBM25 struct {
 	idx bleve.Index
 }
 
-// NewPlainBM25 returns an empty in-memory baseline index.
-func NewPlainBM25() (*PlainBM25, error) {
+// NewPlainBM25 returns an empty baseline index in dir (a new directory).
+// It is an on-disk (scorch) index: bleve's in-memory index has no field
+// length statistics and silently scores with TF-IDF instead of BM25.
+func NewPlainBM25(dir string) (*PlainBM25, error) {
 	m, err := plainMapping()
 	if err != nil {
 		return nil, err
 	}
-	idx, err := bleve.NewMemOnly(m)
+	idx, err := bleve.New(dir, m)
 	if err != nil {
 		return nil, fmt.Errorf("baseline index: %w", err)
 	}

@@ -59,6 +59,7 @@ type chunkDoc struct {
 	Tags      []string `json:"tags"`
 	Doc       string   `json:"doc"`
 	Content   string   `json:"content"`
+	Names     []string `json:"names"`
 }
 
 const (
@@ -119,6 +120,7 @@ func indexMapping() (mapping.IndexMapping, error) {
 		kw(k, true)
 	}
 	kw("dirs", false)
+	kw("names", false)
 	kw("tags", true)
 	num("start_line")
 	num("end_line")
@@ -217,13 +219,32 @@ func (s *Search) Apply(rec events.Recorded) error {
 }
 
 func toDoc(c events.ChunkRecord) chunkDoc {
+	doc := docOf(c.Content)
 	var dirs []string
 	for d := path.Dir(c.SourcePath); d != "." && d != "/" && d != ""; d = path.Dir(d) {
 		dirs = append(dirs, d)
 	}
 	return chunkDoc{ChunkID: c.ChunkID, Repo: c.Repo, Path: c.SourcePath, PathText: c.SourcePath, Dirs: dirs,
 		Ext: strings.ToLower(path.Ext(c.SourcePath)), StartLine: c.StartLine, EndLine: c.EndLine, ChunkType: c.ChunkType,
-		Name: c.Name, NameText: c.Name, Language: c.Language, Tags: c.Tags, Doc: docOf(c.Content), Content: c.Content}
+		Name: c.Name, NameText: c.Name, Language: c.Language, Tags: c.Tags, Doc: doc, Content: c.Content,
+		Names: nameKeys(c.Name)}
+}
+
+// nameKeys are the keywords an exact-name lookup finds a chunk by: each of
+// its names (a merged chunk has several, joined by ", ") and the last
+// dotted part of each ("Client.Get" is found by "Client.Get" and "Get").
+func nameKeys(name string) []string {
+	var keys []string
+	for _, n := range strings.Split(name, ", ") {
+		if n == "" {
+			continue
+		}
+		keys = append(keys, n)
+		if i := strings.LastIndexByte(n, '.'); i >= 0 && i+1 < len(n) {
+			keys = append(keys, n[i+1:])
+		}
+	}
+	return keys
 }
 
 // docOf extracts a chunk's documentation: the comment lines and docstring
@@ -326,8 +347,8 @@ type Hit struct {
 	Content   string   `json:"content"`
 }
 
-// Query searches: BM25 over content, name (×3) and path (×1.5), exact
-// name and identifier matches boosted further, narrowed by filters.
+// Query searches with the lexical ranking (see rank): BM25 over content
+// with damped doc, name, path and exact-name extras, narrowed by filters.
 func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -337,21 +358,7 @@ func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 	if err := s.flushLocked(0); err != nil {
 		return nil, err
 	}
-	content := bleve.NewMatchQuery(text)
-	content.SetField("content")
-	name := bleve.NewMatchQuery(text)
-	name.SetField("name_text")
-	name.SetBoost(3)
-	pathQ := bleve.NewMatchQuery(text)
-	pathQ.SetField("path_text")
-	pathQ.SetBoost(1.5)
-	doc := bleve.NewMatchQuery(text)
-	doc.SetField("doc")
-	doc.SetBoost(2)
-	exact := bleve.NewTermQuery(strings.TrimSpace(text))
-	exact.SetField("name")
-	exact.SetBoost(5)
-	var q query.Query = bleve.NewDisjunctionQuery(content, doc, name, pathQ, exact)
+	q := rank.query(text)
 	var must []query.Query
 	term := func(field, v string) {
 		t := bleve.NewTermQuery(v)
@@ -390,7 +397,7 @@ func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 	// seldom the answer to a question about behaviour. The first pass
 	// loads only what re-ranking needs; the stored chunks are loaded for
 	// the k winners alone.
-	req := bleve.NewSearchRequestOptions(q, max(2*k, 20), 0, false)
+	req := bleve.NewSearchRequestOptions(q, max(2*k, rank.window), 0, false)
 	req.Fields = []string{"tags", "chunk_type"}
 	res, err := s.idx.Search(req)
 	if err != nil {
@@ -403,7 +410,7 @@ func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 	top := make([]ranked, 0, len(res.Hits))
 	for _, h := range res.Hits {
 		light := hitOf(h.ID, h.Score, h.Fields)
-		top = append(top, ranked{h.ID, h.Score * rankWeight(light)})
+		top = append(top, ranked{h.ID, h.Score * rank.weight(light, text)})
 	}
 	sort.SliceStable(top, func(i, j int) bool { return top[i].score > top[j].score })
 	if len(top) > k {
@@ -431,21 +438,6 @@ func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 		hits = append(hits, hitOf(r.id, r.score, byID[r.id]))
 	}
 	return hits, nil
-}
-
-// rankWeight scales a chunk's BM25 score by what kind of code it is.
-func rankWeight(h Hit) float64 {
-	w := 1.0
-	for _, t := range h.Tags {
-		if t == "test" {
-			w *= 0.5
-		}
-	}
-	switch h.ChunkType {
-	case "module", "file":
-		w *= 0.7
-	}
-	return w
 }
 
 func hitOf(id string, score float64, f map[string]any) Hit {
