@@ -77,16 +77,18 @@ func chunkHit(h projections.Hit, query string, content bool) trellis.ChunkHit {
 	return c
 }
 
-// snippet picks up to three lines of content that contain a query word,
-// else the first three non-empty lines.
+// snippet picks up to three distinct lines of content that contain a
+// query word, else the first three distinct non-empty lines.
 func snippet(content, query string) string {
 	words := strings.Fields(strings.ToLower(query))
 	var hit, first []string
+	seen := map[string]bool{}
 	for _, line := range strings.Split(content, "\n") {
 		t := strings.TrimSpace(line)
-		if t == "" {
+		if t == "" || seen[t] {
 			continue
 		}
+		seen[t] = true
 		if len(t) > 200 {
 			t = t[:200] + "..."
 		}

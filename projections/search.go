@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/char/regexp"
@@ -485,28 +486,37 @@ func (s *Search) Chunk(id string) (*Hit, error) {
 	return &h, nil
 }
 
-// Suggest proposes next searches when a query finds nothing: terms of the
-// index close to the query's words (edit distance up to 2, or the same
-// first four letters), the most common first, then the names of the chunks
-// a fuzzy search finds.
+// Suggest proposes next searches when a query finds nothing: words of the
+// indexed code close to the query's words (their stems within edit
+// distance 2, or sharing the first four letters), the most common first,
+// each given as it is written in the code ("cookies", not the index stem
+// "cooki"); then the names of the chunks a fuzzy search finds.
 func (s *Search) Suggest(text string, limit int) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	})
+	if err := s.flushLocked(0); err != nil {
+		return nil, err
+	}
+	an := s.idx.Mapping().AnalyzerNamed(codeAnalyzer)
+	if an == nil {
+		return nil, fmt.Errorf("suggest: no analyzer %s", codeAnalyzer)
+	}
+	var stems []string
+	seen := map[string]bool{}
+	for _, tok := range an.Analyze([]byte(text)) {
+		if t := string(tok.Term); len(t) >= 3 && !seen[t] {
+			seen[t] = true
+			stems = append(stems, t)
+		}
+	}
 	type cand struct {
 		term  string
 		count uint64
 	}
 	var out []cand
-	seen := map[string]bool{}
-	for _, w := range words {
-		seen[w] = true
-	}
 	dict, err := s.idx.FieldDict("content")
 	if err != nil {
 		return nil, err
@@ -516,33 +526,40 @@ func (s *Search) Suggest(text string, limit int) ([]string, error) {
 		if err != nil || e == nil {
 			break
 		}
-		for _, w := range words {
-			if len(w) < 3 || seen[e.Term] {
-				continue
-			}
+		if seen[e.Term] {
+			continue
+		}
+		for _, w := range stems {
 			if editDistance(w, e.Term, 2) <= 2 || (len(w) >= 4 && len(e.Term) >= 4 && e.Term[:4] == w[:4]) {
 				seen[e.Term] = true
 				out = append(out, cand{e.Term, e.Count})
+				break
 			}
 		}
 	}
 	_ = dict.Close()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].count > out[j].count })
 	var terms []string
+	words := map[string]bool{}
 	for _, c := range out {
 		if len(terms) == limit {
 			return terms, nil
 		}
-		terms = append(terms, c.term)
+		w, err := s.surfaceWord(an, c.term)
+		if err != nil {
+			return nil, err
+		}
+		if w != "" && !words[w] {
+			words[w] = true
+			terms = append(terms, w)
+		}
 	}
 	var qs []query.Query
-	for _, w := range words {
-		if len(w) >= 3 {
-			fq := bleve.NewFuzzyQuery(w)
-			fq.SetField("content")
-			fq.Fuzziness = 2
-			qs = append(qs, fq)
-		}
+	for _, w := range stems {
+		fq := bleve.NewFuzzyQuery(w)
+		fq.SetField("content")
+		fq.Fuzziness = 2
+		qs = append(qs, fq)
 	}
 	if len(qs) == 0 {
 		return terms, nil
@@ -554,12 +571,33 @@ func (s *Search) Suggest(text string, limit int) ([]string, error) {
 		return terms, nil
 	}
 	for _, h := range res.Hits {
-		if n, ok := h.Fields["name"].(string); ok && n != "" && !seen[n] && len(terms) < limit {
-			seen[n] = true
+		if n, ok := h.Fields["name"].(string); ok && n != "" && !words[n] && len(terms) < limit {
+			words[n] = true
 			terms = append(terms, n)
 		}
 	}
 	return terms, nil
+}
+
+// surfaceWord returns a word of the indexed code whose stem is term, as
+// the code writes it (lower-cased), or "" when none is found: it reads one
+// chunk holding the term and finds the token.
+func (s *Search) surfaceWord(an analysis.Analyzer, term string) (string, error) {
+	tq := bleve.NewTermQuery(term)
+	tq.SetField("content")
+	req := bleve.NewSearchRequestOptions(tq, 1, 0, false)
+	req.Fields = []string{"content"}
+	res, err := s.idx.Search(req)
+	if err != nil || len(res.Hits) == 0 {
+		return "", err
+	}
+	content, _ := res.Hits[0].Fields["content"].(string)
+	for _, tok := range an.Analyze([]byte(content)) {
+		if string(tok.Term) == term && tok.Start >= 0 && tok.End <= len(content) && tok.Start < tok.End {
+			return strings.ToLower(content[tok.Start:tok.End]), nil
+		}
+	}
+	return "", nil
 }
 
 // editDistance is the Levenshtein distance of a and b, or max+1 once it
