@@ -462,6 +462,48 @@ func hitOf(id string, score float64, f map[string]any) Hit {
 		ChunkType: str("chunk_type"), Name: str("name"), Language: str("language"), Tags: tags, Score: score, Content: str("content")}
 }
 
+// Hits returns the chunks with the given ids (those that exist), by id.
+func (s *Search) Hits(ids []string) (map[string]Hit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if err := s.flushLocked(0); err != nil {
+		return nil, err
+	}
+	out := make(map[string]Hit, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery(ids), len(ids), 0, false)
+	req.Fields = []string{"*"}
+	res, err := s.idx.Search(req)
+	if err != nil {
+		return nil, fmt.Errorf("chunks: %w", err)
+	}
+	for _, h := range res.Hits {
+		out[h.ID] = hitOf(h.ID, 0, h.Fields)
+	}
+	return out, nil
+}
+
+// NamesChunk reports whether the question names the chunk: an identifier
+// in it ("NewServer", "Writer.Flush", "json.loads") is one of the chunk's
+// names or their last dotted part.
+func NamesChunk(question, name string) bool {
+	keys := map[string]bool{}
+	for _, k := range nameKeys(name) {
+		keys[k] = true
+	}
+	for _, id := range identifiers(question) {
+		if keys[id] {
+			return true
+		}
+	}
+	return false
+}
+
 // Chunk returns one chunk by id.
 func (s *Search) Chunk(id string) (*Hit, error) {
 	s.mu.Lock()

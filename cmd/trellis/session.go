@@ -29,6 +29,9 @@ type session struct {
 	code    trellis.CodeService
 	store   *events.Store
 	replay  func(context.Context) (*handlers.ReplayResult, error)
+	// embed embeds chunks without vectors (local sessions with an
+	// embedding model; a running server does it in the background).
+	embed   func(context.Context) (*handlers.EmbedSummary, error)
 	dataDir string // where checkpoints are written
 	remote  bool
 	close   func()
@@ -101,7 +104,12 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 }
 
 func (a *app) localSession(ctx context.Context, url string) (*session, error) {
+	code, err := a.models.codeConfig()
+	if err != nil {
+		return nil, err
+	}
 	srv, err := server.Start(ctx, server.Config{
+		Code:       code,
 		DataDir:    a.dataDir,
 		NATSURL:    url,
 		NATSAddr:   "-",
@@ -125,6 +133,7 @@ func (a *app) localSession(ctx context.Context, url string) (*session, error) {
 		code:    srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
+		embed:   srv.Service().EmbedPending,
 		dataDir: dataDir,
 		close:   srv.Close,
 	}, nil

@@ -58,7 +58,7 @@ func TestStreamableHTTPSessions(t *testing.T) {
 	}
 
 	res, err := alice.ListTools(ctx, nil)
-	if err != nil || len(res.Tools) != 23 {
+	if err != nil || len(res.Tools) != 24 {
 		t.Fatalf("tools over HTTP: %v, %v", res, err)
 	}
 
