@@ -22,13 +22,13 @@ import (
 // NATS API when one answers, else an in-process server for the duration of
 // the command.
 type session struct {
-	queue   trellis.QueueService
-	admin   trellis.QueueAdmin
-	vine    trellis.VineService
-	memory  trellis.MemoryService
-	code    trellis.CodeService
-	store   *events.Store
-	replay  func(context.Context) (*handlers.ReplayResult, error)
+	queue  trellis.QueueService
+	admin  trellis.QueueAdmin
+	vine   trellis.VineService
+	memory trellis.MemoryService
+	code   trellis.CodeService
+	store  *events.Store
+	replay func(context.Context) (*handlers.ReplayResult, error)
 	// embed embeds chunks without vectors (local sessions with an
 	// embedding model; a running server does it in the background).
 	embed   func(context.Context) (*handlers.EmbedSummary, error)
