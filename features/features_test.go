@@ -20,6 +20,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 )
@@ -101,7 +102,10 @@ func ctxT() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 2*time.Minute)
 }
 
-func (w *world) runningServer() error {
+func (w *world) runningServer() error { return w.runningServerWith(handlers.CodeConfig{}) }
+
+// runningServerWith starts the scenario's server with code-memory models.
+func (w *world) runningServerWith(code handlers.CodeConfig) error {
 	dir, err := os.MkdirTemp("", "trellis-feature-")
 	if err != nil {
 		return err
@@ -109,7 +113,7 @@ func (w *world) runningServer() error {
 	w.dir = dir
 	ctx, cancel := ctxT()
 	defer cancel()
-	w.srv, err = server.Start(ctx, server.Config{DataDir: dir, NATSAddr: "127.0.0.1:0", ServeAPI: true, SyncInterval: time.Second})
+	w.srv, err = server.Start(ctx, server.Config{DataDir: dir, NATSAddr: "127.0.0.1:0", ServeAPI: true, SyncInterval: time.Second, Code: code})
 	if err != nil {
 		return err
 	}

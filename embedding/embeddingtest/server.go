@@ -52,6 +52,13 @@ var chunkIDRE = regexp.MustCompile(`chunk_[0-9a-f]{16}`)
 // Start runs a server until the test ends.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	s, stop := New(opts)
+	t.Cleanup(stop)
+	return s
+}
+
+// New runs a server until stop is called.
+func New(opts Options) (s *Server, stop func()) {
 	if opts.Dims <= 0 {
 		opts.Dims = 512
 	}
@@ -61,11 +68,10 @@ func Start(t testing.TB, opts Options) *Server {
 			return "The code that does this is [CITATION " + id + "]."
 		}
 	}
-	s := &Server{opts: opts}
+	s = &Server{opts: opts}
 	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
 	s.URL = ts.URL + "/v1"
-	return s
+	return s, ts.Close
 }
 
 // SetDown makes every request fail with 503 (true) or succeed again.
