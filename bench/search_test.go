@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/trellis/trellis/bench"
+	"github.com/trellis/trellis/embedding"
+	"github.com/trellis/trellis/embedding/embeddingtest"
 	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/handlers"
 )
 
 // TestQuestionsSplit checks the evaluation file: at least 150 questions of
@@ -93,5 +96,32 @@ func BenchmarkSearchEvaluation(b *testing.B) {
 			b.Fatal(err)
 		}
 		rep.Print(os.Stdout)
+	}
+}
+
+// TestSearchEvaluationHybridRow: with an embedding endpoint configured (a
+// toy hashing model over the OpenAI protocol), the evaluation embeds the
+// corpus once, records the time apart, and ranks with the hybrid ranker
+// too. The toy model's figures mean nothing; the plumbing is checked.
+func TestSearchEvaluationHybridRow(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("ingests the evaluation corpus")
+	}
+	model := embeddingtest.Start(t, embeddingtest.Options{Dims: 128})
+	emb, err := embedding.NewOpenAI(embedding.OpenAIConfig{URL: model.URL, Model: "toy", BatchSize: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench.RunSearch(ctx, b.Store, bench.SearchConfig{Half: bench.HalfTuning, Service: handlers.ServiceConfig{Code: handlers.CodeConfig{Embedder: emb}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := rep.Figures(bench.RankerHybrid)
+	if !ok || h.All.Questions != rep.Questions || h.All.Hit10 == 0 || rep.EmbedModel != "openai:toy" || model.EmbeddedTexts.Load() < int64(rep.Chunks) {
+		t.Fatalf("hybrid row = %+v, ok %v; report %+v; model saw %d texts", h, ok, rep, model.EmbeddedTexts.Load())
 	}
 }

@@ -218,7 +218,8 @@ func (a *app) benchSearch() *cobra.Command {
 		Use:   "search",
 		Short: "Rank the evaluation questions' held-out half with plain BM25, Trellis lexical and Trellis hybrid over the same chunks: MRR@10, hit@1, hit@10 per kind",
 		Example: `  trellis bench search
-  trellis bench search --half tuning -v`,
+  trellis bench search --half tuning -v
+  trellis bench search --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text   # adds the hybrid row`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.GoSrc == "" {
@@ -227,6 +228,11 @@ func (a *app) benchSearch() *cobra.Command {
 					cfg.GoSrc = filepath.Join(strings.TrimSpace(string(out)), "src")
 				}
 			}
+			code, err := a.models.codeConfig()
+			if err != nil {
+				return err
+			}
+			cfg.Service.Code = code
 			store, cleanup, err := benchStore(cmd, time.Second)
 			if err != nil {
 				return err
