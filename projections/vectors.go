@@ -352,7 +352,8 @@ func (v *Vectors) Search(query []float32, n int, f Filters) ([]Scored, error) {
 		go func(w int) {
 			defer wg.Done()
 			h := make(scoreHeap, 0, n+1)
-			for r := w; r < rows; r += workers {
+			lo, hi := w*rows/workers, (w+1)*rows/workers
+			for r := lo; r < hi; r++ {
 				if pass != nil && !pass(v.slabRows[r]) {
 					continue
 				}
@@ -422,18 +423,19 @@ func (v *Vectors) filter(f Filters) func(id string) bool {
 	}
 }
 
-// dot is the dot product of two vectors of the same length, unrolled by
-// four.
+// dot is the dot product of two vectors of the same length, eight values
+// a step into four sums (no bounds checks in the loop).
 func dot(a, b []float32) float32 {
+	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	for len(a) >= 8 {
+		s0 += a[0]*b[0] + a[4]*b[4]
+		s1 += a[1]*b[1] + a[5]*b[5]
+		s2 += a[2]*b[2] + a[6]*b[6]
+		s3 += a[3]*b[3] + a[7]*b[7]
+		a, b = a[8:], b[8:]
 	}
-	for ; i < len(a); i++ {
+	for i := range a {
 		s0 += a[i] * b[i]
 	}
 	return s0 + s1 + s2 + s3
