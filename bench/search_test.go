@@ -40,9 +40,9 @@ func TestQuestionsSplit(t *testing.T) {
 }
 
 // heldOutFloor is the least held-out MRR@10 the lexical ranking may score.
-// Plain BM25 over the same chunks scores 0.260 on the held-out half (the
-// lexical ranking 0.450): a ranking that regressed to BM25 or worse fails.
-const heldOutFloor = 0.40
+// Plain BM25 over the same chunks scores 0.256 on the held-out half (the
+// lexical ranking 0.503): a ranking that regressed to BM25 or worse fails.
+const heldOutFloor = 0.45
 
 // TestSearchEvaluationHeldOut ranks the held-out questions with plain BM25
 // and Trellis's lexical ranking over the same ingested chunks and holds the
@@ -68,8 +68,8 @@ func TestSearchEvaluationHeldOut(t *testing.T) {
 	if lex.All.MRR < heldOutFloor {
 		t.Errorf("lexical held-out MRR@10 %.3f fell below the %.2f floor", lex.All.MRR, heldOutFloor)
 	}
-	if lex.All.MRR < base.All.MRR+0.10 {
-		t.Errorf("lexical held-out MRR@10 %.3f does not beat plain BM25 %.3f by 0.10", lex.All.MRR, base.All.MRR)
+	if lex.All.MRR < base.All.MRR+0.15 {
+		t.Errorf("lexical held-out MRR@10 %.3f does not beat plain BM25 %.3f by 0.15", lex.All.MRR, base.All.MRR)
 	}
 	for _, k := range []string{bench.KindLiteral, bench.KindParaphrased, bench.KindConceptual} {
 		if lex.ByKind[k].MRR < base.ByKind[k].MRR-0.02 {

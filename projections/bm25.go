@@ -5,6 +5,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/trellis/trellis/events"
 )
@@ -38,6 +39,7 @@ func plainMapping() (mapping.IndexMapping, error) {
 		return nil, err
 	}
 	im := m.(*mapping.IndexMappingImpl)
+	im.ScoringModel = index.BM25Scoring
 	doc := bleve.NewDocumentMapping()
 	f := bleve.NewTextFieldMapping()
 	f.Analyzer, f.Store, f.IncludeTermVectors = codeAnalyzer, false, false

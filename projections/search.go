@@ -78,10 +78,21 @@ func (s *Search) Name() string { return "search" }
 // Stream implements Projection.
 func (s *Search) Stream() string { return events.StreamChunks }
 
-// indexMapping is the index layout.
+// mappingVersion names the index layout and scoring; an index built with
+// another version is dropped and rebuilt from the log when opened.
+// 2: exact-name keywords ("names"), TF-IDF scoring.
+const mappingVersion = "2"
+
+const mappingVersionKey = "trellis_mapping_version"
+
+// indexMapping is the index layout. Scoring is bleve's TF-IDF model
+// (Lucene's classic similarity: sqrt(tf) × idf × 1/sqrt(field length)),
+// not BM25: on the tuning half of the search evaluation BM25's length
+// normalisation ranks short stubs above the longer functions that answer
+// (MRR@10 0.536 with BM25, 0.604 with TF-IDF, same fields and weights).
 func indexMapping() (mapping.IndexMapping, error) {
 	m := bleve.NewIndexMapping()
-	m.ScoringModel = index.BM25Scoring
+	m.ScoringModel = index.TFIDFScoring
 	err := m.AddCustomCharFilter("trellis_separators", map[string]any{
 		"type": regexp.Name, "regexp": `[_\-./\\:()\[\]{}<>,;"'=*&|!?+#@$%^~` + "`" + `]`, "replace": " ",
 	})
@@ -138,6 +149,17 @@ func (s *Search) open() error {
 		return nil
 	}
 	idx, err := bleve.Open(s.indexPath())
+	if err == nil {
+		if v, verr := idx.GetInternal([]byte(mappingVersionKey)); verr != nil || string(v) != mappingVersion {
+			// Built by an older layout: rebuild from the log (Load then
+			// reports sequence 0 and the runner replays everything).
+			_ = idx.Close()
+			if err := os.RemoveAll(s.indexPath()); err != nil {
+				return fmt.Errorf("search index %s: drop the old layout: %w", s.indexPath(), err)
+			}
+			err = bleve.ErrorIndexPathDoesNotExist
+		}
+	}
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
 		m, merr := indexMapping()
 		if merr != nil {
@@ -147,6 +169,9 @@ func (s *Search) open() error {
 			return err
 		}
 		idx, err = bleve.New(s.indexPath(), m)
+		if err == nil {
+			err = idx.SetInternal([]byte(mappingVersionKey), []byte(mappingVersion))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("search index %s: %w", s.indexPath(), err)
