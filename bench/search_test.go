@@ -41,7 +41,7 @@ func TestQuestionsSplit(t *testing.T) {
 
 // heldOutFloor is the least held-out MRR@10 the lexical ranking may score.
 // Plain BM25 over the same chunks scores 0.256 on the held-out half (the
-// lexical ranking 0.503): a ranking that regressed to BM25 or worse fails.
+// lexical ranking 0.500): a ranking that regressed to BM25 or worse fails.
 const heldOutFloor = 0.45
 
 // TestSearchEvaluationHeldOut ranks the held-out questions with plain BM25

@@ -17,10 +17,10 @@ type rankParams struct {
 
 // rank is the ranking in use: BM25 over content, plus the doc comment
 // (×1.5), the name (×0.75), the path (×0.5) and an exact-name match (×5)
-// as damped extras; tests ×0.5 unless the question is about tests; module
+// as damped extras; tests ×0.25 unless the question is about tests; module
 // glue ×0.7. The weights were chosen on the tuning half of the search
 // evaluation (bench/testdata/searcheval) only.
-var rank = rankParams{content: 1, doc: 1.5, name: 0.75, path: 0.5, exact: 5, test: 0.5, module: 0.7, window: 20}
+var rank = rankParams{content: 1, doc: 1.5, name: 0.75, path: 0.5, exact: 5, test: 0.25, module: 0.7, window: 20}
 
 // questionWords are words of a question that say nothing about the code
 // it asks for ("where is X implemented", "the function that ..."). They
@@ -46,9 +46,10 @@ func queryText(text string) string {
 	return strings.Join(kept, " ")
 }
 
-// identifiers are the words of text that look like code names: with an
-// inner capital (NewServer), an underscore or a dot (json.loads), or any
-// word of a query of at most two words. Each is returned with its last
+// identifiers are the words of text that look like code names: camelCase
+// (NewServer, addLevelName; an acronym such as URL alone is not), with an
+// underscore or a dot (json.loads), or any word of a query of at most two
+// words. Each is returned with its last
 // dotted part ("http.Get" gives "http.Get" and "Get").
 func identifiers(text string) []string {
 	words := strings.Fields(text)
@@ -60,10 +61,12 @@ func identifiers(text string) []string {
 			continue
 		}
 		inner := false
-		for i, r := range w {
-			if i > 0 && unicode.IsUpper(r) {
+		prev := rune(0)
+		for _, r := range w {
+			if unicode.IsUpper(r) && unicode.IsLower(prev) {
 				inner = true
 			}
+			prev = r
 		}
 		if !(inner || strings.ContainsAny(w, "_.") || len(words) <= 2) {
 			continue
