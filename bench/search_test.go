@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -123,5 +124,53 @@ func TestSearchEvaluationHybridRow(t *testing.T) {
 	h, ok := rep.Figures(bench.RankerHybrid)
 	if !ok || h.All.Questions != rep.Questions || h.All.Hit10 == 0 || rep.EmbedModel != "openai:toy" || model.EmbeddedTexts.Load() < int64(rep.Chunks) {
 		t.Fatalf("hybrid row = %+v, ok %v; report %+v; model saw %d texts", h, ok, rep, model.EmbeddedTexts.Load())
+	}
+}
+
+// BenchmarkIngestHybrid ingests the Go standard library, embeds it with a
+// toy 256-dimension model served over the OpenAI protocol on loopback
+// (embedding timed apart), and times lexical and hybrid queries. Run once:
+// `go test ./bench -run XXX -bench IngestHybrid -benchtime 1x -v -timeout 60m`.
+func BenchmarkIngestHybrid(b *testing.B) {
+	model := embeddingtest.Start(b, embeddingtest.Options{Dims: 256})
+	emb, err := embedding.NewOpenAI(embedding.OpenAIConfig{URL: model.URL, Model: "toy-256", BatchSize: 512})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bundle := eventstest.Start(b, eventstest.Options{Durable: true})
+	for i := 0; i < b.N; i++ {
+		rep, err := bench.RunIngest(context.Background(), bundle.Store, bench.IngestConfig{Code: handlers.CodeConfig{Embedder: emb, EmbedBatch: 2048}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep.Print(os.Stdout)
+	}
+}
+
+// TestRunIngestHybridSmoke runs the ingest benchmark with an embedder on a
+// small tree: the harness reports embedding apart and hybrid latency.
+func TestRunIngestHybridSmoke(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("ingests log/slog")
+	}
+	model := embeddingtest.Start(t, embeddingtest.Options{Dims: 32})
+	emb, err := embedding.NewOpenAI(embedding.OpenAIConfig{URL: model.URL, Model: "toy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	goSrc, err := bench.GoSrc()
+	if err != nil {
+		t.Skip(err)
+	}
+	rep, err := bench.RunIngest(ctx, b.Store, bench.IngestConfig{Root: filepath.Join(goSrc, "log", "slog"), Queries: 20, Code: handlers.CodeConfig{Embedder: emb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Chunks == 0 || rep.EmbedModel != "openai:toy" || rep.EmbedDims != 32 || rep.HybridP50Ms <= 0 || rep.VectorP50Ms <= 0 || model.EmbeddedTexts.Load() < int64(rep.Chunks) {
+		t.Fatalf("report = %+v", rep)
 	}
 }

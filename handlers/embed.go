@@ -55,6 +55,15 @@ type EmbedSummary struct {
 	Seconds  float64 `json:"seconds"`
 }
 
+// VectorSearch searches the vector projection alone (benchmarks measure
+// it apart from the fusion); it needs an embedder.
+func (s *Service) VectorSearch(vec []float32, n int, f projections.Filters) ([]projections.Scored, error) {
+	if s.code.vectors == nil {
+		return nil, trellis.Errorf(trellis.CodeUnavailable, "no embedding model is configured")
+	}
+	return s.code.vectors.Search(vec, n, f)
+}
+
 // Embedder returns the configured embedder, or nil.
 func (s *Service) Embedder() embedding.Embedder { return s.cfg.Code.Embedder }
 

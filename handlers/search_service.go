@@ -81,12 +81,16 @@ func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.
 	if emb == nil || s.code.vectors == nil {
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "hybrid search needs an embedding endpoint: set --embed-url and --embed-model (or TRELLIS_EMBED_URL, TRELLIS_EMBED_MODEL), or search with mode lexical")
 	}
-	lex, err := s.search.Query(text, max(k, hybridDepth), f)
+	lex, err := s.search.Rank(text, max(k, hybridDepth), f)
 	if err != nil {
 		return nil, trellis.Errorf(trellis.CodeInternal, "search: %w", err)
 	}
 	if len(lex) > 0 && projections.NamesChunk(text, lex[0].Name) {
-		return lex[:min(k, len(lex))], nil
+		hits, err := s.search.Query(text, k, f)
+		if err != nil {
+			return nil, trellis.Errorf(trellis.CodeInternal, "search: %w", err)
+		}
+		return hits, nil
 	}
 	if err := s.waitProjection(ctx, s.code.vectorRun, 0, s.cfg.SearchTimeout); err != nil {
 		return nil, err
@@ -103,10 +107,8 @@ func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "vector search: %w", err)
 	}
 	lexIDs := make([]string, len(lex))
-	byID := make(map[string]projections.Hit, len(lex)+len(vec))
 	for i, h := range lex {
 		lexIDs[i] = h.ChunkID
-		byID[h.ChunkID] = h
 	}
 	vecIDs := make([]string, len(vec))
 	for i, v := range vec {
@@ -116,23 +118,19 @@ func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.
 	if len(fused) > k {
 		fused = fused[:k]
 	}
-	var missing []string
-	for _, fu := range fused {
-		if _, ok := byID[fu.ChunkID]; !ok {
-			missing = append(missing, fu.ChunkID)
-		}
+	ids := make([]string, len(fused))
+	for i, fu := range fused {
+		ids[i] = fu.ChunkID
 	}
-	more, err := s.search.Hits(missing)
+	full, err := s.search.Hits(ids)
 	if err != nil {
 		return nil, trellis.Errorf(trellis.CodeInternal, "search: %w", err)
 	}
 	out := make([]projections.Hit, 0, len(fused))
 	for _, fu := range fused {
-		h, ok := byID[fu.ChunkID]
+		h, ok := full[fu.ChunkID]
 		if !ok {
-			if h, ok = more[fu.ChunkID]; !ok {
-				continue // removed since the vector was found
-			}
+			continue // removed since the vector was found
 		}
 		h.Score = fu.Score
 		out = append(out, h)

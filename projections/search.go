@@ -378,6 +378,41 @@ type Hit struct {
 func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	top, err := s.rankLocked(text, k, f)
+	if err != nil || len(top) == 0 {
+		return top, err
+	}
+	ids := make([]string, len(top))
+	for i, r := range top {
+		ids[i] = r.ChunkID
+	}
+	full := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery(ids), len(ids), 0, false)
+	full.Fields = []string{"*"}
+	fres, err := s.idx.Search(full)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	byID := make(map[string]map[string]any, len(fres.Hits))
+	for _, h := range fres.Hits {
+		byID[h.ID] = h.Fields
+	}
+	hits := make([]Hit, 0, len(top))
+	for _, r := range top {
+		hits = append(hits, hitOf(r.ChunkID, r.Score, byID[r.ChunkID]))
+	}
+	return hits, nil
+}
+
+// Rank is Query without the chunks' content and lines: the k best chunks
+// with their id, name, type, tags and score, for fusion with another
+// ranking (the winners are loaded afterwards with Hits).
+func (s *Search) Rank(text string, k int, f Filters) ([]Hit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rankLocked(text, k, f)
+}
+
+func (s *Search) rankLocked(text string, k int, f Filters) ([]Hit, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -420,50 +455,26 @@ func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 		q = bleve.NewConjunctionQuery(append(must, q)...)
 	}
 	// Fetch more than asked and re-rank: tests and module-level glue are
-	// seldom the answer to a question about behaviour. The first pass
-	// loads only what re-ranking needs; the stored chunks are loaded for
-	// the k winners alone.
+	// seldom the answer to a question about behaviour. This pass loads
+	// only what re-ranking needs; Query loads the stored chunks of the k
+	// winners alone.
 	req := bleve.NewSearchRequestOptions(q, max(2*k, rank.window), 0, false)
-	req.Fields = []string{"tags", "chunk_type"}
+	req.Fields = []string{"tags", "chunk_type", "name"}
 	res, err := s.idx.Search(req)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	type ranked struct {
-		id    string
-		score float64
-	}
-	top := make([]ranked, 0, len(res.Hits))
+	top := make([]Hit, 0, len(res.Hits))
 	for _, h := range res.Hits {
 		light := hitOf(h.ID, h.Score, h.Fields)
-		top = append(top, ranked{h.ID, h.Score * rank.weight(light, text)})
+		light.Score = h.Score * rank.weight(light, text)
+		top = append(top, light)
 	}
-	sort.SliceStable(top, func(i, j int) bool { return top[i].score > top[j].score })
+	sort.SliceStable(top, func(i, j int) bool { return top[i].Score > top[j].Score })
 	if len(top) > k {
 		top = top[:k]
 	}
-	if len(top) == 0 {
-		return []Hit{}, nil
-	}
-	ids := make([]string, len(top))
-	for i, r := range top {
-		ids[i] = r.id
-	}
-	full := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery(ids), len(ids), 0, false)
-	full.Fields = []string{"*"}
-	fres, err := s.idx.Search(full)
-	if err != nil {
-		return nil, fmt.Errorf("search: %w", err)
-	}
-	byID := make(map[string]map[string]any, len(fres.Hits))
-	for _, h := range fres.Hits {
-		byID[h.ID] = h.Fields
-	}
-	hits := make([]Hit, 0, len(top))
-	for _, r := range top {
-		hits = append(hits, hitOf(r.id, r.score, byID[r.id]))
-	}
-	return hits, nil
+	return top, nil
 }
 
 func hitOf(id string, score float64, f map[string]any) Hit {

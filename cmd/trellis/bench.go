@@ -190,7 +190,8 @@ func (a *app) benchIngest() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "ingest",
 		Short:   "Ingest a tree (default the Go standard library) and index it, beside raw bleve indexing of the same chunks; re-ingest and query latency",
-		Example: "  trellis bench ingest --root $(go env GOROOT)/src",
+		Example: `  trellis bench ingest --root $(go env GOROOT)/src
+  trellis bench ingest --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text   # + embedding time and hybrid latency`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Root == "" {
@@ -199,6 +200,11 @@ func (a *app) benchIngest() *cobra.Command {
 					cfg.Root = filepath.Join(strings.TrimSpace(string(out)), "src")
 				}
 			}
+			code, err := a.models.codeConfig()
+			if err != nil {
+				return err
+			}
+			cfg.Code = code
 			return a.benchOn(cmd, syncInterval, asJSON, func(store *events.Store) (report, error) {
 				return bench.RunIngest(cmd.Context(), store, cfg)
 			})
