@@ -49,12 +49,12 @@ type IngestReport struct {
 	QueryP99Ms      float64 `json:"query_p99_ms"`
 	// With an embedder: the embedding of every chunk (apart from the
 	// ingest) and hybrid query latency (query embedding included).
-	EmbedModel     string  `json:"embed_model,omitempty"`
-	EmbedSeconds   float64 `json:"embed_seconds,omitempty"`
-	EmbedDims      int     `json:"embed_dims,omitempty"`
-	HybridP50Ms    float64 `json:"hybrid_query_p50_ms,omitempty"`
-	HybridP99Ms    float64 `json:"hybrid_query_p99_ms,omitempty"`
-	VectorP50Ms    float64 `json:"vector_search_p50_ms,omitempty"`
+	EmbedModel   string  `json:"embed_model,omitempty"`
+	EmbedSeconds float64 `json:"embed_seconds,omitempty"`
+	EmbedDims    int     `json:"embed_dims,omitempty"`
+	HybridP50Ms  float64 `json:"hybrid_query_p50_ms,omitempty"`
+	HybridP99Ms  float64 `json:"hybrid_query_p99_ms,omitempty"`
+	VectorP50Ms  float64 `json:"vector_search_p50_ms,omitempty"`
 }
 
 // Print writes the report.
