@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/explain"
 	"github.com/trellis/trellis/projections"
 )
@@ -24,24 +25,26 @@ func (s *Service) Search(ctx context.Context, req trellis.SearchRequest) (*trell
 	if strings.TrimSpace(req.Query) == "" {
 		return nil, trellis.FieldError("query", "must not be empty")
 	}
-	if err := s.searchCaughtUp(ctx); err != nil {
+	// One look at the log's end; both projections wait for it.
+	last, err := s.store.LastSeq(ctx, events.StreamChunks)
+	if err != nil {
+		return nil, storeError("search", err)
+	}
+	if err := s.waitProjection(ctx, s.searchRun, last, s.cfg.SearchTimeout); err != nil {
 		return nil, err
 	}
 	filters := projections.Filters{PathPrefix: req.PathPrefix, FileType: req.FileType, ChunkType: req.ChunkType, Tag: req.Tag, Repo: req.Repo}
 	mode := req.Mode
 	if mode == "" {
 		mode = trellis.SearchLexical
-		if s.code.vectors != nil {
-			if _, n, _ := s.code.vectors.Stats(); n > 0 {
-				mode = trellis.SearchHybrid
-			}
+		if s.code.vectors != nil && s.code.vectors.Ready() {
+			mode = trellis.SearchHybrid
 		}
 	}
 	out.Mode = mode
 	var hits []projections.Hit
-	var err error
 	if mode == trellis.SearchHybrid {
-		hits, err = s.hybrid(ctx, req.Query, req.TopK, filters)
+		hits, err = s.hybrid(ctx, req.Query, req.TopK, filters, last)
 	} else {
 		hits, err = s.search.Query(req.Query, req.TopK, filters)
 		if err != nil {
@@ -76,7 +79,7 @@ const hybridDepth = 50
 // Rank Fusion (k = 60), both narrowed by the same filters. A question that
 // names a chunk exactly (an identifier in it is the best lexical hit's
 // name) keeps the lexical order: vectors do not know names.
-func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.Filters) ([]projections.Hit, error) {
+func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.Filters, last uint64) ([]projections.Hit, error) {
 	emb := s.cfg.Code.Embedder
 	if emb == nil || s.code.vectors == nil {
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "hybrid search needs an embedding endpoint: set --embed-url and --embed-model (or TRELLIS_EMBED_URL, TRELLIS_EMBED_MODEL), or search with mode lexical")
@@ -92,7 +95,7 @@ func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.
 		}
 		return hits, nil
 	}
-	if err := s.waitProjection(ctx, s.code.vectorRun, 0, s.cfg.SearchTimeout); err != nil {
+	if err := s.waitProjection(ctx, s.code.vectorRun, last, s.cfg.SearchTimeout); err != nil {
 		return nil, err
 	}
 	qv, err := emb.Embed(ctx, []string{text})

@@ -265,6 +265,14 @@ func (v *Vectors) Stats() (chunks, embedded, dims int) {
 	return len(v.state.Chunks), embedded, v.state.Dims
 }
 
+// Ready reports whether any chunk has a vector of the model (O(1): a
+// search asks it to choose its default mode).
+func (v *Vectors) Ready() bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return len(v.state.Vectors) > 0
+}
+
 // Pending returns up to limit live chunks without a vector (sorted by id),
 // and the last chunks_embedded sequence of each repository.
 func (v *Vectors) Pending(limit int) ([]string, map[string]uint64) {
