@@ -188,11 +188,11 @@ func (a *app) benchIngest() *cobra.Command {
 	var syncInterval time.Duration
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "ingest",
-		Short:   "Ingest a tree (default the Go standard library) and index it, beside raw bleve indexing of the same chunks; re-ingest and query latency",
+		Use:   "ingest",
+		Short: "Ingest a tree (default the Go standard library) and index it, beside raw bleve indexing of the same chunks; re-ingest and query latency",
 		Example: `  trellis bench ingest --root $(go env GOROOT)/src
   trellis bench ingest --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text   # + embedding time and hybrid latency`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Root == "" {
 				out, err := exec.Command("go", "env", "GOROOT").Output()
