@@ -56,6 +56,9 @@ type IngestSummary struct {
 	Events        int          `json:"events"`
 	Seconds       float64      `json:"seconds"`
 	Skipped       []SkipReport `json:"skipped"`
+	// Embedding reports the chunk embedding that followed the ingest (CLI
+	// with an embedding model), timed apart.
+	Embedding *EmbedSummary `json:"embedding,omitempty"`
 }
 
 // SkipReport says why a file was not ingested.

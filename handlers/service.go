@@ -41,6 +41,8 @@ type ServiceConfig struct {
 	// Metrics, when set, receives the queue metrics derived from the log
 	// (events since start, latency histograms, board gauges).
 	Metrics prometheus.Registerer
+	// Code configures code memory's hybrid search and explain.
+	Code CodeConfig
 }
 
 // Service is Trellis's API: the command handlers plus the projections
@@ -60,6 +62,7 @@ type Service struct {
 	factRun     *projections.Runner
 	search      *projections.Search
 	searchRun   *projections.Runner
+	code        codeMemory
 	board       *projections.Board
 	checkpoints *projections.Checkpoints
 	runners     []*projections.Runner
@@ -100,6 +103,11 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	s.search = projections.NewSearch(filepath.Join(cfg.DataDir, "index"))
 	s.searchRun = projections.NewRunner(store, s.search, cfg.Logger)
 	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun, s.taskRun, s.factRun, s.searchRun}
+	if cfg.Code.Embedder != nil {
+		s.code.vectors = projections.NewVectors(filepath.Join(cfg.DataDir, "index"), cfg.Code.Embedder.Model())
+		s.code.vectorRun = projections.NewRunner(store, s.code.vectors, cfg.Logger)
+		s.runners = append(s.runners, s.code.vectorRun)
+	}
 	return s
 }
 
@@ -120,12 +128,14 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	s.startEmbedLoop()
 	return nil
 }
 
 // Close stops the projections and saves their state.
 func (s *Service) Close() error {
 	var first error
+	s.stopEmbedLoop()
 	if s.metrics != nil {
 		_ = s.metrics.Stop()
 	}
@@ -139,6 +149,11 @@ func (s *Service) Close() error {
 	}
 	if err := s.board.Close(); err != nil && first == nil {
 		first = err
+	}
+	if s.code.vectors != nil {
+		if err := s.code.vectors.Close(); err != nil && first == nil {
+			first = err
+		}
 	}
 	return first
 }

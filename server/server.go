@@ -61,6 +61,9 @@ type Config struct {
 	WriteInfo bool
 	// Logger receives logs (default slog.Default()).
 	Logger *slog.Logger
+	// Code configures code memory's embedding model (hybrid search) and
+	// chat model (explain); zero: lexical search, explain shows evidence.
+	Code handlers.CodeConfig
 }
 
 // Server is a running Trellis.
@@ -145,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, Logger: cfg.Logger, Metrics: s.registry,
-		Vine: handlers.VineConfig{Roots: cfg.Workspaces, Served: cfg.ServeAPI}})
+		Vine: handlers.VineConfig{Roots: cfg.Workspaces, Served: cfg.ServeAPI}, Code: cfg.Code})
 	if err = s.svc.Start(ctx); err != nil {
 		return nil, err
 	}

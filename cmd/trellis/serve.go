@@ -27,6 +27,12 @@ func (a *app) serveCommand() *cobra.Command {
 			cfg.SyncInterval = syncInterval
 			cfg.ServeAPI, cfg.WriteInfo = true, true
 			cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			code, err := a.models.codeConfig()
+			if err != nil {
+				return err
+			}
+			code.EmbedInterval = 2 * time.Second
+			cfg.Code = code
 			srv, err := server.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -49,6 +55,12 @@ func (a *app) serveCommand() *cobra.Command {
 				fmt.Fprintf(a.stdout, "  metrics: %s/metrics\n", info.HTTPURL)
 			}
 			fmt.Fprintf(a.stdout, "  workspace: %s (VINE files must lie here; relative paths resolve against the first)\n", strings.Join(info.Workspaces, ", "))
+			if code.Embedder != nil {
+				fmt.Fprintf(a.stdout, "  embeddings: %s (hybrid search)\n", code.Embedder.Model())
+			}
+			if code.Chat != nil {
+				fmt.Fprintf(a.stdout, "  chat:  %s (explain)\n", code.Chat.Model())
+			}
 			fmt.Fprintf(a.stdout, "  recorded in %s\n", server.InfoPath(info.DataDir))
 			<-cmd.Context().Done()
 			fmt.Fprintln(a.stdout, "trellis: shutting down")

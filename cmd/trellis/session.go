@@ -22,13 +22,16 @@ import (
 // NATS API when one answers, else an in-process server for the duration of
 // the command.
 type session struct {
-	queue   trellis.QueueService
-	admin   trellis.QueueAdmin
-	vine    trellis.VineService
-	memory  trellis.MemoryService
-	code    trellis.CodeService
-	store   *events.Store
-	replay  func(context.Context) (*handlers.ReplayResult, error)
+	queue  trellis.QueueService
+	admin  trellis.QueueAdmin
+	vine   trellis.VineService
+	memory trellis.MemoryService
+	code   trellis.CodeService
+	store  *events.Store
+	replay func(context.Context) (*handlers.ReplayResult, error)
+	// embed embeds chunks without vectors (local sessions with an
+	// embedding model; a running server does it in the background).
+	embed   func(context.Context) (*handlers.EmbedSummary, error)
 	dataDir string // where checkpoints are written
 	remote  bool
 	ping    *natsapi.PingInfo // what the running server answered (remote only)
@@ -149,7 +152,12 @@ func (a *app) embeddedSession(ctx context.Context, log *slog.Logger) (*session, 
 
 // localSession runs Trellis in this process for one command.
 func (a *app) localSession(ctx context.Context, url string) (*session, error) {
+	code, err := a.models.codeConfig()
+	if err != nil {
+		return nil, err
+	}
 	s, _, err := a.startLocal(ctx, server.Config{
+		Code:       code,
 		DataDir:    a.dataDir,
 		NATSURL:    url,
 		NATSAddr:   "-",
@@ -184,6 +192,7 @@ func (a *app) startLocal(ctx context.Context, cfg server.Config) (*session, *ser
 		code:    srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
+		embed:   srv.Service().EmbedPending,
 		dataDir: dataDir,
 		close:   srv.Close,
 	}, srv, nil

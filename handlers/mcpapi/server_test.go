@@ -40,6 +40,7 @@ func TestToolsList(t *testing.T) {
 		"vine_write":    {[]string{"file", "operations"}, []string{"file", "operations"}, true},
 		"vine_expand":   {[]string{"file", "ref_id", "child_file"}, []string{"file", "ref_id", "child_file"}, true},
 		"search_chunks": {[]string{"query", "k", "filters", "content"}, []string{"query"}, false},
+		"explain_code":  {[]string{"question", "k", "filters"}, []string{"question"}, false},
 		"vine_claim":    {[]string{"file", "id", "agent"}, []string{"file"}, true},
 
 		"task_create":           {[]string{"name", "description", "objectives", "parent"}, []string{"name"}, true},

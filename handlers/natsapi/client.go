@@ -359,6 +359,14 @@ func (c *Client) Search(ctx context.Context, req trellis.SearchRequest) (*trelli
 	return callInto[trellis.SearchResult](ctx, c, OpSearch, req)
 }
 
+// Explain implements trellis.CodeService. It waits as long as the chat
+// model may take (the server's own limit is 5 minutes).
+func (c *Client) Explain(ctx context.Context, req trellis.ExplainRequest) (*trellis.ExplainResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 310*time.Second)
+	defer cancel()
+	return callInto[trellis.ExplainResult](ctx, c, OpExplain, req)
+}
+
 // Chunk implements trellis.CodeService.
 func (c *Client) Chunk(ctx context.Context, chunkID string) (*trellis.ChunkHit, error) {
 	return callInto[trellis.ChunkHit](ctx, c, OpChunk, chunkRequest{ChunkID: chunkID})

@@ -124,6 +124,7 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 		ops[op] = fn
 	}
 	ops[OpSearch] = handler(svc.Search)
+	ops[OpExplain] = handler(svc.Explain)
 	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) { return svc.Chunk(ctx, r.ChunkID) })
 	for op, fn := range ops {
 		fn := fn
@@ -137,6 +138,8 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 					timeout = 10 * time.Minute
 				case Prefix + OpSearch, Prefix + OpChunk:
 					timeout = 150 * time.Second // the index may be catching up with a large ingest
+				case Prefix + OpExplain:
+					timeout = 5 * time.Minute // retrieval, then a chat model
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()

@@ -42,8 +42,9 @@ const (
 	OpFacts             = "memory.facts"
 	OpHistory           = "memory.history"
 
-	OpSearch = "code.search"
-	OpChunk  = "code.chunk"
+	OpSearch  = "code.search"
+	OpChunk   = "code.chunk"
+	OpExplain = "code.explain"
 )
 
 // reply is the body of every answer.
