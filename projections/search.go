@@ -41,6 +41,11 @@ type Search struct {
 	idx     bleve.Index
 	batch   *bleve.Batch
 	pending int
+	// parts holds the chunks_added parts of a file (written ahead of its
+	// file_indexed by ingests before files became one event) until the
+	// commit names them: a part whose commit never came (a crash between)
+	// is never indexed.
+	parts map[string][]events.ChunkRecord
 }
 
 // chunkDoc is one indexed chunk.
@@ -207,18 +212,29 @@ func (s *Search) Apply(rec events.Recorded) error {
 		if err := rec.DecodePayload(&p); err != nil {
 			return err
 		}
-		for _, c := range p.Chunks {
-			if err := s.batch.Index(c.ChunkID, toDoc(c)); err != nil {
-				return err
-			}
-			s.pending++
+		if s.parts == nil {
+			s.parts = map[string][]events.ChunkRecord{}
 		}
+		s.parts[fileKey(rec.Subject)] = append(s.parts[fileKey(rec.Subject)], p.Chunks...)
 	case events.FileIndexed:
 		var p events.FileIndexedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return err
 		}
-		for _, c := range p.Added {
+		added := p.Added
+		if parts, ok := s.parts[fileKey(rec.Subject)]; ok {
+			delete(s.parts, fileKey(rec.Subject))
+			listed := map[string]bool{}
+			for _, id := range p.ChunkIDs {
+				listed[id] = true
+			}
+			for _, c := range parts {
+				if listed[c.ChunkID] {
+					added = append(added, c)
+				}
+			}
+		}
+		for _, c := range added {
 			if err := s.batch.Index(c.ChunkID, toDoc(c)); err != nil {
 				return err
 			}
@@ -233,6 +249,7 @@ func (s *Search) Apply(rec events.Recorded) error {
 		if err := rec.DecodePayload(&p); err != nil {
 			return err
 		}
+		delete(s.parts, fileKey(rec.Subject))
 		for _, id := range p.ChunkIDs {
 			s.batch.Delete(id)
 			s.pending++
@@ -324,6 +341,15 @@ func (s *Search) Save(seq uint64) error {
 		return err
 	}
 	return s.flushLocked(seq)
+}
+
+// fileKey names a file's aggregate by its subject without the event type
+// (trellis.chunks.<repo>.<file token>).
+func fileKey(subject string) string {
+	if i := strings.LastIndexByte(subject, '.'); i > 0 {
+		return subject[:i]
+	}
+	return subject
 }
 
 // Reset implements Projection.
