@@ -48,7 +48,7 @@ func (r *Runner[S]) RunAll(ctx context.Context, cmds []Independent[S]) []Outcome
 			}
 			continue
 		}
-		env, err := events.NewEnvelope(r.cfg.Now(), d.Type, c.State.ID, c.Actor, r.kind.Schema, d.Payload)
+		env, err := events.NewEnvelope(r.at(d), d.Type, c.State.ID, c.Actor, r.kind.Schema, d.Payload)
 		if err != nil {
 			out[i] = Outcome[S]{State: c.State, Err: err}
 			continue

@@ -83,6 +83,17 @@ type Decision struct {
 	// every event of the aggregate (a task's events all carry its queue
 	// name), which the server checks faster.
 	Check string
+	// At is the event's time (default the runner's clock): a command
+	// changing several aggregates at once gives their events one time.
+	At time.Time
+}
+
+// at returns the time of d's event.
+func (r *Runner[S]) at(d Decision) time.Time {
+	if !d.At.IsZero() {
+		return d.At
+	}
+	return r.cfg.Now()
 }
 
 // Config configures a Runner. Zero values take the documented defaults.
@@ -258,7 +269,7 @@ func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide f
 			}
 			continue
 		}
-		env, err := events.NewEnvelope(r.cfg.Now(), d.Type, st.ID, actor, r.kind.Schema, d.Payload)
+		env, err := events.NewEnvelope(r.at(d), d.Type, st.ID, actor, r.kind.Schema, d.Payload)
 		if err != nil {
 			return st, err
 		}
