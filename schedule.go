@@ -196,10 +196,10 @@ type Schedule struct {
 	// take them up (reported, not run); LastMissed is the latest report.
 	Missed     int          `json:"missed"`
 	LastMissed *MissedTicks `json:"last_missed,omitempty"`
-	// Generation is the sequence of the event that created the schedule:
-	// a schedule removed and added again is a new generation, and a timer
-	// of an older one is ignored.
-	Generation uint64     `json:"generation"`
+	// Generation is the id of the event that created the schedule: a
+	// schedule removed and added again is a new generation, and a timer of
+	// an older one is ignored.
+	Generation string     `json:"generation"`
 	Removed    bool       `json:"removed,omitempty"`
 	RemovedAt  *time.Time `json:"removed_at,omitempty"`
 }

@@ -337,7 +337,7 @@ func ExportTasksCached(ctx context.Context, store *events.Store, w io.Writer, ca
 	n := 0
 	enc := newJSONLWriter(w)
 	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		if taskqueue.IsControlSubject(rec.Subject) {
+		if !taskqueue.IsTaskSubject(rec.Subject) {
 			return nil
 		}
 		prev, ok := tasks.get(rec.AggregateID)
