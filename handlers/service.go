@@ -41,6 +41,10 @@ type ServiceConfig struct {
 	// Metrics, when set, receives the queue metrics derived from the log
 	// (events since start, latency histograms, board gauges).
 	Metrics prometheus.Registerer
+	// NoReactor leaves the ends of tasks with dependants and the ticks of
+	// schedules to other servers (see taskqueue.Reactor); by default every
+	// service takes its share.
+	NoReactor bool
 }
 
 // Service is Trellis's API: the command handlers plus the projections
@@ -65,6 +69,7 @@ type Service struct {
 	runners     []*projections.Runner
 	boardRunner *projections.Runner
 	metrics     *projections.Runner
+	reactor     *taskqueue.Reactor
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -120,12 +125,22 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if !s.cfg.NoReactor {
+		r, err := s.queue.StartReactor(ctx, taskqueue.ReactorConfig{Logger: s.cfg.Logger})
+		if err != nil {
+			return err
+		}
+		s.reactor = r
+	}
 	return nil
 }
 
 // Close stops the projections and saves their state.
 func (s *Service) Close() error {
 	var first error
+	if s.reactor != nil {
+		s.reactor.Stop()
+	}
 	if s.metrics != nil {
 		_ = s.metrics.Stop()
 	}
@@ -410,6 +425,28 @@ func (s *Service) Retry(ctx context.Context, req trellis.RetryRequest) (*trellis
 	return s.queue.Retry(ctx, req.TaskID, actor)
 }
 
+// Cancel implements trellis.QueueAdmin.
+func (s *Service) Cancel(ctx context.Context, req trellis.CancelRequest) (*trellis.Task, error) {
+	return s.queue.Cancel(ctx, req)
+}
+
+var _ trellis.ScheduleService = (*Service)(nil)
+
+// AddSchedule implements trellis.ScheduleService.
+func (s *Service) AddSchedule(ctx context.Context, req trellis.ScheduleRequest) (*trellis.Schedule, error) {
+	return s.queue.AddSchedule(ctx, req)
+}
+
+// Schedules implements trellis.ScheduleService.
+func (s *Service) Schedules(ctx context.Context) ([]*trellis.Schedule, error) {
+	return s.queue.Schedules(ctx)
+}
+
+// RemoveSchedule implements trellis.ScheduleService.
+func (s *Service) RemoveSchedule(ctx context.Context, req trellis.RemoveScheduleRequest) (*trellis.Schedule, error) {
+	return s.queue.RemoveSchedule(ctx, req)
+}
+
 // Control implements trellis.QueueAdmin.
 func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
 	if err := req.Normalize(); err != nil {
@@ -426,6 +463,10 @@ func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*tre
 		return s.queue.Resume(ctx, req.Queue, actor)
 	case "lease":
 		return s.queue.SetLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
+	case "rate":
+		return s.queue.SetRate(ctx, req.Queue, actor, req.Rate, req.Burst)
+	case "per_key":
+		return s.queue.SetPerKey(ctx, req.Queue, actor, req.PerKey)
 	default:
 		return s.queue.SetLimit(ctx, req.Queue, actor, req.MaxInFlight)
 	}
