@@ -69,8 +69,8 @@ func (c Config) withDefaults() Config {
 // any process with a NATS connection (a server, a CLI, a worker on another
 // machine) can run it.
 type Handler struct {
-	store    *events.Store
-	cfg      Config
+	store     *events.Store
+	cfg       Config
 	tasks     *command.Runner[*trellis.Task]
 	controls  *command.Runner[*trellis.QueueControls]
 	gates     *command.Runner[*Gate]
