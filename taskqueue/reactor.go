@@ -104,46 +104,61 @@ func (r *Reactor) run(ctx context.Context, cons jetstream.Consumer, what string,
 	defer r.wg.Done()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(16, jetstream.FetchMaxWait(r.cfg.FetchWait))
+		it, err := cons.Messages(jetstream.PullMaxMessages(16), jetstream.PullExpiry(max(r.cfg.FetchWait, time.Second)))
 		if err != nil {
-			if ctx.Err() == nil {
-				r.cfg.Logger.Warn("reactor fetch", "consumer", what, "err", err)
-			}
+			r.cfg.Logger.Warn("reactor pull", "consumer", what, "err", err)
 			_ = sleepUntil(ctx, time.Now().Add(backoff))
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
-		backoff = 100 * time.Millisecond
-		for msg := range batch.Messages() {
-			if ctx.Err() != nil {
-				_ = msg.Nak()
-				continue
-			}
-			meta, err := msg.Metadata()
+		stop := context.AfterFunc(ctx, it.Stop) // Stop returns at once, not after a pull's expiry
+		for {
+			msg, err := it.Next()
 			if err != nil {
-				_ = msg.Nak()
-				continue
+				if ctx.Err() == nil {
+					r.cfg.Logger.Warn("reactor pull", "consumer", what, "err", err)
+					_ = sleepUntil(ctx, time.Now().Add(backoff))
+					backoff = min(2*backoff, 5*time.Second)
+				}
+				break
 			}
-			rec, err := events.Decode(events.StreamQueue, msg.Subject(), meta.Sequence.Stream, msg.Data())
-			if err == nil {
-				err = r.q.store.Resolve(ctx, &rec)
-			}
-			if err != nil {
-				r.cfg.Logger.Warn("reactor: not an event", "consumer", what, "subject", msg.Subject(), "err", err)
-				_ = msg.Term()
-				continue
-			}
-			fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err = fn(fctx, rec)
-			cancel()
-			if err != nil {
-				r.cfg.Logger.Warn("reactor: will try again", "consumer", what, "subject", msg.Subject(), "err", err)
-				_ = msg.NakWithDelay(time.Second)
-				continue
-			}
-			_ = msg.Ack()
+			backoff = 100 * time.Millisecond
+			r.take(ctx, msg, what, fn)
 		}
+		stop()
+		it.Stop()
 	}
+}
+
+// take runs fn on one event and settles its message.
+func (r *Reactor) take(ctx context.Context, msg jetstream.Msg, what string, fn func(context.Context, events.Recorded) error) {
+	if ctx.Err() != nil {
+		_ = msg.Nak()
+		return
+	}
+	meta, err := msg.Metadata()
+	if err != nil {
+		_ = msg.Nak()
+		return
+	}
+	rec, err := events.Decode(events.StreamQueue, msg.Subject(), meta.Sequence.Stream, msg.Data())
+	if err == nil {
+		err = r.q.store.Resolve(ctx, &rec)
+	}
+	if err != nil {
+		r.cfg.Logger.Warn("reactor: not an event", "consumer", what, "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	err = fn(fctx, rec)
+	cancel()
+	if err != nil {
+		r.cfg.Logger.Warn("reactor: will try again", "consumer", what, "subject", msg.Subject(), "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.Ack()
 }
 
 // resolve takes up the end of a task with dependants.

@@ -89,7 +89,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.natsURL, "nats-url", os.Getenv("TRELLIS_NATS_URL"), "connect to this NATS server or cluster instead of the embedded one (env TRELLIS_NATS_URL)")
 	root.PersistentFlags().StringSliceVar(&a.workspaces, "workspace", splitList(os.Getenv("TRELLIS_WORKSPACE")),
 		"workspace root(s) holding .vine files and their references (env TRELLIS_WORKSPACE, comma-separated; default the current directory)")
-	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand())
+	root.AddCommand(a.serveCommand(), a.queueCommand(), a.scheduleCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
