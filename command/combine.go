@@ -179,7 +179,7 @@ func (r *Runner[S]) decideRound(ctx context.Context, st State[S], cmds []*submit
 				s.st, s.err = State[S]{ID: st.ID, Value: r.clone(cur.Value), Seq: st.Seq, Fresh: true}, err
 				continue
 			}
-			env, err := events.NewEnvelope(r.cfg.Now(), d.Type, st.ID, s.cmd.Actor, r.kind.Schema, d.Payload)
+			env, err := events.NewEnvelope(r.at(d), d.Type, st.ID, s.cmd.Actor, r.kind.Schema, d.Payload)
 			if err != nil {
 				s.err = err
 				continue

@@ -152,6 +152,8 @@ func (s *Store) Ensure(ctx context.Context) error {
 			AllowDirect:        true,
 			Discard:            jetstream.DiscardOld,
 			AllowAtomicPublish: true,
+			AllowMsgSchedules:  spec.Schedules,
+			AllowRollup:        spec.Schedules,
 		}
 		st, err := s.js.CreateOrUpdateStream(ctx, cfg)
 		if err != nil {

@@ -43,6 +43,10 @@ type ServiceConfig struct {
 	Metrics prometheus.Registerer
 	// Code configures code memory's hybrid search and explain.
 	Code CodeConfig
+	// NoReactor leaves the ends of tasks with dependants and the ticks of
+	// schedules to other servers (see taskqueue.Reactor); by default every
+	// service takes its share.
+	NoReactor bool
 }
 
 // Service is Trellis's API: the command handlers plus the projections
@@ -68,6 +72,7 @@ type Service struct {
 	runners     []*projections.Runner
 	boardRunner *projections.Runner
 	metrics     *projections.Runner
+	reactor     *taskqueue.Reactor
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -129,6 +134,13 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	s.startEmbedLoop()
+	if !s.cfg.NoReactor {
+		r, err := s.queue.StartReactor(ctx, taskqueue.ReactorConfig{Logger: s.cfg.Logger})
+		if err != nil {
+			return err
+		}
+		s.reactor = r
+	}
 	return nil
 }
 
@@ -136,6 +148,9 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Close() error {
 	var first error
 	s.stopEmbedLoop()
+	if s.reactor != nil {
+		s.reactor.Stop()
+	}
 	if s.metrics != nil {
 		_ = s.metrics.Stop()
 	}
@@ -352,7 +367,7 @@ func ExportTasksCached(ctx context.Context, store *events.Store, w io.Writer, ca
 	n := 0
 	enc := newJSONLWriter(w)
 	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		if taskqueue.IsControlSubject(rec.Subject) {
+		if !taskqueue.IsTaskSubject(rec.Subject) {
 			return nil
 		}
 		prev, ok := tasks.get(rec.AggregateID)
@@ -425,6 +440,28 @@ func (s *Service) Retry(ctx context.Context, req trellis.RetryRequest) (*trellis
 	return s.queue.Retry(ctx, req.TaskID, actor)
 }
 
+// Cancel implements trellis.QueueAdmin.
+func (s *Service) Cancel(ctx context.Context, req trellis.CancelRequest) (*trellis.Task, error) {
+	return s.queue.Cancel(ctx, req)
+}
+
+var _ trellis.ScheduleService = (*Service)(nil)
+
+// AddSchedule implements trellis.ScheduleService.
+func (s *Service) AddSchedule(ctx context.Context, req trellis.ScheduleRequest) (*trellis.Schedule, error) {
+	return s.queue.AddSchedule(ctx, req)
+}
+
+// Schedules implements trellis.ScheduleService.
+func (s *Service) Schedules(ctx context.Context) ([]*trellis.Schedule, error) {
+	return s.queue.Schedules(ctx)
+}
+
+// RemoveSchedule implements trellis.ScheduleService.
+func (s *Service) RemoveSchedule(ctx context.Context, req trellis.RemoveScheduleRequest) (*trellis.Schedule, error) {
+	return s.queue.RemoveSchedule(ctx, req)
+}
+
 // Control implements trellis.QueueAdmin.
 func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
 	if err := req.Normalize(); err != nil {
@@ -441,6 +478,10 @@ func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*tre
 		return s.queue.Resume(ctx, req.Queue, actor)
 	case "lease":
 		return s.queue.SetLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
+	case "rate":
+		return s.queue.SetRate(ctx, req.Queue, actor, req.Rate, req.Burst)
+	case "per_key":
+		return s.queue.SetPerKey(ctx, req.Queue, actor, req.PerKey)
 	default:
 		return s.queue.SetLimit(ctx, req.Queue, actor, req.MaxInFlight)
 	}

@@ -140,7 +140,7 @@ func (w *World) foldLog(ctx context.Context, check func(before *trellis.Task, re
 	defer cancel()
 	tasks := map[string]*trellis.Task{}
 	err = w.srv.Store().Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		if rec.Type == "" || taskqueue.IsControlSubject(rec.Subject) {
+		if rec.Type == "" || !taskqueue.IsTaskSubject(rec.Subject) {
 			return nil // not a task event
 		}
 		if err := check(tasks[rec.AggregateID], rec); err != nil {

@@ -137,6 +137,12 @@ func (p *Pool) Run(ctx context.Context) error {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
 	p.ackWait.Store(int64(cons.CachedInfo().Config.AckWait))
+	setupCtx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	lanes, err := p.queue.Lanes(setupCtx, p.cfg.Queue)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
+	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go p.watchLease(watchCtx, cons)
@@ -144,7 +150,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	work, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	var wg sync.WaitGroup
-	p.fetch(ctx, work, cons, &wg)
+	p.fetch(ctx, work, lanes, &wg)
 	p.log.Info("draining", "grace", p.cfg.Grace)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -159,18 +165,62 @@ func (p *Pool) Run(ctx context.Context) error {
 }
 
 // fetch pulls dispatches for the free slots until ctx ends, handing each
-// to a slot of its own.
-func (p *Pool) fetch(ctx, work context.Context, cons jetstream.Consumer, wg *sync.WaitGroup) {
+// to a slot of its own. Whenever slots are free it first takes what the
+// queue's priority lanes hold, best lane first (one no-wait pull per lane
+// for all the free slots); then it keeps one waiting pull per lane, so a
+// dispatch arriving on any lane is taken at once. A dispatch arriving
+// while no slot is free is given back (Nak) for another claimant.
+func (p *Pool) fetch(ctx, work context.Context, lanes []jetstream.Consumer, wg *sync.WaitGroup) {
 	free := make(chan int, p.cfg.Concurrency)
 	for slot := 0; slot < p.cfg.Concurrency; slot++ {
 		free <- slot
 	}
+	type arrival struct {
+		lane int
+		msg  jetstream.Msg
+		err  error
+	}
+	arrivals := make(chan arrival, len(lanes))
+	waiting := make([]bool, len(lanes))
+	var waiters sync.WaitGroup
+	defer func() {
+		// Pulls still waiting end within FetchWait; give back what they get.
+		go func() { waiters.Wait(); close(arrivals) }()
+		for a := range arrivals {
+			if a.msg != nil {
+				_ = a.msg.Nak()
+			}
+		}
+	}()
+	var slots []int
+	run := func(msg jetstream.Msg) {
+		slot := slots[len(slots)-1]
+		slots = slots[:len(slots)-1]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { free <- slot }()
+			p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
+		}()
+	}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		var slots []int
 		select {
 		case s := <-free:
 			slots = append(slots, s)
+		case a := <-arrivals:
+			waiting[a.lane] = false
+			switch {
+			case a.err != nil:
+				p.log.Warn("fetch", "err", a.err)
+				sleepCtx(ctx, backoff)
+				backoff = min(2*backoff, 5*time.Second)
+			case a.msg != nil && len(slots) > 0:
+				backoff = 100 * time.Millisecond
+				run(a.msg)
+			case a.msg != nil:
+				_ = a.msg.Nak()
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -183,37 +233,48 @@ func (p *Pool) fetch(ctx, work context.Context, cons jetstream.Consumer, wg *syn
 				break more
 			}
 		}
-		batch, err := cons.Fetch(len(slots), jetstream.FetchMaxWait(p.cfg.FetchWait))
-		if err != nil {
-			// NATS unreachable, the server restarting, a consumer moving:
-			// keep trying until it is back.
-			for _, s := range slots {
-				free <- s
+		// What the lanes hold now, best lane first.
+		for _, lane := range lanes {
+			if len(slots) == 0 || ctx.Err() != nil {
+				break
 			}
-			p.log.Warn("fetch", "err", err)
-			sleepCtx(ctx, backoff)
-			backoff = min(2*backoff, 5*time.Second)
+			batch, err := lane.FetchNoWait(len(slots))
+			if err != nil {
+				// NATS unreachable, the server restarting, a consumer
+				// moving: the waiting pulls below keep trying.
+				p.log.Warn("fetch", "err", err)
+				break
+			}
+			for msg := range batch.Messages() {
+				if len(slots) == 0 || ctx.Err() != nil {
+					_ = msg.Nak()
+					continue
+				}
+				run(msg)
+			}
+		}
+		if len(slots) == 0 || ctx.Err() != nil {
 			continue
 		}
-		backoff = 100 * time.Millisecond
-		used := 0
-		for msg := range batch.Messages() {
-			if ctx.Err() != nil || used >= len(slots) {
-				// Draining: give the dispatch back untouched.
-				_ = msg.Nak()
+		for i, lane := range lanes {
+			if waiting[i] {
 				continue
 			}
-			slot := slots[used]
-			used++
-			wg.Add(1)
+			waiting[i] = true
+			waiters.Add(1)
 			go func() {
-				defer wg.Done()
-				defer func() { free <- slot }()
-				p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
+				defer waiters.Done()
+				batch, err := lane.Fetch(1, jetstream.FetchMaxWait(p.cfg.FetchWait))
+				if err != nil {
+					arrivals <- arrival{lane: i, err: err}
+					return
+				}
+				var got jetstream.Msg
+				for msg := range batch.Messages() {
+					got = msg
+				}
+				arrivals <- arrival{lane: i, msg: got}
 			}()
-		}
-		for _, s := range slots[used:] {
-			free <- s
 		}
 	}
 }
@@ -295,10 +356,16 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 	m.InFlight.WithLabelValues(q).Inc()
 
 	hbCtx, stopHB := context.WithCancel(context.Background())
-	go p.heartbeat(hbCtx, msg, log)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var cancelled atomic.Pointer[string]
+	go p.heartbeat(hbCtx, msg, task.TaskID, log, func(reason string) {
+		cancelled.Store(&reason)
+		stopRun()
+	})
 	progress := NewProgress(task.Budget)
 	runStart := time.Now()
-	cp, herr := p.run(ctx, task, progress)
+	cp, herr := p.run(runCtx, task, progress)
 	took := time.Since(runStart)
 	m.HandlerDuration.WithLabelValues(q).Observe(took.Seconds())
 	p.recording <- struct{}{}
@@ -308,17 +375,27 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 		defer func() { <-p.recording }()
 		defer m.InFlight.WithLabelValues(q).Dec()
 		defer stopHB()
-		p.record(ctx, msg, task, worker, cp, herr, progress.Usage(), log.With("took", took.Round(time.Millisecond)))
+		p.record(ctx, msg, task, worker, cp, herr, progress.Usage(), cancelled.Load(), log.With("took", took.Round(time.Millisecond)))
 	}()
 }
 
-// record records the outcome of one run (see handle) and ends its lease.
-func (p *Pool) record(work context.Context, msg jetstream.Msg, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, log *slog.Logger) {
+// record records the outcome of one run (see handle), or its cancellation
+// when the task was cancelled while it ran, and ends its lease.
+func (p *Pool) record(work context.Context, msg jetstream.Msg, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, cancelled *string, log *slog.Logger) {
 	m, q := p.cfg.Metrics, p.cfg.Queue
 	// Finishing must not be cut short by the drain: it has its own bound.
 	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	err := p.finish(fctx, work, task, worker, cp, herr, usage, log)
+	var err error
+	if cancelled != nil {
+		_, err = p.queue.CancelClaimed(fctx, task.TaskID, worker)
+		if err == nil {
+			m.Cancelled.WithLabelValues(q).Inc()
+			log.Info("task cancelled", "reason", *cancelled)
+		}
+	} else {
+		err = p.finish(fctx, work, task, worker, cp, herr, usage, log)
+	}
 	switch {
 	case err == nil:
 		_ = msg.Ack()
@@ -443,8 +520,12 @@ func errorText(err error) string {
 	return strings.ToValidUTF8(s, "?")
 }
 
-// heartbeat extends the lease of a running task until ctx ends.
-func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, log *slog.Logger) {
+// heartbeat extends the lease of a running task until ctx ends. At each
+// heartbeat it also reads whether the task was cancelled, and if so calls
+// cancel (once) with the reason: the handler's context ends (the exec
+// handler signals its process group).
+func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, taskID string, log *slog.Logger, cancel func(reason string)) {
+	stopped := false
 	last := time.Now()
 	for {
 		// Wake often enough to follow a lease that shrinks meanwhile.
@@ -458,6 +539,17 @@ func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, log *slog.Logge
 		last = time.Now()
 		if err := msg.InProgress(); err != nil {
 			log.Warn("heartbeat", "err", err)
+		}
+		if stopped {
+			continue
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		asked, reason, err := p.queue.CancelRequested(rctx, taskID)
+		rcancel()
+		if err == nil && asked {
+			stopped = true
+			log.Info("task cancelled: stopping its handler", "reason", reason)
+			cancel(reason)
 		}
 	}
 }

@@ -92,7 +92,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringSliceVar(&a.workspaces, "workspace", splitList(os.Getenv("TRELLIS_WORKSPACE")),
 		"workspace root(s) holding .vine files and their references (env TRELLIS_WORKSPACE, comma-separated; default the current directory)")
 	a.models.register(root)
-	root.AddCommand(a.serveCommand(), a.explainCommand(), a.queueCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand())
+	root.AddCommand(a.serveCommand(), a.explainCommand(), a.queueCommand(), a.scheduleCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
@@ -19,10 +20,9 @@ func (a *app) queueCommand() *cobra.Command {
 		Short: "The task queue: add bounded tasks, claim the next, finish with a checkpoint or fail",
 	}
 	c.AddCommand(a.queueAdd(), a.queueNext(), a.queueDone(), a.queueFail(), a.queueList(), a.queueShow(), a.queueExport(),
-		a.queueRetry(), a.queueControls(),
+		a.queueRetry(), a.queueCancel(), a.queueControls(), a.queueLimit(),
 		a.queueControl("pause", "Pause a queue cluster-wide: no worker claims from it until resumed", "  trellis queue pause default --reason maintenance"),
 		a.queueControl("resume", "Resume a paused queue", "  trellis queue resume default"),
-		a.queueControl("limit", "Cap the leased tasks in flight across all workers of a queue (0 = unlimited)", "  trellis queue limit default 10"),
 		a.queueControl("lease", "Set the queue's lease for every pool: how long a claim survives without a heartbeat (a shorter lease waits until every pool heartbeats for it)", "  trellis queue lease default 2m"))
 	return c
 }
@@ -38,11 +38,14 @@ func (a *app) queueAdd() *cobra.Command {
 		Example: `  trellis queue add --objective "Refactor authentication module" \
     --input chunk_abc123 --input auth.py --acceptance "All tests pass" \
     --max-tool-calls 20 --max-steps 10 --metadata team=core
+  trellis queue add --objective "Send the digest" --delay 30s --priority 1 --unique-key digest --unique-for 1h
+  trellis queue add --objective "Review the form" --after 01J... --concurrency-key repo-a
   trellis queue add --from plan.jsonl      # {"objective": "...", "inputs": [...], ...} per line; - reads stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from != "" {
-				for _, name := range []string{"objective", "input", "acceptance", "max-tool-calls", "max-steps", "parent", "max-attempts", "metadata", "idempotency-key"} {
+				for _, name := range []string{"objective", "input", "acceptance", "max-tool-calls", "max-steps", "parent", "max-attempts", "metadata", "idempotency-key",
+					"priority", "delay", "run-at", "unique-key", "unique-for", "after", "concurrency-key"} {
 					if cmd.Flags().Changed(name) {
 						return trellis.FieldError(name, "cannot be combined with --from: give it on each line of the file")
 					}
@@ -69,9 +72,21 @@ func (a *app) queueAdd() *cobra.Command {
 	f.IntVar(&req.MaxAttempts, "max-attempts", trellis.DefaultMaxAttempts, "claims before a worker pool declares the task dead")
 	f.StringArrayVar(&meta, "metadata", nil, "metadata key=value; repeatable")
 	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "repeat-safe key: a second add with the same key (within the duplicate window) returns the first task")
+	addSchedulingFlags(f, &req)
 	f.StringVar(&from, "from", "", "add every task of a JSONL file (one add request per line, queue_add's fields; - reads stdin), in calls of up to 1000")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// addSchedulingFlags adds the flags of an add's scheduling fields.
+func addSchedulingFlags(f *pflag.FlagSet, req *trellis.AddTaskRequest) {
+	f.IntVar(&req.Priority, "priority", trellis.DefaultPriority, fmt.Sprintf("1 (claimed first) to %d (last)", trellis.MaxPriority))
+	f.StringVar(&req.Delay, "delay", "", "scheduled until this long from now (30s, 10m, 2h)")
+	f.StringVar(&req.RunAt, "run-at", "", "scheduled until this RFC 3339 time (2026-12-01T09:00:00Z)")
+	f.StringVar(&req.UniqueKey, "unique-key", "", "while a task added with this key holds it, an add with the key returns that task (\"duplicate\": true)")
+	f.StringVar(&req.UniqueFor, "unique-for", "", "hold the unique key this long after the add (default: while the task is not finished)")
+	f.StringArrayVar(&req.After, "after", nil, "a prerequisite task id: waiting until it is done; repeatable")
+	f.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "a key the queue's per-key limit applies to (e.g. a repository)")
 }
 
 // parseMetadata turns k=v pairs into a map.
@@ -214,7 +229,7 @@ func (a *app) queueList() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&req.Queue, "queue", "", "only this queue")
-	c.Flags().StringVar(&status, "status", "", "only this status: queued, claimed, done, failed, dead")
+	c.Flags().StringVar(&status, "status", "", "only this status: scheduled, waiting, queued, claimed, done, failed, dead, cancelled")
 	c.Flags().StringVar(&req.Since, "since", "", "only tasks updated at or after this RFC 3339 time (e.g. 2026-01-02T15:04:05Z)")
 	c.Flags().IntVar(&req.Limit, "limit", trellis.DefaultListLimit, fmt.Sprintf("rows per page (at most %d)", trellis.MaxListLimit))
 	c.Flags().StringVar(&req.Cursor, "cursor", "", "continue after the previous page: its next cursor")

@@ -21,6 +21,10 @@
 //	GET  /v1/queue/export                                        200 application/x-ndjson task packets
 //	GET  /v1/audit/{id}                                          200 AuditResponse
 //	POST /v1/queue/tasks/{id}/retry {"actor"} or no body          200 task
+//	POST /v1/queue/tasks/{id}/cancel {"reason", "actor"} or no body 200 task (cancelled, or marked)
+//	POST /v1/schedules              trellis.ScheduleRequest      201 trellis.Schedule
+//	GET  /v1/schedules                                           200 {"schedules": [trellis.Schedule]}
+//	DELETE /v1/schedules/{name}                                  200 trellis.Schedule (removed)
 //	GET  /v1/queues/{queue}/controls                             200 trellis.QueueControls
 //	POST /v1/queues/{queue}/controls trellis.ControlRequest      200 trellis.QueueControls
 //	POST /v1/vine/next              trellis.VineFileRequest      200 vine.Frontier

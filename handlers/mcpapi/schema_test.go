@@ -18,8 +18,8 @@ func TestInputSchemasHavePlainTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 25 {
-		t.Fatalf("tools/list has %d tools; want all 25 (queue, vine, memory, code)", len(res.Tools))
+	if len(res.Tools) != 26 {
+		t.Fatalf("tools/list has %d tools; want all 26 (queue, vine, memory, code)", len(res.Tools))
 	}
 	containers := 0
 	for _, tool := range res.Tools {

@@ -26,7 +26,9 @@ func TestToolsList(t *testing.T) {
 		output   bool
 	}{
 		"queue_add": {[]string{"objective", "inputs", "acceptance", "max_tool_calls", "max_steps",
-			"queue", "parent_id", "max_attempts", "metadata", "idempotency_key"}, []string{"objective"}, true},
+			"queue", "parent_id", "max_attempts", "metadata", "idempotency_key",
+			"priority", "delay", "run_at", "unique_key", "unique_for", "after", "concurrency_key"}, []string{"objective"}, true},
+		"queue_cancel":   {[]string{"task_id", "reason"}, []string{"task_id"}, true},
 		"queue_add_many": {[]string{"tasks"}, []string{"tasks"}, true},
 		"queue_next":     {[]string{"queue", "worker"}, nil, false},
 		"queue_done": {[]string{"task_id", "what_was_done", "what_changed", "what_next", "citations",

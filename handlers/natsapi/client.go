@@ -217,6 +217,32 @@ func (c *Client) Retry(ctx context.Context, req trellis.RetryRequest) (*trellis.
 	return c.task(ctx, OpRetry, req)
 }
 
+// Cancel implements trellis.QueueAdmin.
+func (c *Client) Cancel(ctx context.Context, req trellis.CancelRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpCancel, req)
+}
+
+var _ trellis.ScheduleService = (*Client)(nil)
+
+// AddSchedule implements trellis.ScheduleService.
+func (c *Client) AddSchedule(ctx context.Context, req trellis.ScheduleRequest) (*trellis.Schedule, error) {
+	return callInto[trellis.Schedule](ctx, c, OpScheduleAdd, req)
+}
+
+// Schedules implements trellis.ScheduleService.
+func (c *Client) Schedules(ctx context.Context) ([]*trellis.Schedule, error) {
+	var out []*trellis.Schedule
+	if err := c.call(ctx, OpScheduleList, struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RemoveSchedule implements trellis.ScheduleService.
+func (c *Client) RemoveSchedule(ctx context.Context, req trellis.RemoveScheduleRequest) (*trellis.Schedule, error) {
+	return callInto[trellis.Schedule](ctx, c, OpScheduleRemove, req)
+}
+
 // Control implements trellis.QueueAdmin.
 func (c *Client) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
 	var out trellis.QueueControls

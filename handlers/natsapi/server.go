@@ -109,6 +109,12 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 			}
 			return svc.Control(ctx, req)
 		},
+		OpCancel:         handler(svc.Cancel),
+		OpScheduleAdd:    handler(svc.AddSchedule),
+		OpScheduleRemove: handler(svc.RemoveSchedule),
+		OpScheduleList: handler(func(ctx context.Context, _ struct{}) ([]*trellis.Schedule, error) {
+			return svc.Schedules(ctx)
+		}),
 		OpControls: func(ctx context.Context, data []byte) (any, error) {
 			var req controlsRequest
 			if err := trellis.DecodeRequest(data, &req); err != nil {
