@@ -247,6 +247,7 @@ func (r *Runner[S]) Remember(st State[S]) {
 // conflict (wrapping ErrConflict) after MaxAttempts lost races, or the
 // store's error (events.ErrPayloadTooLarge, an unavailable server).
 func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide func(S) (Decision, error)) (State[S], error) {
+	actor = events.ActorFor(ctx, actor)
 	for attempt := 1; ; attempt++ {
 		d, err := decide(st.Value)
 		if err != nil {

@@ -379,7 +379,7 @@ func ingestFile(ctx context.Context, store *events.Store, cfg IngestConfig, f wa
 	}
 	res.isNew = fresh
 	appendOne := func(typ string, payload any, hdr nats.Header) error {
-		env, err := events.NewEnvelope(time.Now(), typ, f.rel, "ingest", events.ChunksSchema, payload)
+		env, err := events.NewEnvelope(time.Now(), typ, f.rel, events.ActorFor(ctx, "ingest"), events.ChunksSchema, payload)
 		if err != nil {
 			return err
 		}
@@ -475,7 +475,7 @@ func deleteFile(ctx context.Context, store *events.Store, repo string, st events
 	if err != nil {
 		return 0, err
 	}
-	env, err := events.NewEnvelope(time.Now(), events.FileDeleted, st.Path, "ingest", events.ChunksSchema,
+	env, err := events.NewEnvelope(time.Now(), events.FileDeleted, st.Path, events.ActorFor(ctx, "ingest"), events.ChunksSchema,
 		events.FileDeletedPayload{Path: st.Path, ChunkIDs: ids})
 	if err != nil {
 		return 0, err

@@ -50,7 +50,7 @@ func (m *Memory) appendScope(ctx context.Context, e *scopeEntry, typ, actor stri
 		if err != nil {
 			return err
 		}
-		env, err := events.NewEnvelope(m.now(), typ, e.m.Scope, actor, events.MemorySchema, payload)
+		env, err := events.NewEnvelope(m.now(), typ, e.m.Scope, events.ActorFor(ctx, actor), events.MemorySchema, payload)
 		if err != nil {
 			return err
 		}

@@ -107,7 +107,7 @@ func (m *Memory) openTask(ctx context.Context, task string) (*taskEntry, error) 
 
 // appendTask appends an event to a task name's aggregate and folds it.
 func (m *Memory) appendTask(ctx context.Context, e *taskEntry, name, typ, actor string, payload any) error {
-	env, err := events.NewEnvelope(m.now(), typ, name, actor, events.TasksSchema, payload)
+	env, err := events.NewEnvelope(m.now(), typ, name, events.ActorFor(ctx, actor), events.TasksSchema, payload)
 	if err != nil {
 		return err
 	}
