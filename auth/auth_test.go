@@ -199,7 +199,7 @@ func TestPolicy(t *testing.T) {
 		"queue.next": {false, true, true}, "queue.done": {false, true, true}, "queue.fail": {false, true, true},
 		"queue.heartbeat": {false, true, true}, "vine.claim": {false, true, true}, "vine.write": {false, true, true},
 		"memory.observe": {false, true, true},
-		"replay": {false, false, true}, "queue.control": {false, false, true}, "queue.retry": {false, false, true},
+		"replay":         {false, false, true}, "queue.control": {false, false, true}, "queue.retry": {false, false, true},
 		"token.create": {false, false, true}, "token.revoke": {false, false, true}, "token.list": {false, false, true},
 		"queue.add": {false, false, true}, "something.new": {false, false, true},
 	}
