@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
 )
@@ -85,14 +83,21 @@ func (c Config) withDefaults() Config {
 
 // Pool runs a Handler over one queue with a fixed concurrency.
 type Pool struct {
-	queue   *handlers.Queue
+	src     Source
 	handler Handler
 	cfg     Config
 	log     *slog.Logger
 }
 
-// New returns a pool; Run starts it.
+// New returns a pool working the queue handler in this process; Run
+// starts it.
 func New(queue *handlers.Queue, h Handler, cfg Config) (*Pool, error) {
+	return NewWithSource(QueueSource(queue), h, cfg)
+}
+
+// NewWithSource returns a pool claiming from src (a remote server's API,
+// say); Run starts it.
+func NewWithSource(src Source, h Handler, cfg Config) (*Pool, error) {
 	cfg = cfg.withDefaults()
 	if err := trellis.ValidateQueueName(cfg.Queue); err != nil {
 		return nil, err
@@ -103,7 +108,7 @@ func New(queue *handlers.Queue, h Handler, cfg Config) (*Pool, error) {
 	if cfg.Heartbeat >= cfg.Lease {
 		return nil, trellis.FieldError("heartbeat", "must be shorter than the lease (%s), got %s", cfg.Lease, cfg.Heartbeat)
 	}
-	return &Pool{queue: queue, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker)}, nil
+	return &Pool{src: src, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker)}, nil
 }
 
 // Run claims and runs tasks until ctx ends, then drains: no new claims,
@@ -111,7 +116,7 @@ func New(queue *handlers.Queue, h Handler, cfg Config) (*Pool, error) {
 // tasks released back to the queue. It returns after the drain.
 func (p *Pool) Run(ctx context.Context) error {
 	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	cons, err := p.queue.EnsureConsumer(setupCtx, p.cfg.Queue, p.cfg.Lease)
+	err := p.src.Prepare(setupCtx, p.cfg.Queue, p.cfg.Lease)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
@@ -124,7 +129,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func(worker string) {
 			defer wg.Done()
-			p.loop(ctx, work, cons, worker)
+			p.loop(ctx, work, worker)
 		}(p.cfg.Worker + "/" + strconv.Itoa(slot))
 	}
 	<-ctx.Done()
@@ -141,45 +146,32 @@ func (p *Pool) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop is one slot: fetch a dispatch, claim it, run it, until ctx ends.
-func (p *Pool) loop(ctx, work context.Context, cons jetstream.Consumer, worker string) {
+// loop is one slot: claim a task, run it, until ctx ends.
+func (p *Pool) loop(ctx, work context.Context, worker string) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(p.cfg.FetchWait))
+		start := time.Now()
+		claim, err := p.src.Claim(ctx, p.cfg.Queue, worker, p.cfg.FetchWait)
 		if err != nil {
 			// NATS unreachable, the server restarting, a consumer moving:
 			// keep trying until it is back.
-			p.log.Warn("fetch", "err", err)
+			p.log.Warn("claim", "worker", worker, "err", err)
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		for msg := range batch.Messages() {
-			if ctx.Err() != nil {
-				// Draining: give the dispatch back untouched.
-				_ = msg.Nak()
-				continue
-			}
-			p.handle(work, msg, worker)
+		if claim != nil {
+			p.handle(work, claim, worker, start)
 		}
 	}
 }
 
-// handle claims the dispatch and, if it yields a task, runs it to its end.
-// Each claim and each outcome (done, failed, retry scheduled, dead,
-// released) is logged on one line with the task id, the attempt and the
-// claimant.
-func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
-	start := time.Now()
-	task, err := p.queue.ClaimDispatched(ctx, msg, worker, true)
-	if err != nil {
-		p.log.Warn("claim", "worker", worker, "err", err)
-		return // the dispatch stays unacknowledged and comes back
-	}
-	if task == nil {
-		return
-	}
+// handle runs a claimed task to its end. Each claim and each outcome
+// (done, failed, retry scheduled, dead, released) is logged on one line
+// with the task id, the attempt and the claimant.
+func (p *Pool) handle(ctx context.Context, claim *Claim, worker string, start time.Time) {
+	task := claim.Task
 	log := p.log.With("task", task.TaskID, "attempt", task.Attempts, "worker", worker)
 	log.Info("task claimed", "max_attempts", task.MaxAttempts)
 	m, q := p.cfg.Metrics, p.cfg.Queue
@@ -189,7 +181,7 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
 	defer m.InFlight.WithLabelValues(q).Dec()
 
 	hbCtx, stopHB := context.WithCancel(context.Background())
-	go p.heartbeat(hbCtx, msg, log)
+	go p.heartbeat(hbCtx, claim, log)
 	progress := NewProgress(task.Budget)
 	runStart := time.Now()
 	cp, herr := p.run(ctx, task, progress)
@@ -198,11 +190,13 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string) {
 	// Finishing must not be cut short by the drain: it has its own bound.
 	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	err = p.finish(fctx, ctx, task, worker, cp, herr, progress.Usage(), log.With("took", took.Round(time.Millisecond)))
+	err := p.finish(fctx, ctx, task, worker, cp, herr, progress.Usage(), log.With("took", took.Round(time.Millisecond)))
 	stopHB()
 	switch {
 	case err == nil:
-		_ = msg.Ack()
+		if err := claim.Ack(fctx); err != nil {
+			log.Warn("lease not acknowledged; the dispatch comes back and is skipped as stale", "err", err)
+		}
 	case trellis.ErrorCode(err) == trellis.CodeConflict:
 		// Our lease expired and someone else holds the task now: leave the
 		// dispatch alone (acknowledging it would drop their lease).
@@ -242,7 +236,7 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	switch {
 	case herr != nil && work.Err() != nil:
 		// Cancelled by the drain: give the task back.
-		_, err := p.queue.Release(ctx, task.TaskID, worker, "worker drained before the task finished")
+		_, err := p.src.Release(ctx, task.TaskID, worker, "worker drained before the task finished")
 		if err == nil {
 			m.Released.WithLabelValues(q).Inc()
 			log.Info("task released", "reason", "worker drained before the task finished")
@@ -258,13 +252,13 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 			WhatNext: cp.WhatNext, Blockers: cp.Blockers, Citations: cp.Citations,
 			StepsUsed: usage.StepsUsed, ToolCallsUsed: usage.ToolCallsUsed,
 		}
-		_, err := p.queue.Done(ctx, req)
+		_, err := p.src.Done(ctx, req)
 		if trellis.ErrorCode(err) == trellis.CodeInvalid {
 			// The handler's checkpoint breaks a rule (an empty list item, a
 			// negative count, oversized text): record the task as done with
 			// a plain checkpoint that says so, rather than run it again.
 			log.Warn("checkpoint rejected; recording a plain one", "err", err)
-			_, err = p.queue.Done(ctx, trellis.DoneRequest{
+			_, err = p.src.Done(ctx, trellis.DoneRequest{
 				TaskID: task.TaskID, Worker: worker,
 				WhatWasDone:   errorText(fmt.Errorf("the handler finished, but its checkpoint was rejected (%v)", err)),
 				StepsUsed:     min(max(usage.StepsUsed, 0), trellis.MaxBudget),
@@ -279,12 +273,12 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	}
 	// A failed run: retried unless the budget is spent.
 	exhausted := errors.Is(herr, ErrBudgetExhausted) || usage.Exceeds(task.Budget)
-	t, err := p.queue.Fail(ctx, trellis.FailRequest{
+	t, err := p.src.Fail(ctx, trellis.FailRequest{
 		TaskID: task.TaskID, Worker: worker, Error: errorText(herr), WhatWasDone: cp.WhatWasDone,
 		Blockers: cp.Blockers, StepsUsed: usage.StepsUsed, ToolCallsUsed: usage.ToolCallsUsed, Retry: !exhausted,
 	})
 	if trellis.ErrorCode(err) == trellis.CodeInvalid {
-		t, err = p.queue.Fail(ctx, trellis.FailRequest{
+		t, err = p.src.Fail(ctx, trellis.FailRequest{
 			TaskID: task.TaskID, Worker: worker, Error: errorText(herr), Retry: !exhausted,
 			StepsUsed:     min(max(usage.StepsUsed, 0), trellis.MaxBudget),
 			ToolCallsUsed: min(max(usage.ToolCallsUsed, 0), trellis.MaxBudget),
@@ -325,7 +319,7 @@ func errorText(err error) string {
 }
 
 // heartbeat extends the lease of a running task until ctx ends.
-func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, log *slog.Logger) {
+func (p *Pool) heartbeat(ctx context.Context, claim *Claim, log *slog.Logger) {
 	t := time.NewTicker(p.cfg.Heartbeat)
 	defer t.Stop()
 	for {
@@ -333,7 +327,7 @@ func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, log *slog.Logge
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := msg.InProgress(); err != nil {
+			if err := claim.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("heartbeat", "err", err)
 			}
 		}
