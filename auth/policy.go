@@ -20,7 +20,7 @@ var policy = map[string]Role{
 	"metrics": RoleReader, "mcp": RoleReader, "token.whoami": RoleReader,
 	// A worker's work.
 	"queue.next": RoleWorker, "queue.done": RoleWorker, "queue.fail": RoleWorker, "queue.claim": RoleWorker,
-	"queue.heartbeat": RoleWorker, "queue.release": RoleWorker, "queue.prepare": RoleWorker,
+	"queue.heartbeat": RoleWorker, "queue.release": RoleWorker, "queue.prepare": RoleWorker, "queue.ack": RoleWorker,
 	"vine.claim": RoleWorker, "vine.write": RoleWorker, "vine.expand": RoleWorker, "vine.import": RoleWorker,
 	"memory.observe": RoleWorker,
 	// Everything else is the admin's: adding tasks, replay, retry, pause,
