@@ -290,4 +290,3 @@ func (s *remoteSource) Fail(ctx context.Context, req trellis.FailRequest) (*trel
 func (s *remoteSource) Release(ctx context.Context, taskID, worker, reason string) (*trellis.Task, error) {
 	return s.c.task(ctx, OpQueueRelease, releaseRequest{TaskID: taskID, Worker: worker, Reason: reason})
 }
-
