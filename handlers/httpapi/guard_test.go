@@ -21,8 +21,8 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 	body := `{"objective":"csrf"}`
 	cases := []struct {
 		name, method, path, ctype, origin, host, site string
-		body                                         string
-		status                                       int
+		body                                          string
+		status                                        int
 	}{
 		{"text/plain cross-site add", "POST", "/v1/queue/tasks", "text/plain", "http://evil.example", "", "", body, 403},
 		{"text/plain cross-site replay", "POST", "/v1/replay", "text/plain", "http://evil.example", "", "", "{}", 403},
