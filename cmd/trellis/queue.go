@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
 )
 
 func (a *app) queueCommand() *cobra.Command {
@@ -233,11 +232,11 @@ func (a *app) queueExport() *cobra.Command {
 			}
 			defer s.close()
 			if out == "" {
-				_, err := handlers.ExportTasks(cmd.Context(), s.store, a.stdout)
+				_, err := s.exportTasks(cmd.Context(), a.stdout)
 				return err
 			}
 			var buf bytes.Buffer
-			n, err := handlers.ExportTasks(cmd.Context(), s.store, &buf)
+			n, err := s.exportTasks(cmd.Context(), &buf)
 			if err != nil {
 				return err
 			}

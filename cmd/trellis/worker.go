@@ -89,8 +89,23 @@ commands get --grace to finish, the rest are released back to the queue.`,
 			}
 			handler := &workers.Exec{Command: command}
 			defer handler.Close()
-			pool, err := workers.New(handlers.NewQueue(s.store, qcfg), handler, cfg)
-			if err != nil {
+			var pool *workers.Pool
+			if s.store == nil {
+				// With a token the server claims, decides and appends for
+				// this worker (retries are the server's backoff): the
+				// worker acts as the token's name or one of its slots.
+				who, err := s.client.Whoami(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if who != nil && cfg.Worker == "" {
+					cfg.Worker = who.Name
+				}
+				pool, err = workers.NewWithSource(s.client.WorkerSource(), handler, cfg)
+				if err != nil {
+					return err
+				}
+			} else if pool, err = workers.New(handlers.NewQueue(s.store, qcfg), handler, cfg); err != nil {
 				return err
 			}
 			log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "lease", cfg.Lease)
