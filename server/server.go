@@ -189,7 +189,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			opts = append(opts, nats.RootCAs(cfg.TLSCA))
 		}
 	}
-	if s.nc, err = nats.Connect(url, opts...); err != nil {
+	connectURL := url
+	if s.ns != nil {
+		// In process: no TLS between Trellis and its own server.
+		connectURL = strings.Replace(url, "tls://", "nats://", 1)
+	}
+	if s.nc, err = nats.Connect(connectURL, opts...); err != nil {
 		return nil, fmt.Errorf("connect to NATS %s: %w", url, err)
 	}
 	if s.store, err = events.NewStore(s.nc, events.StoreConfig{Replicas: cfg.Replicas}); err != nil {
@@ -224,9 +229,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.info = Info{PID: os.Getpid(), NATSURL: url, DataDir: cfg.DataDir, Embedded: s.ns != nil, StartedAt: time.Now().UTC(),
 		Workspaces: s.svc.VineHandler().Roots(), Auth: s.info.Auth, AdminTokenFile: s.info.AdminTokenFile,
 		AdminTokenCreated: s.info.AdminTokenCreated, TLS: s.tls != nil}
-	if s.tls != nil && s.ns != nil && cfg.NATSAddr != "-" {
-		s.info.NATSURL = strings.Replace(url, "nats://", "tls://", 1)
-	}
+
 	if cfg.HTTPAddr != "" {
 		if err = s.startHTTP(); err != nil {
 			return nil, err
