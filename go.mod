@@ -23,6 +23,7 @@ require (
 	github.com/tree-sitter/tree-sitter-python v0.25.0
 	github.com/tree-sitter/tree-sitter-rust v0.24.0
 	github.com/tree-sitter/tree-sitter-typescript v0.23.2
+	go.yaml.in/yaml/v3 v3.0.5
 )
 
 require (

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,7 +100,13 @@ commands get --grace to finish, the rest are released back to the queue.`,
 					return err
 				}
 				if who != nil && cfg.Worker == "" {
-					cfg.Worker = who.Name
+					// Pools of one token on several machines: each its own
+					// claimant, all acting as the token's name.
+					host, _ := os.Hostname()
+					if host == "" {
+						host = "worker"
+					}
+					cfg.Worker = fmt.Sprintf("%s/%s-%d", who.Name, host, os.Getpid())
 				}
 				pool, err = workers.NewWithSource(s.client.WorkerSource(), handler, cfg)
 				if err != nil {
@@ -118,7 +125,7 @@ commands get --grace to finish, the rest are released back to the queue.`,
 	f.StringVar(&command, "exec", "", "command run per task with sh -c (required)")
 	f.DurationVar(&cfg.Lease, "lease", 30*time.Second, "how long a claim survives without a heartbeat (the queue consumer's AckWait)")
 	f.DurationVar(&cfg.Grace, "grace", 30*time.Second, "on SIGTERM, how long running commands may finish before their tasks are released")
-	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>)")
+	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>; with a token <token name>/<hostname>-<pid>, and an explicit one must start with <token name>/)")
 	f.DurationVar(&backoff, "backoff", time.Second, "first retry delay; doubles per attempt up to 5m, with jitter")
 	f.BoolVar(&embedded, "embedded", false, "run a Trellis server inside this worker instead of using a running one (it holds the data dir while the worker runs)")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:0", "serve Prometheus /metrics here (port 0 picks one; empty disables)")
