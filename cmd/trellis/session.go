@@ -38,7 +38,7 @@ type session struct {
 	// (store nil) everything goes through it: a token holder may not
 	// read or append to the log directly.
 	client *natsapi.Client
-	close   func()
+	close  func()
 }
 
 // pingTimeout bounds the discovery of a running server.
