@@ -56,8 +56,12 @@ func (a *app) openSession(ctx context.Context) (*session, error) {
 		}
 		if info != nil {
 			url = info.NATSURL
-			if s, err := a.remoteSession(ctx, url); err == nil {
+			s, err := a.remoteSession(ctx, url)
+			if err == nil {
 				return s, nil
+			}
+			if trellis.ErrorCode(err) == trellis.CodeUnauthorized {
+				return nil, err // the server is there and refuses us
 			}
 			url = "" // stale serve.json: the server is gone
 		}
@@ -140,6 +144,9 @@ func (a *app) serverSession(ctx context.Context, who string) (*session, error) {
 		url, where = info.NATSURL, fmt.Sprintf("%s (pid %d)", server.InfoPath(a.dataDir), info.PID)
 	}
 	s, err := a.remoteSession(ctx, url)
+	if trellis.ErrorCode(err) == trellis.CodeUnauthorized {
+		return nil, err
+	}
 	if err != nil {
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "%s needs a running trellis server; the one at %s from %s does not answer (%s): %s",
 			who, url, where, trellis.AsError(err).Message, fix)
