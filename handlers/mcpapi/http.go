@@ -27,8 +27,11 @@ const SessionIdleTimeout = time.Hour
 // the request is refused with 400), else as "mcp:<client name>@<remote
 // host>", which survives reconnects. Idle sessions close after
 // SessionIdleTimeout; request bodies are limited to the SDK's default (4
-// MiB); requests reaching a loopback listener with a non-loopback Host
-// header are refused (the SDK's DNS-rebinding protection).
+// MiB), and to the HTTP API's cap when mounted under it; requests reaching
+// a loopback listener with a non-loopback Host header are refused (the
+// SDK's DNS-rebinding protection). Mounted under the HTTP API with
+// authentication on, the caller's identity (from the request's context)
+// comes first: see identity.of.
 func HTTPHandler(srv *mcp.Server) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return srv },
