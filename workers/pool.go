@@ -152,6 +152,11 @@ func (p *Pool) loop(ctx, work context.Context, worker string) {
 	for ctx.Err() == nil {
 		start := time.Now()
 		claim, err := p.src.Claim(ctx, p.cfg.Queue, worker, p.cfg.FetchWait)
+		var claimErr *ClaimError
+		if errors.As(err, &claimErr) {
+			p.log.Warn("claim", "worker", worker, "err", err)
+			continue
+		}
 		if err != nil {
 			// NATS unreachable, the server restarting, a consumer moving:
 			// keep trying until it is back.

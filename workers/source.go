@@ -43,6 +43,18 @@ type Claim struct {
 	Ack func(ctx context.Context) error
 }
 
+// ClaimError reports a claim that was attempted and failed (the dispatch
+// stays unacknowledged and comes back): the pool logs it and goes on at
+// once, unlike a failure to reach the dispatch at all, after which it
+// backs off.
+type ClaimError struct{ Err error }
+
+// Error implements error.
+func (e *ClaimError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ClaimError) Unwrap() error { return e.Err }
+
 // QueueSource returns the Source of a pool running beside the queue
 // handler (same process or a trusted Trellis process): claims come from
 // the queue's durable consumer, and the lease is the dispatch message
@@ -87,8 +99,11 @@ func (s *queueSource) Claim(ctx context.Context, queue, worker string, wait time
 			continue
 		}
 		task, err := s.q.ClaimDispatched(context.WithoutCancel(ctx), msg, worker, true)
-		if err != nil || task == nil {
-			return nil, err // an unclaimed dispatch stays unacknowledged and comes back
+		if err != nil {
+			return nil, &ClaimError{err} // the dispatch stays unacknowledged and comes back
+		}
+		if task == nil {
+			return nil, nil
 		}
 		return &Claim{
 			Task:      task,

@@ -266,6 +266,9 @@ func (s *remoteSource) Claim(ctx context.Context, queue, worker string, wait tim
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+30*time.Second)
 	defer cancel()
 	if err := s.c.call(cctx, OpQueueClaim, claimRequest{Queue: queue, Worker: worker, WaitMS: wait.Milliseconds()}, &res); err != nil {
+		if trellis.ErrorCode(err) == trellis.CodeConflict {
+			return nil, &workers.ClaimError{Err: err} // a lost race: go on at once
+		}
 		return nil, err
 	}
 	if res.Task == nil {
