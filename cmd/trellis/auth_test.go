@@ -170,6 +170,18 @@ func TestCLIAuthContract(t *testing.T) {
 	if events[0].Actor != "admin" || events[2].Type != "completed" || !strings.HasPrefix(events[1].Actor, "w1/") || events[2].Actor != events[1].Actor {
 		t.Fatalf("history: %+v", events)
 	}
+	// Ingest with a token runs in the server, on a path it reads.
+	repo := t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := cli(t, append(d, "--token", worker, "ingest", repo)...); code != 6 {
+		t.Fatalf("ingest with a worker token: exit %d %s", code, errs)
+	}
+	code, stdout, errs = cli(t, append(d, "--token", tok, "ingest", repo, "--repo", "r", "--json")...)
+	if code != 0 || !strings.Contains(stdout, `"files_new": 1`) {
+		t.Fatalf("ingest through the server: %d %s %s", code, stdout, errs)
+	}
 	code, stdout, _ = cli(t, append(d, "--token", tok, "queue", "export")...)
 	if code != 0 || strings.Count(stdout, "\n") != 3 {
 		t.Fatalf("export through the API: %d %q", code, stdout)
