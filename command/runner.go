@@ -313,13 +313,15 @@ func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide f
 	}
 }
 
-// envelope builds the event of decision d on st, chained to the
-// aggregate's previous event (learning its hash when st came without it).
+// envelope builds the event of decision d on st: its actor is the
+// authenticated caller when there is one (events.ActorFor), and it is
+// chained to the aggregate's previous event (learning that event's hash
+// when st came without it).
 func (r *Runner[S]) envelope(ctx context.Context, st *State[S], d Decision, actor string) (events.Envelope, error) {
 	if err := r.learnHead(ctx, st); err != nil {
 		return events.Envelope{}, err
 	}
-	env, err := events.NewEnvelope(r.at(d), d.Type, st.ID, actor, r.kind.Schema, d.Payload)
+	env, err := events.NewEnvelope(r.at(d), d.Type, st.ID, events.ActorFor(ctx, actor), r.kind.Schema, d.Payload)
 	env.Prev = st.Head
 	return env, err
 }

@@ -14,6 +14,9 @@ const (
 	StreamChunks = "TRELLIS_CHUNKS"
 	StreamMemory = "TRELLIS_MEMORY"
 	StreamTasks  = "TRELLIS_TASKS"
+	// StreamAuth holds the access tokens' events (created, revoked): the
+	// token registry of every server is a projection of it.
+	StreamAuth = "TRELLIS_AUTH"
 )
 
 // StreamSpec describes one domain stream.
@@ -42,6 +45,7 @@ func Streams() []StreamSpec {
 		{Name: StreamChunks, Domain: "chunks", Description: "Trellis code memory: trellis.chunks.<repo>.<event>"},
 		{Name: StreamMemory, Domain: "memory", Description: "Trellis agent memory: observations, facts, consolidation runs"},
 		{Name: StreamTasks, Domain: "tasks", Description: "Trellis agent tasks: tasks, agents, objectives"},
+		{Name: StreamAuth, Domain: "auth", Description: "Trellis access tokens: trellis.auth.<name>.<event> (hashes only)"},
 	}
 }
 

@@ -182,7 +182,7 @@ func (w *world) checkpoint(id string) (string, error) {
 func (w *world) checkpointsHaveSections() error {
 	ctx, cancel := ctxT()
 	defer cancel()
-	l, err := w.sw.Queue().List(ctx, trellis.ListRequest{Status: trellis.StatusDone})
+	l, err := w.sw.Queue().List(ctx, trellis.ListRequest{Status: trellis.StatusDone, Limit: trellis.MaxListLimit})
 	if err != nil {
 		return err
 	}

@@ -88,9 +88,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Pool runs a Handler over one queue with a fixed concurrency.
+// Pool runs a Handler over one queue with a fixed concurrency. It works
+// either beside the queue handler (New: a trusted Trellis process that
+// claims from the queue's consumers and appends the events itself) or
+// through a Trellis server (NewWithSource: a remote worker with a token,
+// for which the server claims and appends).
 type Pool struct {
-	queue   *taskqueue.Handler
+	queue   *taskqueue.Handler // the local path; nil for a remote Source
+	src     Source             // the remote path
 	handler Handler
 	cfg     Config
 	log     *slog.Logger
@@ -102,8 +107,28 @@ type Pool struct {
 	recording chan struct{}
 }
 
-// New returns a pool; Run starts it.
+// New returns a pool working the queue handler in this process; Run
+// starts it.
 func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
+	p, err := newPool(h, cfg)
+	if err == nil {
+		p.queue = queue
+	}
+	return p, err
+}
+
+// NewWithSource returns a pool claiming from src (a remote server's API,
+// say); Run starts it. Such a pool's lease is the one it prepares; it does
+// not see cancellations of its running tasks before they end.
+func NewWithSource(src Source, h Handler, cfg Config) (*Pool, error) {
+	p, err := newPool(h, cfg)
+	if err == nil {
+		p.src = src
+	}
+	return p, err
+}
+
+func newPool(h Handler, cfg Config) (*Pool, error) {
 	cfg = cfg.withDefaults()
 	if err := trellis.ValidateQueueName(cfg.Queue); err != nil {
 		return nil, err
@@ -117,8 +142,45 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 	if cfg.Lease > 0 && cfg.Heartbeat >= cfg.Lease {
 		return nil, trellis.FieldError("heartbeat", "must be shorter than the lease (%s), got %s", cfg.Lease, cfg.Heartbeat)
 	}
-	return &Pool{queue: queue, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker),
+	return &Pool{handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker),
 		recording: make(chan struct{}, cfg.Concurrency)}, nil
+}
+
+// recorder records a run's outcome: the queue handler, or a Source.
+type recorder interface {
+	Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error)
+	Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error)
+	Release(ctx context.Context, taskID, worker, reason string) (*trellis.Task, error)
+}
+
+func (p *Pool) recorder() recorder {
+	if p.queue != nil {
+		return p.queue
+	}
+	return p.src
+}
+
+// lease is a running task's claim: extended by heartbeats, ended by the
+// acknowledgement once the outcome is recorded (a dispatch message held
+// unacknowledged, or a remote claim).
+type lease interface {
+	InProgress() error
+	Ack() error
+}
+
+// remoteLease is a Source's claim as a lease.
+type remoteLease struct{ c *Claim }
+
+func (l remoteLease) InProgress() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return l.c.Heartbeat(ctx)
+}
+
+func (l remoteLease) Ack() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return l.c.Ack(ctx)
 }
 
 // Run claims and runs tasks until ctx ends, then drains: no new claims,
@@ -130,6 +192,9 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 // fetch (and the finishes of handlers ending together) reach the store at
 // the same time and share its group commits.
 func (p *Pool) Run(ctx context.Context) error {
+	if p.queue == nil {
+		return p.runRemote(ctx)
+	}
 	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	cons, err := p.queue.EnsureConsumer(setupCtx, p.cfg.Queue, p.cfg.Lease)
 	cancel()
@@ -151,6 +216,13 @@ func (p *Pool) Run(ctx context.Context) error {
 	defer cancelWork()
 	var wg sync.WaitGroup
 	p.fetch(ctx, work, lanes, &wg)
+	p.drain(&wg, cancelWork)
+	return nil
+}
+
+// drain waits for the running handlers (Grace at most, then cancels them:
+// their tasks are released) and the outcomes being recorded.
+func (p *Pool) drain(wg *sync.WaitGroup, cancelWork func()) {
 	p.log.Info("draining", "grace", p.cfg.Grace)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -161,7 +233,61 @@ func (p *Pool) Run(ctx context.Context) error {
 		cancelWork()
 		<-done
 	}
+}
+
+// runRemote runs the pool through a Source: each slot claims a task with a
+// lease (the server claims for it), runs it, and claims the next.
+func (p *Pool) runRemote(ctx context.Context) error {
+	lease := p.cfg.Lease
+	if lease <= 0 {
+		lease = 30 * time.Second
+	}
+	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := p.src.Prepare(setupCtx, p.cfg.Queue, lease)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
+	}
+	p.ackWait.Store(int64(lease))
+	work, cancelWork := context.WithCancel(context.Background())
+	defer cancelWork()
+	var wg sync.WaitGroup
+	for slot := 0; slot < p.cfg.Concurrency; slot++ {
+		wg.Add(1)
+		go func(worker string) {
+			defer wg.Done()
+			p.remoteSlot(ctx, work, worker, &wg)
+		}(p.cfg.Worker + "/" + strconv.Itoa(slot))
+	}
+	<-ctx.Done()
+	p.drain(&wg, cancelWork)
 	return nil
+}
+
+// remoteSlot is one slot of a remote pool: claim, run, until ctx ends.
+func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.WaitGroup) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		start := time.Now()
+		claim, err := p.src.Claim(ctx, p.cfg.Queue, worker, p.cfg.FetchWait)
+		var claimErr *ClaimError
+		if errors.As(err, &claimErr) {
+			p.log.Warn("claim", "worker", worker, "err", err)
+			continue
+		}
+		if err != nil {
+			// NATS unreachable, the server restarting: keep trying until
+			// it is back.
+			p.log.Warn("claim", "worker", worker, "err", err)
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if claim != nil {
+			p.runClaimed(work, remoteLease{claim}, claim.Task, worker, start, wg)
+		}
+	}
 }
 
 // fetch pulls dispatches for the free slots until ctx ends, handing each
@@ -348,6 +474,11 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 	if task == nil {
 		return
 	}
+	p.runClaimed(ctx, msg, task, worker, start, wg)
+}
+
+// runClaimed runs a claimed task with its lease (see handle).
+func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, worker string, start time.Time, wg *sync.WaitGroup) {
 	log := p.log.With("task", task.TaskID, "attempt", task.Attempts, "worker", worker)
 	log.Info("task claimed", "max_attempts", task.MaxAttempts)
 	m, q := p.cfg.Metrics, p.cfg.Queue
@@ -381,7 +512,7 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 
 // record records the outcome of one run (see handle), or its cancellation
 // when the task was cancelled while it ran, and ends its lease.
-func (p *Pool) record(work context.Context, msg jetstream.Msg, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, cancelled *string, log *slog.Logger) {
+func (p *Pool) record(work context.Context, msg lease, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, cancelled *string, log *slog.Logger) {
 	m, q := p.cfg.Metrics, p.cfg.Queue
 	// Finishing must not be cut short by the drain: it has its own bound.
 	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
@@ -398,7 +529,9 @@ func (p *Pool) record(work context.Context, msg jetstream.Msg, task *trellis.Tas
 	}
 	switch {
 	case err == nil:
-		_ = msg.Ack()
+		if err := msg.Ack(); err != nil {
+			log.Warn("lease not acknowledged; the dispatch comes back and is skipped as stale", "err", err)
+		}
 	case trellis.ErrorCode(err) == trellis.CodeConflict:
 		// Our lease expired and someone else holds the task now: leave the
 		// dispatch alone (acknowledging it would drop their lease).
@@ -438,7 +571,7 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	switch {
 	case herr != nil && work.Err() != nil:
 		// Cancelled by the drain: give the task back.
-		_, err := p.queue.Release(ctx, task.TaskID, worker, "worker drained before the task finished")
+		_, err := p.recorder().Release(ctx, task.TaskID, worker, "worker drained before the task finished")
 		if err == nil {
 			m.Released.WithLabelValues(q).Inc()
 			log.Info("task released", "reason", "worker drained before the task finished")
@@ -454,13 +587,13 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 			WhatNext: cp.WhatNext, Blockers: cp.Blockers, Citations: cp.Citations,
 			StepsUsed: usage.StepsUsed, ToolCallsUsed: usage.ToolCallsUsed,
 		}
-		_, err := p.queue.Done(ctx, req)
+		_, err := p.recorder().Done(ctx, req)
 		if trellis.ErrorCode(err) == trellis.CodeInvalid {
 			// The handler's checkpoint breaks a rule (an empty list item, a
 			// negative count, oversized text): record the task as done with
 			// a plain checkpoint that says so, rather than run it again.
 			log.Warn("checkpoint rejected; recording a plain one", "err", err)
-			_, err = p.queue.Done(ctx, trellis.DoneRequest{
+			_, err = p.recorder().Done(ctx, trellis.DoneRequest{
 				TaskID: task.TaskID, Worker: worker,
 				WhatWasDone:   errorText(fmt.Errorf("the handler finished, but its checkpoint was rejected (%v)", err)),
 				StepsUsed:     min(max(usage.StepsUsed, 0), trellis.MaxBudget),
@@ -475,12 +608,12 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	}
 	// A failed run: retried unless the budget is spent.
 	exhausted := errors.Is(herr, ErrBudgetExhausted) || usage.Exceeds(task.Budget)
-	t, err := p.queue.Fail(ctx, trellis.FailRequest{
+	t, err := p.recorder().Fail(ctx, trellis.FailRequest{
 		TaskID: task.TaskID, Worker: worker, Error: errorText(herr), WhatWasDone: cp.WhatWasDone,
 		Blockers: cp.Blockers, StepsUsed: usage.StepsUsed, ToolCallsUsed: usage.ToolCallsUsed, Retry: !exhausted,
 	})
 	if trellis.ErrorCode(err) == trellis.CodeInvalid {
-		t, err = p.queue.Fail(ctx, trellis.FailRequest{
+		t, err = p.recorder().Fail(ctx, trellis.FailRequest{
 			TaskID: task.TaskID, Worker: worker, Error: errorText(herr), Retry: !exhausted,
 			StepsUsed:     min(max(usage.StepsUsed, 0), trellis.MaxBudget),
 			ToolCallsUsed: min(max(usage.ToolCallsUsed, 0), trellis.MaxBudget),
@@ -524,7 +657,7 @@ func errorText(err error) string {
 // heartbeat it also reads whether the task was cancelled, and if so calls
 // cancel (once) with the reason: the handler's context ends (the exec
 // handler signals its process group).
-func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, taskID string, log *slog.Logger, cancel func(reason string)) {
+func (p *Pool) heartbeat(ctx context.Context, msg lease, taskID string, log *slog.Logger, cancel func(reason string)) {
 	stopped := false
 	last := time.Now()
 	for {
@@ -540,8 +673,8 @@ func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, taskID string, 
 		if err := msg.InProgress(); err != nil {
 			log.Warn("heartbeat", "err", err)
 		}
-		if stopped {
-			continue
+		if stopped || p.queue == nil {
+			continue // a remote pool does not read the task (the server would have to)
 		}
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
 		asked, reason, err := p.queue.CancelRequested(rctx, taskID)

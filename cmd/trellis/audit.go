@@ -22,7 +22,7 @@ func (a *app) auditCommand() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				recs, err := handlers.Audit(ctx, s.store, args[0])
+				recs, err := s.audit(ctx, args[0])
 				if err != nil || !asJSON {
 					return recs, err
 				}

@@ -34,7 +34,7 @@ binary, oversized and unreadable files are skipped and listed.`,
 				return err
 			}
 			defer s.close()
-			sum, err := handlers.Ingest(cmd.Context(), s.store, cfg)
+			sum, err := s.ingest(cmd.Context(), cfg)
 			if cfg.Progress != nil {
 				fmt.Fprintln(a.stderr)
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
 )
 
 func (a *app) queueCommand() *cobra.Command {
@@ -267,7 +266,7 @@ func (a *app) queueExport() *cobra.Command {
 			}
 			defer s.close()
 			if out == "" {
-				_, err := handlers.ExportTasks(cmd.Context(), s.store, a.stdout)
+				_, err := s.exportTasks(cmd.Context(), a.stdout)
 				return err
 			}
 			n, err := exportToFile(cmd.Context(), s, out)
@@ -291,7 +290,7 @@ func exportToFile(ctx context.Context, s *session, out string) (int, error) {
 		return 0, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
 	}
 	defer func() { _ = os.Remove(f.Name()) }() // after the rename: nothing
-	n, err := handlers.ExportTasks(ctx, s.store, f)
+	n, err := s.exportTasks(ctx, f)
 	if err != nil {
 		_ = f.Close()
 		return n, err

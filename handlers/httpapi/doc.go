@@ -42,6 +42,9 @@
 // Request bodies are decoded strictly: at most Config.MaxBodyBytes bytes of
 // valid UTF-8 holding exactly one JSON object, whose keys are the request
 // type's field names exactly (case-sensitive, each at most once); unknown
-// fields and trailing data are rejected. The Content-Type header is not
-// checked.
+// fields and trailing data are rejected. Before any route or mount runs,
+// every request passes the guard (guard.go): the body cap, the Host and
+// Origin checks against DNS rebinding and cross-site requests, an
+// application/json content type on bodies (415), and with Config.Auth a
+// bearer token (401) and a role that covers the route (403).
 package httpapi

@@ -15,6 +15,9 @@ type server struct {
 	cfg Config
 	log *slog.Logger
 	mux *http.ServeMux
+	// patterns are the registered routes and mounts (each must be in
+	// routeOps or openPatterns).
+	patterns []string
 }
 
 // apiFunc is a route's handler: it writes a successful response itself and
@@ -58,6 +61,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 
 	for pattern, h := range cfg.Mounts {
 		s.mux.Handle(pattern, h)
+		s.patterns = append(s.patterns, pattern)
 	}
 	return s
 }
@@ -66,6 +70,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 // the error shape.
 func (s *server) handle(pattern string, fn apiFunc) {
 	s.mux.Handle(pattern, s.wrap(fn))
+	s.patterns = append(s.patterns, pattern)
 }
 
 // wrap turns an apiFunc into an http.Handler.
@@ -101,6 +106,11 @@ func (s *server) wrap(fn apiFunc) http.Handler {
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
+		r, err := s.guard(w, r, pattern)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		s.mux.ServeHTTP(w, r)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 )
 
 // The tool names: seed 000's queue tools plus the board's read tools.
@@ -59,8 +60,15 @@ func (b boundTool[In]) register(srv *mcp.Server) {
 	t := *b.tool
 	t.InputSchema = schema
 	srv.AddTool(&t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, err := authorizeTool(ctx, req, t.Name)
+		if err != nil {
+			return errorResult(err), nil
+		}
 		var in In
 		if err := decodeArgs(t.Name, schema, req.Params.Arguments, &in); err != nil {
+			return errorResult(err), nil
+		}
+		if err := auth.Bind(ctx, &in); err != nil {
 			return errorResult(err), nil
 		}
 		res, err := b.call(ctx, req, &in)

@@ -49,7 +49,28 @@ const (
 	OpSearch  = "code.search"
 	OpChunk   = "code.chunk"
 	OpExplain = "code.explain"
+	OpIngest  = "code.ingest"
+
+	// A remote worker pool's leased claims (see lease.go).
+	OpQueuePrepare   = "queue.prepare"
+	OpQueueClaim     = "queue.claim"
+	OpQueueHeartbeat = "queue.heartbeat"
+	OpQueueAck       = "queue.ack"
+	OpQueueRelease   = "queue.release"
+
+	// Reads of the log that a client without JetStream access needs.
+	OpAudit       = "audit"
+	OpQueueExport = "queue.export"
+
+	// Token management and who-am-I.
+	OpTokenCreate = "token.create"
+	OpTokenList   = "token.list"
+	OpTokenRevoke = "token.revoke"
+	OpWhoami      = "token.whoami"
 )
+
+// HeaderAuthorization carries a request's token: "Bearer <token>".
+const HeaderAuthorization = "Authorization"
 
 // reply is the body of every answer.
 type reply struct {
