@@ -28,6 +28,9 @@ const (
 	// exceed it ends early, with a next cursor (so a page fits in one NATS
 	// message).
 	MaxAuditPageBytes = 512 << 10
+	// MaxAuditPayloadBytes bounds the payload a query event carries;
+	// larger ones are left out (PayloadOmitted).
+	MaxAuditPayloadBytes = 128 << 10
 )
 
 // AuditQuery selects events of one stream: those of a queue, of a graph,
@@ -65,18 +68,25 @@ type AuditQuery struct {
 // present; actor is "" when no one acted), where the log holds it, when
 // the log stored it, and its hash in its aggregate's chain.
 type AuditEvent struct {
-	ID            string          `json:"id"`
-	Type          string          `json:"type"`
-	AggregateID   string          `json:"aggregate_id"`
-	Time          time.Time       `json:"time"`
-	Actor         string          `json:"actor"`
-	CausationID   string          `json:"causation_id,omitempty"`
-	CorrelationID string          `json:"correlation_id,omitempty"`
-	Schema        int             `json:"schema"`
-	Payload       json.RawMessage `json:"payload"`
-	Stream        string          `json:"stream"`
-	Subject       string          `json:"subject"`
-	Seq           uint64          `json:"seq"`
+	ID            string    `json:"id"`
+	Type          string    `json:"type"`
+	AggregateID   string    `json:"aggregate_id"`
+	Time          time.Time `json:"time"`
+	Actor         string    `json:"actor"`
+	CausationID   string    `json:"causation_id,omitempty"`
+	CorrelationID string    `json:"correlation_id,omitempty"`
+	Schema        int       `json:"schema"`
+	// Payload is the event's payload; null (with PayloadOmitted) when it
+	// is larger than MaxAuditPayloadBytes: `trellis audit ID` and `trellis
+	// audit export` give it whole.
+	Payload json.RawMessage `json:"payload"`
+	// PayloadOmitted is true when Payload was left out for its size.
+	PayloadOmitted bool `json:"payload_omitted,omitempty"`
+	// PayloadBytes is the payload's size when it was left out.
+	PayloadBytes int    `json:"payload_bytes,omitempty"`
+	Stream       string `json:"stream"`
+	Subject      string `json:"subject"`
+	Seq          uint64 `json:"seq"`
 	// Stored is when the log stored the event (the server's clock); the
 	// query's time window applies to it.
 	Stored time.Time `json:"stored"`
