@@ -124,6 +124,7 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 		ops[op] = fn
 	}
 	ops[OpSearch] = handler(svc.Search)
+	ops[OpAuditQuery] = handler(svc.AuditQuery)
 	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) { return svc.Chunk(ctx, r.ChunkID) })
 	for op, fn := range ops {
 		fn := fn
