@@ -18,8 +18,8 @@ func TestInputSchemasHavePlainTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 24 {
-		t.Fatalf("tools/list has %d tools; want all 24 (queue, vine, memory, code)", len(res.Tools))
+	if len(res.Tools) != 25 {
+		t.Fatalf("tools/list has %d tools; want all 25 (queue, vine, memory, code, audit)", len(res.Tools))
 	}
 	containers := 0
 	for _, tool := range res.Tools {
