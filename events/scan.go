@@ -20,6 +20,10 @@ type Message struct {
 	// timestamp, set by the server (the envelope's Time is when the
 	// command decided the event; the two differ by the append's latency).
 	Stored time.Time
+	// MsgID is the message's Nats-Msg-Id header: Trellis sends one with
+	// every append (the event id, or an idempotency key), so a message
+	// without one was published from outside Trellis.
+	MsgID string
 	// Bad is set when the message is not an envelope, or its large
 	// payload cannot be resolved (missing, or not matching its digest):
 	// Recorded then holds what could be read (at least Stream, Subject and
@@ -180,7 +184,7 @@ func rawMessage(stream string, msg *nats.Msg) (Message, error) {
 	}
 	subject := msg.Header.Get(jetstream.SubjectHeader)
 	rec, err := Decode(stream, subject, seq, msg.Data)
-	m := Message{Recorded: rec, Stored: stored}
+	m := Message{Recorded: rec, Stored: stored, MsgID: msg.Header.Get(nats.MsgIdHdr)}
 	if err != nil {
 		m.Recorded = Recorded{Stream: stream, Subject: subject, Seq: seq}
 		m.Bad = fmt.Errorf("%w: not an event envelope: %w", ErrBadEvent, err)

@@ -24,6 +24,10 @@ const (
 	FindingReordered = "reordered"
 	// FindingDuplicated: the same event is stored twice.
 	FindingDuplicated = "duplicated"
+	// FindingForeign: an event stored without the message id every
+	// Trellis append carries: published from outside Trellis (an edit
+	// re-published, or a forged event).
+	FindingForeign = "foreign"
 	// FindingMalformed: a message on a Trellis subject that is not a
 	// Trellis event (not an envelope, or a subject no aggregate has).
 	FindingMalformed = "malformed"
@@ -35,8 +39,8 @@ const (
 // Finding is one piece of tamper evidence, with its position in the log
 // (stream, sequence, aggregate) and, for an export, its line.
 type Finding struct {
-	// Kind is one of removed, altered, reordered, duplicated, malformed,
-	// truncated.
+	// Kind is one of removed, altered, reordered, duplicated, foreign,
+	// malformed, truncated.
 	Kind string `json:"kind"`
 	// Stream is the stream the evidence is in.
 	Stream string `json:"stream,omitempty"`

@@ -54,14 +54,17 @@ type ExportStream struct {
 // ExportLine is an event line (Event set), a deleted range (Gap set) or a
 // message that is not an event (Bad set).
 type ExportLine struct {
-	Stream  string           `json:"stream"`
-	Seq     uint64           `json:"seq,omitempty"`
-	Subject string           `json:"subject,omitempty"`
-	Stored  *time.Time       `json:"stored,omitempty"`
-	Hash    string           `json:"hash,omitempty"`
-	Event   *events.Envelope `json:"event,omitempty"`
-	Gap     *[2]uint64       `json:"gap,omitempty"`
-	Bad     string           `json:"bad,omitempty"`
+	Stream  string     `json:"stream"`
+	Seq     uint64     `json:"seq,omitempty"`
+	Subject string     `json:"subject,omitempty"`
+	Stored  *time.Time `json:"stored,omitempty"`
+	Hash    string     `json:"hash,omitempty"`
+	// MsgID is the message's Nats-Msg-Id ("" when it had none: see
+	// FindingForeign).
+	MsgID string           `json:"msg_id,omitempty"`
+	Event *events.Envelope `json:"event,omitempty"`
+	Gap   *[2]uint64       `json:"gap,omitempty"`
+	Bad   string           `json:"bad,omitempty"`
 }
 
 // ExportTrailer is the last line of an export.
@@ -132,7 +135,7 @@ func Export(ctx context.Context, store *events.Store, opts ExportOptions, w io.W
 			}
 			expect = m.Seq + 1
 			stored := m.Stored.UTC()
-			l := ExportLine{Stream: r.Stream, Seq: m.Seq, Subject: m.Subject, Stored: &stored}
+			l := ExportLine{Stream: r.Stream, Seq: m.Seq, Subject: m.Subject, Stored: &stored, MsgID: m.MsgID}
 			if m.Bad != nil {
 				l.Bad = m.Bad.Error()
 				if m.ID != "" {
@@ -440,6 +443,9 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 		fs, err := st.check.check(ctx, it, name, filter)
 		if err != nil {
 			return nil, err
+		}
+		if l.MsgID == "" {
+			fs = append(fs, foreignFinding(rec, name, lineNo))
 		}
 		for _, fd := range fs {
 			if err := emit(fd); err != nil {

@@ -190,7 +190,17 @@ func checkMessage(ctx context.Context, check *chainCheck, m events.Message) ([]F
 	case !ok:
 		return []Finding{{Kind: FindingMalformed, Stream: m.Stream, Seq: m.Seq, Subject: m.Subject, EventID: m.ID, Detail: "no Trellis aggregate has this subject"}}, nil
 	}
-	return check.check(ctx, itemOf(m.Recorded, 0, true), name, filter)
+	fs, err := check.check(ctx, itemOf(m.Recorded, 0, true), name, filter)
+	if m.MsgID == "" {
+		fs = append(fs, foreignFinding(m.Recorded, name, 0))
+	}
+	return fs, err
+}
+
+// foreignFinding reports an event stored without a message id.
+func foreignFinding(rec events.Recorded, aggregate string, line int) Finding {
+	return Finding{Kind: FindingForeign, Stream: rec.Stream, Seq: rec.Seq, Line: line, Subject: rec.Subject, Aggregate: aggregate, EventID: rec.ID,
+		Detail: "stored without the message id (Nats-Msg-Id) every Trellis append carries: published from outside Trellis (an edit re-published, or a forged event)"}
 }
 
 func gapFinding(stream string, from, to uint64) Finding {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
@@ -119,7 +121,10 @@ func TestVerifyFindsTampering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rawPublish(t, b, taskqueue.Subject("jobs", legacy, typ), envelopeJSON(t, e))
+		// Earlier versions sent the event id as Nats-Msg-Id too.
+		if _, err := b.Store.JetStream().Publish(ctx, taskqueue.Subject("jobs", legacy, typ), envelopeJSON(t, e), jetstream.WithMsgID(e.ID)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	fs, rep := verify(t, b.Store, handlers.VerifyOptions{})
@@ -177,6 +182,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 		{handlers.FindingRemoved, edited[1].Seq, "", "the edited claim's old place shows as a gap"},
 		{handlers.FindingRemoved, edited[2].Seq, edited[0].AggregateID, "the completion chains to the original claim"},
 		{handlers.FindingAltered, copySeq, edited[0].AggregateID, "the changed copy"},
+		{handlers.FindingForeign, copySeq, edited[0].AggregateID, "the changed copy was published without a message id"},
 		{handlers.FindingRemoved, reordered[1].Seq, "", "the moved events' old places"},
 		{handlers.FindingReordered, movedDone, reordered[0].AggregateID, "the completion now stands before the claim it chains to"},
 		{handlers.FindingReordered, movedClaim, reordered[0].AggregateID, "the claim now stands after the completion"},

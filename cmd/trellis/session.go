@@ -27,6 +27,7 @@ type session struct {
 	vine    trellis.VineService
 	memory  trellis.MemoryService
 	code    trellis.CodeService
+	audit   trellis.AuditService
 	store   *events.Store
 	replay  func(context.Context) (*handlers.ReplayResult, error)
 	dataDir string // where checkpoints are written
@@ -93,6 +94,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		vine:    client,
 		memory:  client,
 		code:    client,
+		audit:   client,
 		store:   store,
 		replay:  client.Replay,
 		dataDir: info.DataDir,
@@ -182,6 +184,7 @@ func (a *app) startLocal(ctx context.Context, cfg server.Config) (*session, *ser
 		vine:    srv.Service(),
 		memory:  srv.Service(),
 		code:    srv.Service(),
+		audit:   srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
 		dataDir: dataDir,
