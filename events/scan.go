@@ -85,6 +85,26 @@ func (s *Store) Scan(ctx context.Context, stream string, r ScanRange, fn func(Me
 			from = 1
 		}
 	}
+	// visit handles one message; done reports the end of the range.
+	visit := func(m Message) (done bool, err error) {
+		if m.Seq > to || (!r.Until.IsZero() && m.Stored.After(r.Until)) {
+			return true, nil
+		}
+		if m.Bad == nil && m.PayloadRef != nil {
+			if err := s.Resolve(ctx, &m.Recorded); errors.Is(err, ErrBlob) {
+				m.Bad = err
+			} else if err != nil {
+				return true, err
+			}
+		}
+		if err := fn(m); errors.Is(err, ErrStopScan) {
+			return true, nil
+		} else if err != nil {
+			return true, err
+		}
+		from = m.Seq + 1
+		return false, nil
+	}
 	for {
 		if since == nil && from > to {
 			return nil
@@ -102,29 +122,84 @@ func (s *Store) Scan(ctx context.Context, stream string, r ScanRange, fn func(Me
 		if err != nil {
 			return err
 		}
-		since = nil
 		if len(msgs) == 0 {
-			return nil
-		}
-		for _, m := range msgs {
-			if m.Seq > to || (!r.Until.IsZero() && m.Stored.After(r.Until)) {
-				return nil
-			}
-			if m.Bad == nil && m.PayloadRef != nil {
-				if err := s.Resolve(ctx, &m.Recorded); errors.Is(err, ErrBlob) {
-					m.Bad = err
-				} else if err != nil {
-					return err
-				}
-			}
-			if err := fn(m); errors.Is(err, ErrStopScan) {
-				return nil
-			} else if err != nil {
+			// Nothing more, or a replica that lags behind the stream
+			// (direct gets may be answered by any replica): ask the
+			// stream's leader for the next message.
+			m, ok, err := s.leaderNext(ctx, stream, r.Filter, from, since)
+			if err != nil || !ok {
 				return err
 			}
-			from = m.Seq + 1
+			msgs = []Message{m}
+		}
+		since = nil
+		for _, m := range msgs {
+			if done, err := visit(m); done || err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// leaderNext asks the stream's leader (the JetStream API, not a direct
+// get) for the first message at or after seq (or stored at or after
+// since) matching filter.
+func (s *Store) leaderNext(ctx context.Context, stream, filter string, seq uint64, since *time.Time) (Message, bool, error) {
+	if filter == "" {
+		filter = ">"
+	}
+	req := map[string]any{"next_by_subj": filter}
+	if since != nil {
+		req["start_time"] = since
+	} else {
+		req["seq"] = seq
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Message{}, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	reply, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return Message{}, false, fmt.Errorf("scan %s: %w", stream, err)
+	}
+	var resp struct {
+		Message *struct {
+			Subject  string    `json:"subject"`
+			Sequence uint64    `json:"seq"`
+			Header   []byte    `json:"hdrs"`
+			Data     []byte    `json:"data"`
+			Time     time.Time `json:"time"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return Message{}, false, fmt.Errorf("scan %s: %w", stream, err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return Message{}, false, nil
+		}
+		return Message{}, false, fmt.Errorf("scan %s: %w", stream, resp.Error)
+	}
+	if resp.Message == nil {
+		return Message{}, false, nil
+	}
+	sm := resp.Message
+	m := Message{Stored: sm.Time}
+	if len(sm.Header) > 0 {
+		if hdr, err := nats.DecodeHeadersMsg(sm.Header); err == nil {
+			m.MsgID = hdr.Get(nats.MsgIdHdr)
+		}
+	}
+	rec, err := Decode(stream, sm.Subject, sm.Sequence, sm.Data)
+	m.Recorded = rec
+	if err != nil {
+		m.Recorded = Recorded{Stream: stream, Subject: sm.Subject, Seq: sm.Sequence}
+		m.Bad = fmt.Errorf("%w: not an event envelope: %w", ErrBadEvent, err)
+	}
+	return m, true, nil
 }
 
 // directRaw sends one batched direct-get request and returns its messages
@@ -201,7 +276,15 @@ func (s *Store) SeqAtTime(ctx context.Context, stream string, t time.Time) (uint
 		return 0, err
 	}
 	if len(msgs) == 0 {
-		return s.LastSeq(ctx, stream)
+		// Nothing stored after t, or a replica that lags: ask the leader.
+		m, ok, err := s.leaderNext(ctx, stream, "", 0, &after)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return s.LastSeq(ctx, stream)
+		}
+		msgs = []Message{m}
 	}
 	return msgs[0].Seq - 1, nil
 }
