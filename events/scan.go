@@ -56,7 +56,7 @@ var ErrStopScan = errors.New("stop scan")
 // scanBatch and scanBytes bound one direct-get round trip of Scan: its
 // memory does not grow with the stream.
 const (
-	scanBatch = 256
+	scanBatch = 1024
 	scanBytes = 4 << 20
 )
 

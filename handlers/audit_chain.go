@@ -86,43 +86,56 @@ func (f Finding) String() string {
 	return b.String()
 }
 
-// aggregateOf returns the aggregate an event on subject belongs to: a
-// name for people and the subject filter of the aggregate's events, which
-// is the scope the command runner chains in (its Kind's Filter). ok is
+// aggRef names the aggregate an event belongs to.
+type aggRef struct {
+	// name is for people: a task id, <queue>/_control, a graph id, a
+	// task name, a memory scope, <repo>/<file token>.
+	name string
+	// key is the subject filter of the aggregate's events: the scope the
+	// command runner chains in (its Kind's Filter), so the chain's identity.
+	key string
+	// read is a filter of the same events that the server resolves
+	// faster (no wildcard before the aggregate's token).
+	read string
+}
+
+// aggregateOf returns the aggregate an event on subject belongs to; ok is
 // false for a subject no Trellis aggregate has.
-func aggregateOf(subject string) (name, filter string, ok bool) {
+func aggregateOf(subject string) (aggRef, bool) {
 	t := strings.Split(subject, ".")
 	if len(t) < 4 || t[0] != "trellis" {
-		return "", "", false
+		return aggRef{}, false
 	}
 	for _, tok := range t {
 		if tok == "" {
-			return "", "", false
+			return aggRef{}, false
 		}
 	}
+	own := strings.Join(t[:len(t)-1], ".") + ".>"
 	switch t[1] {
 	case "queue":
 		if len(t) != 5 {
-			return "", "", false
+			return aggRef{}, false
 		}
 		if t[3] == taskqueue.ControlID {
-			return t[2] + "/" + taskqueue.ControlID, taskqueue.ControlFilter(t[2]), true
+			return aggRef{t[2] + "/" + taskqueue.ControlID, taskqueue.ControlFilter(t[2]), own}, true
 		}
 		// A task's chain spans queues (its filter has the queue as a
-		// wildcard): task ids are unique across queues.
-		return t[3], taskqueue.Filter(t[3]), true
+		// wildcard); task ids are unique across queues, so its own queue's
+		// subjects hold every event of it.
+		return aggRef{t[3], taskqueue.Filter(t[3]), own}, true
 	case "vine", "tasks", "memory":
 		if len(t) != 4 {
-			return "", "", false
+			return aggRef{}, false
 		}
-		return t[2], strings.Join(t[:3], ".") + ".>", true
+		return aggRef{t[2], own, own}, true
 	case "chunks":
 		if len(t) != 5 {
-			return "", "", false
+			return aggRef{}, false
 		}
-		return t[2] + "/" + t[3], strings.Join(t[:4], ".") + ".>", true
+		return aggRef{t[2] + "/" + t[3], own, own}, true
 	}
-	return "", "", false
+	return aggRef{}, false
 }
 
 // chainItem is one event as the chain check sees it.
@@ -138,11 +151,11 @@ type chainItem struct {
 	Hash string
 }
 
-// chainSource reads back every event of one aggregate, in log order: the
-// check's fallback when its bounded cache lost the aggregate, and its
-// evidence when a link breaks.
+// chainSource reads back the events of one aggregate, in log order (up to
+// sequence upTo when not 0): the evidence when a link breaks, and where a
+// check that began inside the log finds an aggregate's earlier events.
 type chainSource interface {
-	aggregate(ctx context.Context, stream, filter string) ([]chainItem, error)
+	aggregate(ctx context.Context, stream string, ref aggRef, upTo uint64) ([]chainItem, error)
 }
 
 // chainHead is what the check remembers of an aggregate: its last event.
@@ -180,15 +193,14 @@ type ChainStats struct {
 }
 
 // chainCheck follows every aggregate's hash chain through a stream read in
-// order. It keeps at most size aggregates' heads; a lost one is read back
-// from src.
+// order. It keeps every aggregate's last event (see headStore: a bounded
+// number in memory, the rest spilled to a temporary file).
 type chainCheck struct {
 	src   chainSource
-	heads *lru[string, *chainHead]
-	size  int
-	// complete is true while the check has seen every event of the
-	// stream from its first (so an aggregate it does not know has no
-	// earlier event) and has not dropped a head.
+	heads *headStore
+	// complete is true when the check began at the stream's first event,
+	// so an aggregate it does not know has no earlier event; otherwise an
+	// unknown aggregate's earlier events are read back from src.
 	complete bool
 	// anchoredOK: an aggregate first seen chained to an earlier event is
 	// anchored before the range, not evidence of a removal (the range
@@ -200,8 +212,8 @@ type chainCheck struct {
 	stats ChainStats
 }
 
-func newChainCheck(src chainSource, size int, complete, anchoredOK bool) *chainCheck {
-	return &chainCheck{src: src, heads: newLRU[string, *chainHead](size, nil), size: size, complete: complete, anchoredOK: anchoredOK}
+func newChainCheck(src chainSource, heads *headStore, complete, anchoredOK bool) *chainCheck {
+	return &chainCheck{src: src, heads: heads, complete: complete, anchoredOK: anchoredOK}
 }
 
 // gap records deleted sequences from..to.
@@ -223,16 +235,18 @@ func (c *chainCheck) gapBetween(a, b uint64) ([2]uint64, bool) {
 
 // check verifies it against its aggregate's previous event and returns
 // what it found (nothing when the link holds).
-func (c *chainCheck) check(ctx context.Context, it chainItem, name, filter string) ([]Finding, error) {
+func (c *chainCheck) check(ctx context.Context, it chainItem, ref aggRef) ([]Finding, error) {
 	c.stats.Events++
-	key := it.Stream + " " + filter
-	head, known := c.heads.get(key)
-	if !known {
-		h, err := c.recall(ctx, it, filter)
-		if err != nil {
+	name := ref.name
+	key := it.Stream + " " + ref.key
+	head, known, err := c.heads.get(key)
+	if err != nil {
+		return nil, err
+	}
+	if !known && !c.complete {
+		if head, err = c.recall(ctx, it, ref); err != nil {
 			return nil, err
 		}
-		head = h
 	}
 	var out []Finding
 	finding := func(kind, detail string, args ...any) {
@@ -243,15 +257,18 @@ func (c *chainCheck) check(ctx context.Context, it chainItem, name, filter strin
 	switch {
 	case head == nil && it.Prev == "":
 		c.stats.Aggregates++
+	case head == nil && c.anchoredOK:
+		// Its earlier events lie before the checked range.
+		c.stats.Anchored++
+		c.stats.Aggregates++
+		next.chained = true
 	case head == nil:
-		all, err := c.src.aggregate(ctx, it.Stream, filter)
+		all, err := c.src.aggregate(ctx, it.Stream, ref, 0)
 		if err != nil {
 			return nil, err
 		}
 		if later, ok := findHash(all, it.Prev, it); ok {
 			finding(FindingReordered, "it is the first event of its aggregate here, but it chains to #%d, which comes after it", later.Seq)
-		} else if c.anchoredOK {
-			c.stats.Anchored++
 		} else {
 			finding(FindingRemoved, "it is the first event of its aggregate in the log, but it chains to an earlier event (prev %s) that is gone", short(it.Prev))
 		}
@@ -275,28 +292,31 @@ func (c *chainCheck) check(ctx context.Context, it chainItem, name, filter strin
 		finding(FindingAltered, "it carries no prev, but its aggregate's chain ran up to #%d: its link was stripped", head.seq)
 		next.chained, next.hasUnch = true, head.hasUnch
 	default:
-		f, err := c.classify(ctx, it, head, filter)
+		f, err := c.classify(ctx, it, head, ref)
 		if err != nil {
 			return nil, err
 		}
 		finding(f.Kind, "%s", f.Detail)
 		next.chained, next.hasUnch = true, head.hasUnch
 	}
-	c.heads.put(key, next)
-	if c.heads.len() >= c.size {
-		c.complete = false // heads may be dropped from now on
+	if err := c.heads.put(key, next); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// recall returns the head of an aggregate the check does not hold: none
-// when the check has seen the whole stream so far, else the aggregate's
-// last event before it, read back from the source.
-func (c *chainCheck) recall(ctx context.Context, it chainItem, filter string) (*chainHead, error) {
-	if c.complete {
-		return nil, nil
+// recall returns the head of an aggregate the check has not seen, when
+// the check began inside the log: the aggregate's last event before it,
+// read back from the source (none when it has no earlier event).
+func (c *chainCheck) recall(ctx context.Context, it chainItem, ref aggRef) (*chainHead, error) {
+	var upTo uint64
+	if it.Line == 0 {
+		if it.Seq <= 1 {
+			return nil, nil
+		}
+		upTo = it.Seq - 1
 	}
-	all, err := c.src.aggregate(ctx, it.Stream, filter)
+	all, err := c.src.aggregate(ctx, it.Stream, ref, upTo)
 	if err != nil {
 		return nil, err
 	}
@@ -338,8 +358,8 @@ func findHash(all []chainItem, h string, self chainItem) (chainItem, bool) {
 
 // classify says why it does not chain to head, the aggregate's previous
 // event in the log, from the evidence of the whole aggregate.
-func (c *chainCheck) classify(ctx context.Context, it chainItem, head *chainHead, filter string) (Finding, error) {
-	all, err := c.src.aggregate(ctx, it.Stream, filter)
+func (c *chainCheck) classify(ctx context.Context, it chainItem, head *chainHead, ref aggRef) (Finding, error) {
+	all, err := c.src.aggregate(ctx, it.Stream, ref, 0)
 	if err != nil {
 		return Finding{}, err
 	}

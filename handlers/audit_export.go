@@ -245,8 +245,8 @@ const maxExportLine = 80 << 20
 // declared gap a removal in the log before the export), and the trailer
 // (missing: truncated; its counts and digest). Findings carry the line and
 // the log position. Memory holds at most VerifyCacheSize aggregates' last
-// events and one line; a lost aggregate or a broken link reads the file
-// again for that aggregate.
+// events (the rest in a temporary file) and one line; a broken link reads
+// the file again for that aggregate's events.
 func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error) (*VerifyReport, error) {
 	start := time.Now()
 	f, err := os.Open(path)
@@ -322,7 +322,9 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 	}
 	for i, r := range hdr.Streams {
 		whole := r.From <= 1 && r.FirstSeq <= 1
-		states[r.Stream] = &streamState{sv: &rep.Streams[i], check: newChainCheck(src, VerifyCacheSize, true, !whole), expect: r.From, to: r.To}
+		heads := newHeadStore(VerifyCacheSize)
+		defer heads.close()
+		states[r.Stream] = &streamState{sv: &rep.Streams[i], check: newChainCheck(src, heads, true, !whole), expect: r.From, to: r.To}
 	}
 	nEvents := 0
 	var trailer *ExportTrailer
@@ -426,7 +428,7 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 		}
 		nEvents++
 		rec := events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}
-		name, filter, ok := aggregateOf(l.Subject)
+		ref, ok := aggregateOf(l.Subject)
 		if !ok {
 			if err := emit(Finding{Kind: FindingMalformed, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Detail: "no Trellis aggregate has this subject"}); err != nil {
 				return nil, err
@@ -435,17 +437,17 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 		}
 		it := itemOf(rec, lineNo, true)
 		if it.Hash != l.Hash {
-			if err := emit(Finding{Kind: FindingAltered, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Aggregate: name, EventID: l.Event.ID,
+			if err := emit(Finding{Kind: FindingAltered, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Aggregate: ref.name, EventID: l.Event.ID,
 				Detail: fmt.Sprintf("the event does not match the hash on its line (%s, recomputed %s)", short(l.Hash), short(it.Hash))}); err != nil {
 				return nil, err
 			}
 		}
-		fs, err := st.check.check(ctx, it, name, filter)
+		fs, err := st.check.check(ctx, it, ref)
 		if err != nil {
 			return nil, err
 		}
 		if l.MsgID == "" {
-			fs = append(fs, foreignFinding(rec, name, lineNo))
+			fs = append(fs, foreignFinding(rec, ref.name, lineNo))
 		}
 		for _, fd := range fs {
 			if err := emit(fd); err != nil {
@@ -475,10 +477,10 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 // fileSource reads an aggregate back from an export file.
 type fileSource struct{ path string }
 
-func (s *fileSource) aggregate(ctx context.Context, stream, filter string) ([]chainItem, error) {
+func (s *fileSource) aggregate(ctx context.Context, stream string, ref aggRef, _ uint64) ([]chainItem, error) {
 	f, err := os.Open(s.path)
 	if err != nil {
-		return nil, fmt.Errorf("read back %s: %w", filter, err)
+		return nil, fmt.Errorf("read back %s: %w", ref.key, err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
@@ -498,7 +500,7 @@ func (s *fileSource) aggregate(ctx context.Context, stream, filter string) ([]ch
 		if json.Unmarshal(data, &l) != nil || l.Event == nil || l.Stream != stream || l.Bad != "" {
 			continue
 		}
-		if _, fl, ok := aggregateOf(l.Subject); !ok || fl != filter {
+		if r, ok := aggregateOf(l.Subject); !ok || r.key != ref.key {
 			continue
 		}
 		out = append(out, itemOf(events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}, line, true))

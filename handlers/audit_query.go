@@ -137,7 +137,7 @@ func AuditQueryPage(ctx context.Context, store *events.Store, req trellis.AuditQ
 		lastSeq = m.Seq
 		if m.ID != "" && (req.Actor == "" || m.Actor == req.Actor) && (req.Type == "" || m.Type == req.Type) {
 			ev := auditEventOf(m)
-			bytes += len(ev.Payload) + 512
+			bytes += len(ev.Payload) + len(ev.Subject) + len(ev.Prev) + len(ev.Hash) + len(ev.Actor) + 256
 			page.Events = append(page.Events, ev)
 		}
 		if len(page.Events) >= req.Limit || bytes >= trellis.MaxAuditPageBytes || scanned >= auditScanBudget {
@@ -173,9 +173,13 @@ func auditEventOf(m events.Message) trellis.AuditEvent {
 }
 
 // AuditAll calls fn for every event of the query, page after page (the
-// query's own cursor and limit start it), until the last page or an error
-// from fn. It holds one page at a time.
+// query's own cursor starts it; pages as large as allowed unless the query
+// sets a limit), until the last page or an error from fn. It holds one
+// page at a time.
 func AuditAll(ctx context.Context, svc trellis.AuditService, req trellis.AuditQuery, fn func(trellis.AuditEvent) error) error {
+	if req.Limit == 0 {
+		req.Limit = trellis.MaxAuditLimit
+	}
 	for {
 		page, err := svc.AuditQuery(ctx, req)
 		if err != nil {

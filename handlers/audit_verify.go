@@ -15,8 +15,8 @@ import (
 )
 
 // VerifyCacheSize bounds the aggregates whose last event a verify keeps in
-// memory while it walks the log; an aggregate it dropped is read back from
-// the log when its next event comes.
+// memory while it walks the log; the others are spilled to a temporary
+// file (see headStore).
 const VerifyCacheSize = 65536
 
 // unchainedNote explains the streams whose appender does not chain yet.
@@ -34,7 +34,7 @@ type VerifyOptions struct {
 	// stream, events.Streams).
 	Streams []string
 	// CacheSize bounds the aggregates kept in memory (default
-	// VerifyCacheSize).
+	// VerifyCacheSize); the others are spilled to a temporary file.
 	CacheSize int
 }
 
@@ -82,7 +82,10 @@ type VerifyReport struct {
 // hash of its aggregate's previous event). Each finding goes to onFinding
 // as it is found, with its position (stream, sequence, aggregate); the
 // report sums up. Memory is bounded: at most opts.CacheSize aggregates'
-// last events, one scan batch and the deleted ranges found.
+// last events (the rest in a temporary file), one scan batch and the
+// deleted ranges found. With opts.Since, each aggregate's earlier events
+// are read back from the log when it first shows (one lookup per
+// aggregate).
 func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFinding func(Finding) error) (*VerifyReport, error) {
 	start := time.Now()
 	streams := opts.Streams
@@ -144,7 +147,12 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 	if st.LastSeq == 0 || from > st.LastSeq {
 		return sv, nil
 	}
-	check := newChainCheck(&logSource{store: store, to: st.LastSeq}, opts.CacheSize, whole, !whole || headGone)
+	heads := newHeadStore(opts.CacheSize)
+	defer heads.close()
+	// From inside the log (--since), an aggregate's earlier events are
+	// read back from the whole log: only a stream whose head is gone
+	// leaves chains anchored before it.
+	check := newChainCheck(&logSource{store: store, to: st.LastSeq}, heads, whole, headGone)
 	expect := max(from, st.FirstSeq)
 	err = store.Scan(ctx, stream, events.ScanRange{From: from, To: st.LastSeq}, func(m events.Message) error {
 		if m.Seq > expect {
@@ -179,20 +187,20 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 
 // checkMessage checks one message read from the log.
 func checkMessage(ctx context.Context, check *chainCheck, m events.Message) ([]Finding, error) {
-	name, filter, ok := aggregateOf(m.Subject)
+	ref, ok := aggregateOf(m.Subject)
 	switch {
 	case m.Bad != nil && errors.Is(m.Bad, events.ErrBlob) && ok:
-		fs, err := check.check(ctx, itemOf(m.Recorded, 0, false), name, filter)
-		return append(fs, Finding{Kind: FindingAltered, Stream: m.Stream, Seq: m.Seq, Subject: m.Subject, Aggregate: name, EventID: m.ID,
+		fs, err := check.check(ctx, itemOf(m.Recorded, 0, false), ref)
+		return append(fs, Finding{Kind: FindingAltered, Stream: m.Stream, Seq: m.Seq, Subject: m.Subject, Aggregate: ref.name, EventID: m.ID,
 			Detail: "its large payload is missing from the blob bucket or does not match its digest"}), err
 	case m.Bad != nil:
 		return []Finding{{Kind: FindingMalformed, Stream: m.Stream, Seq: m.Seq, Subject: m.Subject, Detail: "not a Trellis event: " + m.Bad.Error()}}, nil
 	case !ok:
 		return []Finding{{Kind: FindingMalformed, Stream: m.Stream, Seq: m.Seq, Subject: m.Subject, EventID: m.ID, Detail: "no Trellis aggregate has this subject"}}, nil
 	}
-	fs, err := check.check(ctx, itemOf(m.Recorded, 0, true), name, filter)
+	fs, err := check.check(ctx, itemOf(m.Recorded, 0, true), ref)
 	if m.MsgID == "" {
-		fs = append(fs, foreignFinding(m.Recorded, name, 0))
+		fs = append(fs, foreignFinding(m.Recorded, ref.name, 0))
 	}
 	return fs, err
 }
@@ -234,9 +242,13 @@ type logSource struct {
 	to    uint64
 }
 
-func (s *logSource) aggregate(ctx context.Context, stream, filter string) ([]chainItem, error) {
+func (s *logSource) aggregate(ctx context.Context, stream string, ref aggRef, upTo uint64) ([]chainItem, error) {
+	to := s.to
+	if upTo > 0 {
+		to = min(to, upTo)
+	}
 	var out []chainItem
-	err := s.store.Scan(ctx, stream, events.ScanRange{Filter: filter, To: s.to}, func(m events.Message) error {
+	err := s.store.Scan(ctx, stream, events.ScanRange{Filter: ref.read, To: to}, func(m events.Message) error {
 		if m.Bad != nil && !errors.Is(m.Bad, events.ErrBlob) {
 			return nil
 		}
@@ -244,7 +256,7 @@ func (s *logSource) aggregate(ctx context.Context, stream, filter string) ([]cha
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read back %s: %w", filter, err)
+		return nil, fmt.Errorf("read back %s: %w", ref.read, err)
 	}
 	return out, nil
 }

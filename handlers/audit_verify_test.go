@@ -223,16 +223,33 @@ func TestVerifyFindsTampering(t *testing.T) {
 	}
 }
 
-// TestVerifyBoundedCacheAndUnchainedIngest: with a cache of one aggregate,
-// verify reads aggregates back from the log and finds the same evidence;
-// code-memory ingest's events carry no prev, so the chunks stream reports
-// unchained links with its note, not tampering.
+// TestVerifyBoundedCacheAndUnchainedIngest: with room for one aggregate
+// in memory, verify spills the others to its file and reads them back
+// when their next event comes (two tasks whose events interleave), and
+// finds the same evidence; code-memory ingest's events carry no prev, so
+// the chunks stream reports unchained links with its note, not tampering.
 func TestVerifyBoundedCacheAndUnchainedIngest(t *testing.T) {
 	t.Parallel()
 	svc, b := setupMemory(t)
 	ctx := context.Background()
-	a := runTask(t, svc, "jobs", "w1")
-	runTask(t, svc, "jobs", "w2")
+	var ids []string
+	for i := 0; i < 2; i++ {
+		task, err := svc.Add(ctx, trellis.AddTaskRequest{Queue: "jobs", Objective: "interleaved"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.TaskID)
+	}
+	for range ids {
+		if _, err := svc.Next(ctx, trellis.NextRequest{Queue: "jobs", Worker: "w"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		if _, err := svc.Done(ctx, trellis.DoneRequest{TaskID: id, Worker: "w", WhatWasDone: "done"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"notes.txt": "first version\n"})
 	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "r"}); err != nil {
@@ -245,12 +262,16 @@ func TestVerifyBoundedCacheAndUnchainedIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs, rep := verify(t, b.Store, handlers.VerifyOptions{CacheSize: 1})
-	if !rep.OK {
-		t.Fatalf("clean log with a small cache: %v", fs)
+	if q := streamReport(rep, events.StreamQueue); !rep.OK || q.Chained != 4 || q.Aggregates != 2 {
+		t.Fatalf("clean log with a small cache: %+v %v", q.ChainStats, fs)
 	}
 	c := streamReport(rep, events.StreamChunks)
 	if c.Unchained == 0 || !strings.Contains(c.Note, "ingest") {
 		t.Fatalf("chunks stream: %+v", c)
+	}
+	a, err := handlers.Audit(ctx, b.Store, ids[0])
+	if err != nil {
+		t.Fatal(err)
 	}
 	st, err := b.Store.JetStream().Stream(ctx, events.StreamQueue)
 	if err != nil {
@@ -260,7 +281,7 @@ func TestVerifyBoundedCacheAndUnchainedIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs, _ = verify(t, b.Store, handlers.VerifyOptions{CacheSize: 1})
-	if !hasFinding(fs, handlers.FindingRemoved, events.StreamQueue, a[2].Seq, a[0].AggregateID) {
+	if !hasFinding(fs, handlers.FindingRemoved, events.StreamQueue, a[2].Seq, ids[0]) {
 		t.Fatalf("small cache: %v", fs)
 	}
 }

@@ -171,7 +171,7 @@ func emptyDir(field, dir string) error {
 }
 
 // AsOfCacheSize bounds the boards BoardAt keeps under its cache directory.
-const AsOfCacheSize = 8
+const AsOfCacheSize = 4
 
 // BoardAt returns the queue board as of time t, read only, and the
 // sequence of TRELLIS_QUEUE it stands at; close the board when done. The

@@ -46,6 +46,7 @@ func (s *server) auditQuery(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return trellis.FieldError("format", "unknown format %q; json (one page) or jsonl (every event, streamed)", truncateQuery(q["format"]))
 	}
+	req.Limit = trellis.MaxAuditLimit // pages as large as allowed: fewer reads of the log
 	nw := &ndjsonWriter{w: w}
 	rc := http.NewResponseController(w)
 	for {
