@@ -152,6 +152,12 @@ func TestRebuildAtEqualsLiveSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	liveBoard := b.svc.Board().Tasks()
+	// The graph's history by the audit query: imported, then agent-one's
+	// claim (round two finds nothing ready), chained.
+	graph := auditAll(t, b.svc, trellis.AuditQuery{Graph: events.GraphID("plan.vine")})
+	if len(graph) != 2 || graph[0].Type != events.GraphImported || graph[1].Actor != "agent-one" || graph[1].Prev != graph[0].Hash {
+		t.Fatalf("graph audit: %d events", len(graph))
+	}
 
 	cut, err := handlers.ResolvePoint(ctx, b.Store, handlers.Point{Time: moment})
 	if err != nil {
