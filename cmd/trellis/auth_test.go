@@ -131,6 +131,17 @@ func TestCLIAuthContract(t *testing.T) {
 		t.Fatalf("revoke unknown: exit %d", code)
 	}
 
+	// A token holder audits through the API; the commands that read the
+	// log itself say why a token may not.
+	if code, _, errs := cli(t, append(d, "--token", tok, "audit", "--stream", "queue", "--jsonl")...); code != 0 {
+		t.Fatalf("audit --stream with a token: exit %d %s", code, errs)
+	}
+	for _, args := range [][]string{{"audit", "verify"}, {"audit", "export", "--out", filepath.Join(t.TempDir(), "x.jsonl")}, {"queue", "list", "--as-of", "1m"}} {
+		if code, _, errs := cli(t, append(append(d, "--token", tok), args...)...); code != 6 || !strings.Contains(errs, "reads the event log directly") {
+			t.Fatalf("%v with a token: exit %d %s", args, code, errs)
+		}
+	}
+
 	// A worker process with a worker token.
 	code, stdout, _ = cli(t, append(d, "--token", tok, "token", "create", "--name", "w1", "--role", "worker", "--queue", "default", "--json")...)
 	if code != 0 {

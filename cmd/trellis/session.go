@@ -24,13 +24,14 @@ import (
 // NATS API when one answers, else an in-process server for the duration of
 // the command.
 type session struct {
-	queue  trellis.QueueService
-	admin  trellis.QueueAdmin
-	vine   trellis.VineService
-	memory trellis.MemoryService
-	code   trellis.CodeService
-	store  *events.Store
-	replay func(context.Context) (*handlers.ReplayResult, error)
+	queue   trellis.QueueService
+	admin   trellis.QueueAdmin
+	vine    trellis.VineService
+	memory  trellis.MemoryService
+	code    trellis.CodeService
+	auditor trellis.AuditService
+	store   *events.Store
+	replay  func(context.Context) (*handlers.ReplayResult, error)
 	// embed embeds chunks without vectors (local sessions with an
 	// embedding model; a running server does it in the background).
 	embed   func(context.Context) (*handlers.EmbedSummary, error)
@@ -117,6 +118,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		vine:    client,
 		memory:  client,
 		code:    client,
+		auditor: client,
 		store:   store,
 		replay:  client.Replay,
 		dataDir: info.DataDir,
@@ -214,6 +216,7 @@ func (a *app) startLocal(ctx context.Context, cfg server.Config) (*session, *ser
 		vine:    srv.Service(),
 		memory:  srv.Service(),
 		code:    srv.Service(),
+		auditor: srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
 		embed:   srv.Service().EmbedPending,
@@ -288,4 +291,17 @@ type lineCounter struct {
 func (c *lineCounter) Write(p []byte) (int, error) {
 	c.n += strings.Count(string(p), "\n")
 	return c.w.Write(p)
+}
+
+// log returns the event log for a command that reads it directly (audit
+// verify and export, replay --until, queue list --as-of), or an error
+// saying why it cannot: a token holder reaches Trellis only through its
+// API, never the log.
+func (s *session) log(command string) (*events.Store, error) {
+	if s.store == nil {
+		return nil, &trellis.Error{Code: trellis.CodeUnauthorized, Field: "token",
+			Message: command + " reads the event log directly, which a token may not: run it where the server runs, " +
+				"without --token, with NATS credentials that may read the log's streams (the servers' user)"}
+	}
+	return s.store, nil
 }

@@ -19,6 +19,9 @@
 //	GET  /v1/queue/tasks?queue=&status=&since=&limit=&cursor=       200 trellis.TaskList (one page)
 //	GET  /v1/queue/tasks/{id}                                    200 task
 //	GET  /v1/queue/export                                        200 application/x-ndjson task packets
+//	GET  /v1/audit?queue=|graph=|stream=&since=&until=&actor=&type=&limit=&cursor=
+//	                                                             200 trellis.AuditPage (one page)
+//	GET  /v1/audit?...&format=jsonl                              200 application/x-ndjson trellis.AuditEvent, every one
 //	GET  /v1/audit/{id}                                          200 AuditResponse
 //	POST /v1/queue/tasks/{id}/retry {"actor"} or no body          200 task
 //	POST /v1/queue/tasks/{id}/cancel {"reason", "actor"} or no body 200 task (cancelled, or marked)

@@ -34,6 +34,7 @@ var routeOps = map[string]string{
 	"GET /v1/queues/{queue}/controls":             "queue.controls",
 	"POST /v1/queues/{queue}/controls":            "queue.control",
 	"GET /v1/queue/export":                        "queue.export",
+	"GET /v1/audit":                               "audit.query",
 	"GET /v1/audit/{id}":                          "audit",
 	"POST /v1/replay":                             "replay",
 	"POST /v1/vine/next":                          "vine.next",

@@ -46,6 +46,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 	s.handle("GET /v1/queues/{queue}/controls", s.queueControls)
 	s.handle("POST /v1/queues/{queue}/controls", s.controlQueue)
 	s.handle("GET /v1/queue/export", s.exportTasks)
+	s.handle("GET /v1/audit", s.auditQuery)
 	s.handle("GET /v1/audit/{id}", s.audit)
 	s.handle("POST /v1/replay", s.replay)
 	s.handle("POST /v1/vine/next", s.vineNext)

@@ -19,7 +19,7 @@ var toolOps = map[string]string{
 	ToolTaskCompleteAgent: "task.complete_agent", ToolTaskComplete: "task.complete", ToolTaskContext: "task.context",
 	ToolTaskList: "task.list", ToolObserve: "memory.observe", ToolConsolidate: "memory.consolidate", ToolFacts: "memory.facts",
 	ToolConsolidationHistory: "memory.history", ToolSearchChunks: "code.search",
-	ToolExplainCode: "code.explain",
+	ToolExplainCode: "code.explain", ToolAuditQuery: "audit.query",
 }
 
 // ToolOp returns the operation a tool is authorized as.

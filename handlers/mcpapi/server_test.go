@@ -56,6 +56,7 @@ func TestToolsList(t *testing.T) {
 		"consolidate":           {[]string{"level", "session", "task", "agent_id", "merge"}, []string{"level"}, true},
 		"facts":                 {[]string{"branch", "status", "category", "query", "task"}, nil, true},
 		"consolidation_history": {[]string{"task"}, nil, true},
+		"audit_query":           {[]string{"queue", "graph", "stream", "since", "until", "actor", "type", "limit", "cursor"}, nil, true},
 	}
 	if len(res.Tools) != len(want) {
 		t.Errorf("got %d tools; want %d", len(res.Tools), len(want))
