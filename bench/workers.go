@@ -27,6 +27,9 @@ type WorkersConfig struct {
 	// AddBatch is how many tasks a producer adds per call (AddMany);
 	// 1 adds them one by one (default 100).
 	AddBatch int
+	// ClaimWindow is the pools' claim window (workers.Config.ClaimWindow:
+	// 0 is its default; negative records every claim first).
+	ClaimWindow time.Duration
 }
 
 // WorkersRow is one concurrency level's result.
@@ -45,13 +48,18 @@ type WorkersRow struct {
 type WorkersReport struct {
 	Tasks           int          `json:"tasks"`
 	AddBatch        int          `json:"add_batch"`
+	ClaimWindowMs   float64      `json:"claim_window_ms"`
 	RawAppendPerSec float64      `json:"raw_checked_append_per_sec"`
 	Rows            []WorkersRow `json:"rows"`
 }
 
 // Print writes the report as a table.
 func (r *WorkersReport) Print(w io.Writer) {
-	fmt.Fprintf(w, "worker pools end to end: %d tasks per level, no-op handler, same embedded server, file storage\n", r.Tasks)
+	window := "every claim recorded first"
+	if r.ClaimWindowMs > 0 {
+		window = fmt.Sprintf("claim window %.0f ms", r.ClaimWindowMs)
+	}
+	fmt.Fprintf(w, "worker pools end to end: %d tasks per level, no-op handler, same embedded server, file storage, %s\n", r.Tasks, window)
 	fmt.Fprintf(w, "  raw JetStream checked append (8 publishers, one message each): %.0f /s\n", r.RawAppendPerSec)
 	fmt.Fprintf(w, "  %-11s %12s %12s %9s %9s %10s %10s %18s\n", "concurrency", "raw WQ /s", "Trellis /s", "/raw WQ", "/append", "claim p50", "claim p99", "writes (batches)")
 	for _, row := range r.Rows {
@@ -87,7 +95,10 @@ func RunWorkers(ctx context.Context, store *events.Store, cfg WorkersConfig) (*W
 	if cfg.AddBatch <= 0 {
 		cfg.AddBatch = 100
 	}
-	rep := &WorkersReport{Tasks: cfg.Tasks, AddBatch: cfg.AddBatch}
+	if cfg.ClaimWindow == 0 {
+		cfg.ClaimWindow = workers.DefaultClaimWindow
+	}
+	rep := &WorkersReport{Tasks: cfg.Tasks, AddBatch: cfg.AddBatch, ClaimWindowMs: max(0, float64(cfg.ClaimWindow)/float64(time.Millisecond))}
 	var err error
 	if rep.RawAppendPerSec, err = rawCheckedAppend(ctx, store, QueueConfig{Tasks: cfg.Tasks, Workers: 8}); err != nil {
 		return nil, fmt.Errorf("raw append: %w", err)
@@ -98,7 +109,7 @@ func RunWorkers(ctx context.Context, store *events.Store, cfg WorkersConfig) (*W
 			return nil, fmt.Errorf("raw work queue at %d: %w", c, err)
 		}
 		before := store.GroupCommitStats()
-		row, err := poolRun(ctx, store, cfg.Tasks, c, cfg.AddBatch)
+		row, err := poolRun(ctx, store, cfg.Tasks, c, cfg.AddBatch, cfg.ClaimWindow)
 		if err != nil {
 			return nil, fmt.Errorf("worker pool at %d: %w", c, err)
 		}
@@ -125,7 +136,7 @@ func rawRoundTrip(ctx context.Context, store *events.Store, n, c int) (float64, 
 
 // poolRun times n tasks end to end: c producers add them while a pool of
 // c no-op handlers claims and finishes them, until all are done.
-func poolRun(ctx context.Context, store *events.Store, n, c, addBatch int) (*WorkersRow, error) {
+func poolRun(ctx context.Context, store *events.Store, n, c, addBatch int, window time.Duration) (*WorkersRow, error) {
 	queue := "wbench-" + strconv.Itoa(c) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	q := taskqueue.New(store, taskqueue.Config{})
 	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
@@ -138,6 +149,7 @@ func poolRun(ctx context.Context, store *events.Store, n, c, addBatch int) (*Wor
 	})
 	pool, err := workers.New(taskqueue.New(store, taskqueue.Config{}), countingHandler{h, done}, workers.Config{
 		Queue: queue, Worker: "bench", Concurrency: c, Logger: slog.New(slog.DiscardHandler), Metrics: metrics, FetchWait: 200 * time.Millisecond,
+		ClaimWindow: window,
 	})
 	if err != nil {
 		return nil, err

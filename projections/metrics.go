@@ -69,6 +69,24 @@ func NewQueueMetrics(board *Board, start uint64, reg prometheus.Registerer) *Que
 	return m
 }
 
+// claim observes a claim of task id made at at (m.mu held).
+func (m *QueueMetrics) claim(queue, id string, at time.Time) {
+	if from, ok := m.dispatched[id]; ok {
+		m.claimLatency.WithLabelValues(queue).Observe(at.Sub(from).Seconds())
+		delete(m.dispatched, id)
+	}
+	m.claimed[id] = at
+}
+
+// claimTime is when a claim was made: its own time when recorded later
+// (see taskqueue.Hold), else its event's.
+func claimTime(c *taskqueue.ClaimedPayload, rec events.Recorded) time.Time {
+	if c.At != nil {
+		return *c.At
+	}
+	return rec.Time
+}
+
 // Name implements Projection.
 func (m *QueueMetrics) Name() string { return "metrics" }
 
@@ -96,13 +114,17 @@ func (m *QueueMetrics) Apply(rec events.Recorded) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := rec.AggregateID
+	if c, ok := taskqueue.ClaimOf(rec); ok {
+		// An outcome carrying its claim (a worker pool's quick task):
+		// the claim counts as one, made at its own time.
+		m.events.WithLabelValues(queue, metricNames[taskqueue.Claimed]).Inc()
+		m.claim(queue, id, claimTime(c, rec))
+	}
 	switch rec.Type {
 	case taskqueue.Claimed:
-		if at, ok := m.dispatched[id]; ok {
-			m.claimLatency.WithLabelValues(queue).Observe(rec.Time.Sub(at).Seconds())
-			delete(m.dispatched, id)
-		}
-		m.claimed[id] = rec.Time
+		var p taskqueue.ClaimedPayload
+		_ = rec.DecodePayload(&p)
+		m.claim(queue, id, claimTime(&p, rec))
 	case taskqueue.Completed, taskqueue.Failed, taskqueue.Dead, taskqueue.AttemptFailed:
 		if at, ok := m.claimed[id]; ok {
 			m.handlerDuration.WithLabelValues(queue).Observe(rec.Time.Sub(at).Seconds())

@@ -23,7 +23,8 @@ func logSteps() []Definition {
 			Pattern: `^the history of that task is "([^"]*)"$`,
 			Example: `Then the history of that task is "added, claimed, completed"`,
 			Doc: "Checks every event of that task, in log order: added, claimed, completed, failed, attempt_failed, dead, " +
-				"lease_expired, released, requeued. Write \"claimed by w1\" to check an event's actor too.",
+				"lease_expired, released, requeued. Write \"claimed by w1\" to check an event's actor too. A worker pool's " +
+				"claim that its outcome carries (a quick task: one event) counts as a claimed step of its own.",
 			Check: true,
 			run:   func(w *World) any { return w.historyThat },
 		},
@@ -33,6 +34,14 @@ func logSteps() []Definition {
 			Doc:     "The same for a task named when it was added; it becomes \"that task\".",
 			Check:   true,
 			run:     func(w *World) any { return w.historyNamed },
+		},
+		{
+			Pattern: `^that task was recorded in (\d+) events?$`,
+			Example: `Then that task was recorded in 2 events`,
+			Doc: "Counts the events the log holds for that task, as stored: a worker pool's quick task is recorded in 2 " +
+				"(added, then completed carrying its claim), a task claimed on its own in 3.",
+			Check: true,
+			run:   func(w *World) any { return w.recordedIn },
 		},
 		{
 			Pattern: `^no task was completed more than once$`,
@@ -51,7 +60,7 @@ func logSteps() []Definition {
 		{
 			Pattern: `^the log holds (\d+) "([a-z_]+)" events? for queue "([^"]*)"$`,
 			Example: `Then the log holds 2 "attempt_failed" events for queue "nightly"`,
-			Doc:     "Counts the events of one type over the tasks of a queue.",
+			Doc:     "Counts the events of one type over the tasks of a queue (a claim carried by its outcome counts as a claimed event).",
 			Check:   true,
 			run:     func(w *World) any { return w.eventCount },
 		},
@@ -86,7 +95,7 @@ func (w *World) history(ctx context.Context, t *trellis.Task) ([]events.Recorded
 	if err != nil {
 		return nil, fmt.Errorf("read the history of %s: %w", t.TaskID, err)
 	}
-	return recs, nil
+	return taskqueue.ExpandClaims(recs), nil
 }
 
 // checkHistory compares a task's events with "type[ by actor], ...".
@@ -105,6 +114,29 @@ func checkHistory(id string, recs []events.Recorded, want string) error {
 	}
 	if mismatch {
 		return fmt.Errorf("the history of task %s is %q; expected %q", id, strings.Join(withActors, ", "), strings.Join(items, ", "))
+	}
+	return nil
+}
+
+func (w *World) recordedIn(ctx context.Context, n int) error {
+	if w.task == nil {
+		return errors.New("there is no task yet: add or claim one first")
+	}
+	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	recs, _, err := w.srv.Store().Load(ctx, events.StreamQueue, taskqueue.Filter(w.task.TaskID))
+	if err != nil {
+		return fmt.Errorf("read the events of %s: %w", w.task.TaskID, err)
+	}
+	if len(recs) != n {
+		var types []string
+		for _, r := range recs {
+			types = append(types, r.Type)
+		}
+		return fmt.Errorf("task %s is recorded in %d events (%s); expected %d", w.task.TaskID, len(recs), strings.Join(types, ", "), n)
 	}
 	return nil
 }
@@ -143,15 +175,18 @@ func (w *World) foldLog(ctx context.Context, check func(before *trellis.Task, re
 		if rec.Type == "" || !taskqueue.IsTaskSubject(rec.Subject) {
 			return nil // not a task event
 		}
-		if err := check(tasks[rec.AggregateID], rec); err != nil {
-			return err
-		}
-		t, err := taskqueue.Apply(tasks[rec.AggregateID], rec)
-		if err != nil {
-			return fmt.Errorf("event #%d (%s of %s): %w", rec.Seq, rec.Type, rec.AggregateID, err)
-		}
-		if t != nil {
-			tasks[rec.AggregateID] = t
+		// A claim carried by its outcome is checked as a step of its own.
+		for _, step := range taskqueue.ExpandClaims([]events.Recorded{rec}) {
+			if err := check(tasks[step.AggregateID], step); err != nil {
+				return err
+			}
+			t, err := taskqueue.Apply(tasks[step.AggregateID], step)
+			if err != nil {
+				return fmt.Errorf("event #%d (%s of %s): %w", step.Seq, step.Type, step.AggregateID, err)
+			}
+			if t != nil {
+				tasks[step.AggregateID] = t
+			}
 		}
 		return nil
 	})

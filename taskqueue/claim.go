@@ -140,6 +140,25 @@ var errNotClaimable = errors.New("task is not claimable")
 // shows "lease_expired" before the next claim. Without leased the caller
 // acknowledges the message at once.
 func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker string, leased bool) (*trellis.Task, error) {
+	d, err := q.dispatched(ctx, msg)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	return q.claimDispatched(ctx, msg, d, worker, leased)
+}
+
+// dispatch is a dispatch message read: the event it carries, the task's
+// state as of it, its delivery count and the flow controls of its queue.
+type dispatch struct {
+	rec      events.Recorded
+	st       taskState
+	delivery uint64
+	flow     *trellis.QueueControls
+}
+
+// dispatched reads a dispatch message, or returns nil when it names no
+// task (it is terminated: never delivered again).
+func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch, error) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		return nil, command.StoreError("dispatch metadata", err)
@@ -152,19 +171,23 @@ func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker
 	if err := q.store.Resolve(ctx, &rec); err != nil {
 		return nil, command.StoreError("dispatch payload", err)
 	}
-	dispatch, delivery := rec.Seq, meta.NumDelivered
-	st, err := q.dispatchedState(ctx, rec, delivery)
-	if err != nil {
+	d := &dispatch{rec: rec, delivery: meta.NumDelivered}
+	if d.st, err = q.dispatchedState(ctx, rec, d.delivery); err != nil {
 		if trellis.ErrorCode(err) == trellis.CodeNotFound {
 			_ = msg.Term()
 			return nil, nil
 		}
 		return nil, err
 	}
-	var flow *trellis.QueueControls
-	if err := q.flowFor(ctx, st, &flow); err != nil {
+	if err := q.flowFor(ctx, d.st, &d.flow); err != nil {
 		return nil, err
 	}
+	return d, nil
+}
+
+// claimDispatched claims the task of a read dispatch (see ClaimDispatched).
+func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dispatch, worker string, leased bool) (*trellis.Task, error) {
+	st, flow, dispatch, delivery := d.st, d.flow, d.rec.Seq, d.delivery
 	for {
 		var expired *trellis.Task
 		next, err := q.decide(ctx, st, worker, func(t *trellis.Task) (decision, error) {

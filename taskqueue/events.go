@@ -271,8 +271,10 @@ type ClaimedPayload struct {
 	Leased      bool   `json:"leased,omitempty"`
 	DispatchSeq uint64 `json:"dispatch_seq,omitempty"`
 	Delivery    uint64 `json:"delivery,omitempty"`
-	// At is when the claim was made, for a claim carried by the outcome
-	// that ends it (the event's own time is the outcome's).
+	// At is when a worker pool's claim was made, when it is recorded
+	// later (see Hold): carried by the outcome that ends it, or recorded
+	// once its window passed. The event's own time is when it was
+	// recorded.
 	At *time.Time `json:"at,omitempty"`
 }
 
@@ -288,7 +290,7 @@ type AttemptFailedPayload struct {
 	BudgetExhausted bool          `json:"budget_exhausted"`
 	RetryAt         *time.Time    `json:"retry_at,omitempty"`
 	// Claim is the claim this outcome ends, when a worker pool records
-	// both in one event (ClaimHeld); nil when the claim has its own event.
+	// both in one event (see Hold); nil when the claim has its own event.
 	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
@@ -305,9 +307,6 @@ type LeaseExpiredPayload struct {
 type ReleasedPayload struct {
 	Worker string `json:"worker"`
 	Reason string `json:"reason"`
-	// Claim is the claim this outcome ends, when a worker pool records
-	// both in one event (ClaimHeld); nil when the claim has its own event.
-	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // RequeuedPayload is the payload of a requeued event.
@@ -346,7 +345,7 @@ type CompletedPayload struct {
 	Usage           trellis.Usage `json:"usage"`
 	BudgetExhausted bool          `json:"budget_exhausted"`
 	// Claim is the claim this outcome ends, when a worker pool records
-	// both in one event (ClaimHeld); nil when the claim has its own event.
+	// both in one event (see Hold); nil when the claim has its own event.
 	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
@@ -359,7 +358,7 @@ type FailedPayload struct {
 	Usage           trellis.Usage `json:"usage"`
 	BudgetExhausted bool          `json:"budget_exhausted"`
 	// Claim is the claim this outcome ends, when a worker pool records
-	// both in one event (ClaimHeld); nil when the claim has its own event.
+	// both in one event (see Hold); nil when the claim has its own event.
 	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
@@ -380,7 +379,7 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 		return nil, fmt.Errorf("event %s (%s) precedes its task's added event: %w", rec.ID, rec.Type, events.ErrBadEvent)
 	}
 	if CarriesClaim(rec.Type) {
-		// A worker pool's outcome may carry its claim (see ClaimHeld):
+		// A worker pool's outcome may carry its claim (see Hold):
 		// the claim applies first, then the outcome.
 		var c struct {
 			Claim *ClaimedPayload `json:"claim"`
@@ -447,7 +446,11 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
-		applyClaim(t, p, at)
+		claimedAt := at
+		if p.At != nil {
+			claimedAt = p.At.UTC() // a held claim recorded after its window
+		}
+		applyClaim(t, p, claimedAt)
 	case Completed:
 		var p CompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
@@ -601,7 +604,7 @@ func applyClaim(t *trellis.Task, p ClaimedPayload, at time.Time) {
 // they end (a worker pool's outcome recorded with its claim in one event).
 func CarriesClaim(typ string) bool {
 	switch typ {
-	case Completed, Failed, AttemptFailed, Dead, Released:
+	case Completed, Failed, AttemptFailed, Dead:
 		return true
 	}
 	return false

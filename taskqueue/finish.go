@@ -15,11 +15,21 @@ import (
 // finish it; finishing twice is a conflict. Usage beyond the budget is
 // recorded as budget_exhausted.
 func (q *Handler) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error) {
+	return q.done(ctx, nil, req)
+}
+
+// DoneHeld is Done for a task a worker pool holds (see Hold): when the
+// claim is not recorded yet, the completion carries it.
+func (q *Handler) DoneHeld(ctx context.Context, h *Hold, req trellis.DoneRequest) (*trellis.Task, error) {
+	return q.done(ctx, h, req)
+}
+
+func (q *Handler) done(ctx context.Context, h *Hold, req trellis.DoneRequest) (*trellis.Task, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
 	usage := trellis.Usage{StepsUsed: req.StepsUsed, ToolCallsUsed: req.ToolCallsUsed}
-	return q.finish(ctx, req.TaskID, req.Worker, func(t *trellis.Task) decision {
+	return q.finishHeld(ctx, h, req.TaskID, req.Worker, func(t *trellis.Task) decision {
 		return decision{Completed, CompletedPayload{
 			Worker:          req.Worker,
 			WhatWasDone:     req.WhatWasDone,
@@ -44,11 +54,21 @@ func (q *Handler) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.T
 // another attempt: then the task is queued again after a backoff, or is
 // dead when its attempts are used up.
 func (q *Handler) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error) {
+	return q.fail(ctx, nil, req)
+}
+
+// FailHeld is Fail for a task a worker pool holds (see Hold): when the
+// claim is not recorded yet, the outcome carries it.
+func (q *Handler) FailHeld(ctx context.Context, h *Hold, req trellis.FailRequest) (*trellis.Task, error) {
+	return q.fail(ctx, h, req)
+}
+
+func (q *Handler) fail(ctx context.Context, h *Hold, req trellis.FailRequest) (*trellis.Task, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
 	usage := trellis.Usage{StepsUsed: req.StepsUsed, ToolCallsUsed: req.ToolCallsUsed}
-	return q.finish(ctx, req.TaskID, req.Worker, func(t *trellis.Task) decision {
+	return q.finishHeld(ctx, h, req.TaskID, req.Worker, func(t *trellis.Task) decision {
 		exhausted := usage.Exceeds(t.Budget)
 		if req.Retry {
 			return q.failedAttempt(t, req.Worker, req.Error, req.WhatWasDone, req.Blockers, usage)

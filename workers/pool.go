@@ -44,6 +44,14 @@ type Config struct {
 	Grace time.Duration
 	// FetchWait is how long one fetch waits for a dispatch (default 1 s).
 	FetchWait time.Duration
+	// ClaimWindow is how long a task the pool holds may run before its
+	// claim is recorded on its own (default DefaultClaimWindow, at most a
+	// quarter of the lease): a task whose handler ends sooner is recorded
+	// with one event, its outcome carrying its claim (see
+	// taskqueue.Hold). Negative: every claim is recorded before its
+	// handler starts. A pool working through a Source (remote) always
+	// records claims first.
+	ClaimWindow time.Duration
 	// Logger receives the pool's logs (default slog.Default()): one line
 	// per claim and per outcome of a task (task claimed, task done, task
 	// failed, task failed, retry scheduled, task dead, task released),
@@ -52,6 +60,14 @@ type Config struct {
 	// Metrics records the pool's metrics (default: unregistered metrics).
 	Metrics *Metrics
 }
+
+// DefaultClaimWindow is Config.ClaimWindow's default.
+const DefaultClaimWindow = 50 * time.Millisecond
+
+// outcomeBacklog is how many finished runs may wait for their outcomes to
+// be recorded, at least: the more wait, the larger the group commits they
+// share (each still holds its dispatch, unacknowledged, until recorded).
+const outcomeBacklog = 64
 
 func (c Config) withDefaults() Config {
 	if c.Queue == "" {
@@ -78,6 +94,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FetchWait <= 0 {
 		c.FetchWait = time.Second
+	}
+	if c.ClaimWindow == 0 {
+		c.ClaimWindow = DefaultClaimWindow
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -143,7 +162,7 @@ func newPool(h Handler, cfg Config) (*Pool, error) {
 		return nil, trellis.FieldError("heartbeat", "must be shorter than the lease (%s), got %s", cfg.Lease, cfg.Heartbeat)
 	}
 	return &Pool{handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker),
-		recording: make(chan struct{}, cfg.Concurrency)}, nil
+		recording: make(chan struct{}, max(outcomeBacklog, 4*cfg.Concurrency))}, nil
 }
 
 // recorder records a run's outcome: the queue handler, or a Source.
@@ -285,7 +304,7 @@ func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.Wai
 		}
 		backoff = 100 * time.Millisecond
 		if claim != nil {
-			p.runClaimed(work, remoteLease{claim}, claim.Task, worker, start, wg)
+			p.runClaimed(work, remoteLease{claim}, claim.Task, nil, worker, start, wg)
 		}
 	}
 }
@@ -458,15 +477,30 @@ func (p *Pool) heartbeatEvery() time.Duration {
 // released) is logged on one line with the task id, the attempt and the
 // claimant.
 //
+// The claim may stay unrecorded while the handler runs (see
+// taskqueue.Hold): if the handler ends within the claim window, its
+// outcome carries the claim (one event); else the claim is recorded when
+// the window passes.
+//
 // The slot is free again as soon as the handler returns: recording the
 // outcome (a checked append, then the acknowledgement that ends the lease)
 // runs in the background, as River's completer does, so a slot's next
-// claim does not wait for its last finish; the lease is heartbeated until
-// the outcome is recorded. At most Concurrency outcomes are being recorded
+// claim does not wait for its last finish, and outcomes finishing together
+// share group commits; the lease is heartbeated until the outcome is
+// recorded. At most max(64, 4 × Concurrency) outcomes wait to be recorded
 // at once (a slot waits for room), and a drain waits for all of them.
 func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg *sync.WaitGroup) {
 	start := time.Now()
-	task, err := p.queue.ClaimDispatched(ctx, msg, worker, true)
+	var task *trellis.Task
+	var hold *taskqueue.Hold
+	var err error
+	if p.cfg.ClaimWindow > 0 {
+		if hold, err = p.queue.HoldDispatched(ctx, msg, worker); hold != nil {
+			task = hold.Task
+		}
+	} else {
+		task, err = p.queue.ClaimDispatched(ctx, msg, worker, true)
+	}
 	if err != nil {
 		p.log.Warn("claim", "worker", worker, "err", err)
 		return // the dispatch stays unacknowledged and comes back
@@ -474,11 +508,13 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 	if task == nil {
 		return
 	}
-	p.runClaimed(ctx, msg, task, worker, start, wg)
+	p.runClaimed(ctx, msg, task, hold, worker, start, wg)
 }
 
-// runClaimed runs a claimed task with its lease (see handle).
-func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, worker string, start time.Time, wg *sync.WaitGroup) {
+// runClaimed runs a claimed task with its lease (see handle). hold is the
+// local path's claim when it may be unrecorded (nil for claims recorded
+// first, and for a remote Source's).
+func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, hold *taskqueue.Hold, worker string, start time.Time, wg *sync.WaitGroup) {
 	log := p.log.With("task", task.TaskID, "attempt", task.Attempts, "worker", worker)
 	log.Info("task claimed", "max_attempts", task.MaxAttempts)
 	m, q := p.cfg.Metrics, p.cfg.Queue
@@ -494,10 +530,12 @@ func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, wo
 		cancelled.Store(&reason)
 		stopRun()
 	})
+	stopWindow := p.claimWindow(hold, log)
 	progress := NewProgress(task.Budget)
 	runStart := time.Now()
 	cp, herr := p.run(runCtx, task, progress)
 	took := time.Since(runStart)
+	stopWindow()
 	m.HandlerDuration.WithLabelValues(q).Observe(took.Seconds())
 	p.recording <- struct{}{}
 	wg.Add(1)
@@ -506,31 +544,60 @@ func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, wo
 		defer func() { <-p.recording }()
 		defer m.InFlight.WithLabelValues(q).Dec()
 		defer stopHB()
-		p.record(ctx, msg, task, worker, cp, herr, progress.Usage(), cancelled.Load(), log.With("took", took.Round(time.Millisecond)))
+		p.record(ctx, msg, task, hold, worker, cp, herr, progress.Usage(), cancelled.Load(), log.With("took", took.Round(time.Millisecond)))
 	}()
+}
+
+// claimWindow records a held claim once the claim window passes with the
+// handler still running; the returned function ends the window (the
+// handler returned: its outcome will carry the claim).
+func (p *Pool) claimWindow(hold *taskqueue.Hold, log *slog.Logger) (stop func()) {
+	if hold == nil || hold.Recorded() {
+		return func() {}
+	}
+	window := min(p.cfg.ClaimWindow, p.lease()/4)
+	t := time.AfterFunc(window, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := p.queue.RecordHold(ctx, hold); err != nil {
+			// Recorded with the outcome instead, or refused there too
+			// when the task changed meanwhile.
+			log.Warn("claim not recorded after its window", "err", err)
+		}
+	})
+	return func() { t.Stop() }
 }
 
 // record records the outcome of one run (see handle), or its cancellation
 // when the task was cancelled while it ran, and ends its lease.
-func (p *Pool) record(work context.Context, msg lease, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, cancelled *string, log *slog.Logger) {
+func (p *Pool) record(work context.Context, msg lease, task *trellis.Task, hold *taskqueue.Hold, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, cancelled *string, log *slog.Logger) {
 	m, q := p.cfg.Metrics, p.cfg.Queue
 	// Finishing must not be cut short by the drain: it has its own bound.
 	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	var err error
 	if cancelled != nil {
-		_, err = p.queue.CancelClaimed(fctx, task.TaskID, worker)
+		if err = p.recordHold(fctx, hold); err == nil {
+			_, err = p.queue.CancelClaimed(fctx, task.TaskID, worker)
+		}
 		if err == nil {
 			m.Cancelled.WithLabelValues(q).Inc()
 			log.Info("task cancelled", "reason", *cancelled)
 		}
 	} else {
-		err = p.finish(fctx, work, task, worker, cp, herr, usage, log)
+		err = p.finish(fctx, work, task, hold, worker, cp, herr, usage, log)
 	}
 	switch {
 	case err == nil:
 		if err := msg.Ack(); err != nil {
 			log.Warn("lease not acknowledged; the dispatch comes back and is skipped as stale", "err", err)
+		}
+	case trellis.ErrorCode(err) == trellis.CodeConflict && hold != nil && !hold.Recorded():
+		// The task changed (cancelled) before the claim we held was
+		// recorded: nobody else holds its dispatch, which is stale now.
+		log.Warn("held task changed before its outcome was recorded; outcome dropped", "err", err)
+		if err := msg.Ack(); err != nil {
+			log.Warn("stale dispatch not acknowledged; it comes back and is skipped", "err", err)
 		}
 	case trellis.ErrorCode(err) == trellis.CodeConflict:
 		// Our lease expired and someone else holds the task now: leave the
@@ -542,6 +609,31 @@ func (p *Pool) record(work context.Context, msg lease, task *trellis.Task, worke
 		// task runs again (at least once, never finished twice).
 		log.Error("finish not recorded; the task runs again after the lease", "err", err)
 	}
+}
+
+// recordHold records a held claim before an outcome that cannot carry it
+// (a cancellation, a release).
+func (p *Pool) recordHold(ctx context.Context, hold *taskqueue.Hold) error {
+	if hold == nil || p.queue == nil {
+		return nil
+	}
+	return p.queue.RecordHold(ctx, hold)
+}
+
+// done and fail record an outcome: with the hold on the local path (the
+// outcome carries a claim not recorded yet), else through the recorder.
+func (p *Pool) done(ctx context.Context, hold *taskqueue.Hold, req trellis.DoneRequest) (*trellis.Task, error) {
+	if hold != nil && p.queue != nil {
+		return p.queue.DoneHeld(ctx, hold, req)
+	}
+	return p.recorder().Done(ctx, req)
+}
+
+func (p *Pool) fail(ctx context.Context, hold *taskqueue.Hold, req trellis.FailRequest) (*trellis.Task, error) {
+	if hold != nil && p.queue != nil {
+		return p.queue.FailHeld(ctx, hold, req)
+	}
+	return p.recorder().Fail(ctx, req)
 }
 
 // run calls the handler, turning a panic into an error.
@@ -558,7 +650,7 @@ func (p *Pool) run(ctx context.Context, task *trellis.Task, progress *Progress) 
 // returns a checkpoint whose usage exceeds the task's budget overspent it:
 // the task fails with budget_exhausted, without retries, like a handler
 // stopped by Progress.
-func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, counted trellis.Usage, log *slog.Logger) error {
+func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, hold *taskqueue.Hold, worker string, cp *trellis.Checkpoint, herr error, counted trellis.Usage, log *slog.Logger) error {
 	m, q := p.cfg.Metrics, p.cfg.Queue
 	if cp == nil {
 		cp = &trellis.Checkpoint{}
@@ -571,6 +663,9 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	switch {
 	case herr != nil && work.Err() != nil:
 		// Cancelled by the drain: give the task back.
+		if err := p.recordHold(ctx, hold); err != nil {
+			return err
+		}
 		_, err := p.recorder().Release(ctx, task.TaskID, worker, "worker drained before the task finished")
 		if err == nil {
 			m.Released.WithLabelValues(q).Inc()
@@ -587,13 +682,13 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 			WhatNext: cp.WhatNext, Blockers: cp.Blockers, Citations: cp.Citations,
 			StepsUsed: usage.StepsUsed, ToolCallsUsed: usage.ToolCallsUsed,
 		}
-		_, err := p.recorder().Done(ctx, req)
+		_, err := p.done(ctx, hold, req)
 		if trellis.ErrorCode(err) == trellis.CodeInvalid {
 			// The handler's checkpoint breaks a rule (an empty list item, a
 			// negative count, oversized text): record the task as done with
 			// a plain checkpoint that says so, rather than run it again.
 			log.Warn("checkpoint rejected; recording a plain one", "err", err)
-			_, err = p.recorder().Done(ctx, trellis.DoneRequest{
+			_, err = p.done(ctx, hold, trellis.DoneRequest{
 				TaskID: task.TaskID, Worker: worker,
 				WhatWasDone:   errorText(fmt.Errorf("the handler finished, but its checkpoint was rejected (%v)", err)),
 				StepsUsed:     min(max(usage.StepsUsed, 0), trellis.MaxBudget),
@@ -608,12 +703,12 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	}
 	// A failed run: retried unless the budget is spent.
 	exhausted := errors.Is(herr, ErrBudgetExhausted) || usage.Exceeds(task.Budget)
-	t, err := p.recorder().Fail(ctx, trellis.FailRequest{
+	t, err := p.fail(ctx, hold, trellis.FailRequest{
 		TaskID: task.TaskID, Worker: worker, Error: errorText(herr), WhatWasDone: cp.WhatWasDone,
 		Blockers: cp.Blockers, StepsUsed: usage.StepsUsed, ToolCallsUsed: usage.ToolCallsUsed, Retry: !exhausted,
 	})
 	if trellis.ErrorCode(err) == trellis.CodeInvalid {
-		t, err = p.recorder().Fail(ctx, trellis.FailRequest{
+		t, err = p.fail(ctx, hold, trellis.FailRequest{
 			TaskID: task.TaskID, Worker: worker, Error: errorText(herr), Retry: !exhausted,
 			StepsUsed:     min(max(usage.StepsUsed, 0), trellis.MaxBudget),
 			ToolCallsUsed: min(max(usage.ToolCallsUsed, 0), trellis.MaxBudget),

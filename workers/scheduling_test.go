@@ -30,6 +30,8 @@ func TestPoolStopsCancelledTask(t *testing.T) {
 	}), workers.Config{Queue: "cancel", Worker: "pool", Lease: 3 * time.Second})
 	defer stop()
 	<-started
+	// A task running past the claim window has its claim on the log.
+	b.waitStatus(t, ids, 10*time.Second, trellis.StatusClaimed)
 	marked, err := b.q.Cancel(ctx, trellis.CancelRequest{TaskID: ids[0], Reason: "wrong branch", Actor: "ops"})
 	if err != nil || marked.Status != trellis.StatusClaimed || marked.CancelRequested == nil {
 		t.Fatalf("cancel = %+v, %v; want claimed and marked", marked, err)

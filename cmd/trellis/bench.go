@@ -15,6 +15,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/bench"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/workers"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -109,6 +110,7 @@ func (a *app) benchWorkers() *cobra.Command {
 	c.Flags().IntVar(&cfg.Tasks, "tasks", 1000, "tasks per concurrency level")
 	c.Flags().IntSliceVar(&cfg.Levels, "levels", []int{1, 4, 8, 32}, "handler concurrencies to measure")
 	c.Flags().IntVar(&cfg.AddBatch, "add-batch", 100, "tasks a producer adds per call (AddMany); 1 adds them one by one")
+	c.Flags().DurationVar(&cfg.ClaimWindow, "claim-window", workers.DefaultClaimWindow, "the pools' claim window (see trellis worker --claim-window); negative records every claim before its handler runs")
 	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c

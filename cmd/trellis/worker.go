@@ -40,7 +40,9 @@ the data dir's serve.json, and exits 7 (unavailable) when none answers. --embedd
 the worker instead (on a free loopback port, recorded in serve.json so other commands reach it).
 
 A claim holds a lease that the worker extends while CMD runs; a worker that dies loses its leases and
-another worker takes the tasks over after the lease. SIGTERM or SIGINT drains: no new claims, running
+another worker takes the tasks over after the lease. A task that finishes within --claim-window is
+recorded with one event (its outcome carries its claim); a worker that dies inside that window leaves
+no record of the attempt, which runs again after the lease and is not counted against max attempts. SIGTERM or SIGINT drains: no new claims, running
 commands get --grace to finish, the rest are released back to the queue.`,
 		Example: `  trellis worker --queue default --concurrency 4 --exec ./handle-task.sh
   trellis worker --queue builds --exec 'make -C "$(jq -r .inputs[0])"' --lease 1m --grace 2m
@@ -127,6 +129,8 @@ commands get --grace to finish, the rest are released back to the queue.`,
 	f.DurationVar(&cfg.Grace, "grace", 30*time.Second, "on SIGTERM, how long running commands may finish before their tasks are released")
 	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>; with a token <token name>/<hostname>-<pid>, and an explicit one must start with <token name>/)")
 	f.DurationVar(&backoff, "backoff", time.Second, "first retry delay; doubles per attempt up to 5m, with jitter")
+	f.DurationVar(&cfg.ClaimWindow, "claim-window", workers.DefaultClaimWindow, "a task finishing within this long after its claim is recorded with one event, its outcome carrying the claim; "+
+		"longer tasks have their claim recorded when it passes (at most a quarter of the lease; negative: record every claim before CMD starts; ignored with a token)")
 	f.BoolVar(&embedded, "embedded", false, "run a Trellis server inside this worker instead of using a running one (it holds the data dir while the worker runs)")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:0", "serve Prometheus /metrics here (port 0 picks one; empty disables)")
 	return c

@@ -1,0 +1,288 @@
+package workers_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
+	"github.com/trellis/trellis/workers"
+)
+
+// historyTypes returns a task's event types as the log holds them.
+func historyTypes(recs []events.Recorded) string {
+	var types []string
+	for _, r := range recs {
+		types = append(types, r.Type)
+	}
+	return strings.Join(types, ",")
+}
+
+// ackPending waits until the queue's lanes hold no unacknowledged
+// dispatch, and fails when one stays pending.
+func (b *bundle) waitNoAckPending(t *testing.T, queue string) {
+	t.Helper()
+	ctx := context.Background()
+	lanes, err := b.q.Lanes(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pending := 0
+		for _, lane := range lanes {
+			info, err := lane.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending += info.NumAckPending
+		}
+		if pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d dispatches of queue %s still unacknowledged", pending, queue)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPoolRecordsAQuickTaskWithOneEvent: a task whose handler ends within
+// the claim window is recorded with one event, its completion carrying the
+// claim (worker, attempt, when); the folded task is what an eager claim
+// would have made, its history reads added, claimed, completed, and every
+// dispatch is acknowledged.
+func TestPoolRecordsAQuickTaskWithOneEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.add(t, "quick", 20, 3)
+	stop := runPool(t, b, workers.HandlerFunc(func(context.Context, *trellis.Task, *workers.Progress) (*trellis.Checkpoint, error) {
+		return &trellis.Checkpoint{WhatWasDone: "ok"}, nil
+	}), workers.Config{Queue: "quick", Worker: "pool", Concurrency: 4, ClaimWindow: 5 * time.Second})
+	done := b.waitStatus(t, ids, 20*time.Second, trellis.StatusDone)
+	stop()
+	ctx := context.Background()
+	for _, id := range ids {
+		recs, err := b.q.History(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := historyTypes(recs); h != "added,completed" {
+			t.Fatalf("task %s: history %s; want added,completed (one event for claim and outcome)", id, h)
+		}
+		c, ok := taskqueue.ClaimOf(recs[1])
+		if !ok || !strings.HasPrefix(c.Worker, "pool/") || c.Attempt != 1 || !c.Leased || c.At == nil || c.At.After(recs[1].Time) || c.Delivery != 1 {
+			t.Fatalf("task %s: carried claim %+v (completion at %s)", id, c, recs[1].Time)
+		}
+		task := done[id]
+		if task.Attempts != 1 || task.ClaimedBy != c.Worker || task.ClaimedAt == nil || !task.ClaimedAt.Equal(*c.At) {
+			t.Fatalf("task %s folded as %+v; want attempt 1 claimed by %s at %s", id, task, c.Worker, c.At)
+		}
+		if h := historyTypes(taskqueue.ExpandClaims(recs)); h != "added,claimed,completed" {
+			t.Fatalf("task %s: steps %s", id, h)
+		}
+	}
+	b.waitNoAckPending(t, "quick")
+}
+
+// TestPoolRecordsTheClaimOfASlowTaskAfterItsWindow: a handler still
+// running when the claim window passes has its claim recorded on its own
+// (dated when it was made), while it runs; the completion then carries
+// none.
+func TestPoolRecordsTheClaimOfASlowTaskAfterItsWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.add(t, "slow", 1, 3)
+	const window = 150 * time.Millisecond
+	var sawClaim atomic.Bool
+	stop := runPool(t, b, workers.HandlerFunc(func(ctx context.Context, task *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			recs, err := b.q.History(ctx, task.TaskID)
+			if err == nil && historyTypes(recs) == "added,claimed" {
+				sawClaim.Store(true)
+				break
+			}
+		}
+		return &trellis.Checkpoint{WhatWasDone: "ok"}, nil
+	}), workers.Config{Queue: "slow", Worker: "pool", ClaimWindow: window})
+	b.waitStatus(t, ids, 20*time.Second, trellis.StatusDone)
+	stop()
+	if !sawClaim.Load() {
+		t.Fatal("the claim was not on the log while the handler ran past the window")
+	}
+	recs, err := b.q.History(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := historyTypes(recs); h != "added,claimed,completed" {
+		t.Fatalf("history %s", h)
+	}
+	var c taskqueue.ClaimedPayload
+	if err := recs[1].DecodePayload(&c); err != nil || c.At == nil || recs[1].Time.Sub(*c.At) < window*2/3 {
+		t.Fatalf("claim %+v recorded at %s; want it dated when it was made, a window earlier", c, recs[1].Time)
+	}
+	if _, ok := taskqueue.ClaimOf(recs[2]); ok {
+		t.Fatal("the completion carries the claim recorded before it")
+	}
+}
+
+// TestPoolClaimsAtOnceWhatItMayNotHold: a task that may be attempted only
+// once is claimed on the log before its handler starts (a pool dying
+// inside a window must not let it run twice), as are tasks of a queue
+// with a rate limit (its gate counts claims).
+func TestPoolClaimsAtOnceWhatItMayNotHold(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	once := b.add(t, "once", 2, 1)
+	if _, err := b.q.SetRate(ctx, "gated", "ops", "100/s", 0); err != nil {
+		t.Fatal(err)
+	}
+	gated := b.add(t, "gated", 2, 3)
+	for _, c := range []struct {
+		queue string
+		ids   []string
+	}{{"once", once}, {"gated", gated}} {
+		var unclaimed atomic.Int32
+		stop := runPool(t, b, workers.HandlerFunc(func(ctx context.Context, task *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
+			recs, err := b.q.History(ctx, task.TaskID)
+			if err != nil || historyTypes(recs) != "added,claimed" {
+				unclaimed.Add(1)
+			}
+			return &trellis.Checkpoint{WhatWasDone: "ok"}, nil
+		}), workers.Config{Queue: c.queue, Worker: "pool", ClaimWindow: 5 * time.Second})
+		b.waitStatus(t, c.ids, 20*time.Second, trellis.StatusDone)
+		stop()
+		if n := unclaimed.Load(); n > 0 {
+			t.Fatalf("queue %s: %d handlers started before their claim was on the log", c.queue, n)
+		}
+	}
+}
+
+// TestPoolDropsAHeldTaskCancelledBeforeItsClaim: a task cancelled while a
+// pool holds it unrecorded is cancelled at once (it is queued on the
+// log); the handler's outcome is dropped, not recorded over the
+// cancellation, and the dispatch is acknowledged rather than left to come
+// back.
+func TestPoolDropsAHeldTaskCancelledBeforeItsClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := b.add(t, "dropped", 1, 3)
+	started, finish := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	stop := runPool(t, b, workers.HandlerFunc(func(context.Context, *trellis.Task, *workers.Progress) (*trellis.Checkpoint, error) {
+		if runs.Add(1) == 1 {
+			close(started)
+		}
+		<-finish
+		return &trellis.Checkpoint{WhatWasDone: "ok"}, nil
+	}), workers.Config{Queue: "dropped", Worker: "pool", Lease: 60 * time.Second, ClaimWindow: 10 * time.Second})
+	defer stop()
+	<-started
+	cancelled, err := b.q.Cancel(ctx, trellis.CancelRequest{TaskID: ids[0], Reason: "not needed", Actor: "ops"})
+	if err != nil || cancelled.Status != trellis.StatusCancelled {
+		t.Fatalf("cancel = %+v, %v; want cancelled at once (the claim is not on the log)", cancelled, err)
+	}
+	close(finish)
+	b.waitNoAckPending(t, "dropped")
+	recs, err := b.q.History(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := historyTypes(recs); h != "added,cancelled" {
+		t.Fatalf("history %s; want added,cancelled", h)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times", n)
+	}
+}
+
+// TestPoolDrainReleasesAHeldTask: a draining pool that stops a handler
+// inside the claim window records the claim and then the release, so the
+// task is queued again with its attempt given back.
+func TestPoolDrainReleasesAHeldTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.add(t, "drainheld", 1, 3)
+	started := make(chan struct{})
+	stop := runPool(t, b, workers.HandlerFunc(func(ctx context.Context, _ *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}), workers.Config{Queue: "drainheld", Worker: "pool", Grace: 50 * time.Millisecond, Lease: 60 * time.Second, ClaimWindow: 10 * time.Second})
+	<-started
+	stop()
+	got := b.waitStatus(t, ids, 10*time.Second, trellis.StatusQueued)[ids[0]]
+	recs, err := b.q.History(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := historyTypes(recs); h != "added,claimed,released" || got.Attempts != 0 {
+		t.Fatalf("history %s, attempts %d; want added,claimed,released and 0", h, got.Attempts)
+	}
+}
+
+// TestHoldIsRefusedForAnotherTaskOrWorker: an outcome recorded through a
+// hold must name the hold's task and worker.
+func TestHoldIsRefusedForAnotherTaskOrWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := b.add(t, "holds", 2, 3)
+	lanes, err := b.q.Lanes(ctx, "holds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg jetstream.Msg
+	for deadline := time.Now().Add(10 * time.Second); msg == nil && time.Now().Before(deadline); {
+		for _, lane := range lanes {
+			batch, err := lane.FetchNoWait(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for m := range batch.Messages() {
+				msg = m
+			}
+			if msg != nil {
+				break
+			}
+		}
+	}
+	if msg == nil {
+		t.Fatal("no dispatch")
+	}
+	h, err := b.q.HoldDispatched(ctx, msg, "w/0")
+	if err != nil || h == nil || h.Recorded() {
+		t.Fatalf("hold = %+v, %v; want an unrecorded hold", h, err)
+	}
+	other := ids[0]
+	if other == h.Task.TaskID {
+		other = ids[1]
+	}
+	for _, req := range []trellis.DoneRequest{{TaskID: other, Worker: "w/0", WhatWasDone: "x"}, {TaskID: h.Task.TaskID, Worker: "w/1", WhatWasDone: "x"}} {
+		if _, err := b.q.DoneHeld(ctx, h, req); trellis.ErrorCode(err) != trellis.CodeConflict {
+			t.Fatalf("DoneHeld(%s by %s) = %v; want a conflict", req.TaskID, req.Worker, err)
+		}
+	}
+	task, err := b.q.DoneHeld(ctx, h, trellis.DoneRequest{TaskID: h.Task.TaskID, Worker: "w/0", WhatWasDone: "x"})
+	if err != nil || task.Status != trellis.StatusDone || !h.Recorded() {
+		t.Fatalf("DoneHeld = %+v, %v", task, err)
+	}
+	// Recorded once: a second finish through the hold is the usual
+	// repeated finish, not a second claim.
+	if _, err := b.q.DoneHeld(ctx, h, trellis.DoneRequest{TaskID: h.Task.TaskID, Worker: "w/0", WhatWasDone: "x"}); err != nil {
+		t.Fatalf("repeated DoneHeld = %v", err)
+	}
+	recs, err := b.q.History(ctx, h.Task.TaskID)
+	if err != nil || historyTypes(recs) != "added,completed" {
+		t.Fatalf("history %s, %v", historyTypes(recs), err)
+	}
+	_ = msg.Ack()
+}
