@@ -65,6 +65,11 @@ type Service struct {
 	runners     []*projections.Runner
 	boardRunner *projections.Runner
 	metrics     *projections.Runner
+	// activity is the recent-activity fold, started by the first read
+	// that needs it (see Activity).
+	activity activityFold
+	// asOf keeps the last board folded for an as-of read.
+	asOf asOfFold
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -129,6 +134,7 @@ func (s *Service) Close() error {
 	if s.metrics != nil {
 		_ = s.metrics.Stop()
 	}
+	s.activity.stop()
 	for _, r := range s.runners {
 		if err := r.Stop(); err != nil && first == nil {
 			first = err

@@ -22,6 +22,7 @@ import (
 	"github.com/trellis/trellis/handlers/httpapi"
 	"github.com/trellis/trellis/handlers/mcpapi"
 	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/web"
 )
 
 // Version is the release version, reported by ping, the MCP server and
@@ -185,6 +186,10 @@ func (s *Server) startHTTP() error {
 		Mounts: map[string]http.Handler{
 			"/mcp":     mcpapi.HTTPHandler(mcpSrv),
 			"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}),
+			// The dashboard: its page and assets (web/), which call the
+			// routes above.
+			"GET /{$}": web.Handler(),
+			"GET /ui/": web.Handler(),
 		},
 	})
 	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
