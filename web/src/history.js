@@ -1,0 +1,34 @@
+// What the Events page asks about the log, behind one small interface:
+//
+//   openTail(filters, handlers)  a live tail across streams, with filters,
+//                                from a starting point (tail N, since T)
+//   boardAsOf(at, params)        one page of the queue board as it stood
+//                                at time `at`, with its counts
+//
+// Both are served by this server's HTTP API today: the tail by
+// GET /v1/events/live, the board by GET /v1/queue/tasks?as_of= (a fold of
+// the queue stream up to `at`). A cross-aggregate audit query (window
+// since..until, paged) or a replay-based as-of can replace either here
+// without touching the page.
+
+import { api, query } from './api.js';
+import { openFeed } from './sse.js';
+
+export function openTail(filters, handlers) {
+  const p = { payloads: 'true' };
+  if (filters.stream) p.stream = filters.stream;
+  if (filters.type) p.type = filters.type;
+  if (filters.actor) p.actor = filters.actor;
+  if (filters.aggregate) p.aggregate = filters.aggregate;
+  if (filters.since) p.since = filters.since;
+  else p.tail = filters.tail ?? 100;
+  return openFeed(p, handlers);
+}
+
+export function boardAsOf(at, { queue = '', status = '', cursor = '', limit = 100 } = {}) {
+  return api('/v1/queue/tasks' + query({ as_of: at, queue, status, cursor, limit }));
+}
+
+export function boardNow({ queue = '' } = {}) {
+  return api('/v1/queue/tasks' + query({ queue, limit: 1 }));
+}
