@@ -12,7 +12,7 @@
 // without touching the page.
 
 import { api, query } from './api.js';
-import { openFeed } from './sse.js';
+import { openFeed, whileVisible } from './sse.js';
 
 export function openTail(filters, handlers) {
   const p = { payloads: 'true' };
@@ -22,7 +22,16 @@ export function openTail(filters, handlers) {
   if (filters.aggregate) p.aggregate = filters.aggregate;
   if (filters.since) p.since = filters.since;
   else p.tail = filters.tail ?? 100;
-  return openFeed(p, handlers);
+  const feed = openFeed(p, handlers);
+  // Hidden, the tail lets its connection go; shown again, it resumes
+  // after the last event it received.
+  const unwatch = whileVisible(feed, false);
+  return {
+    close() {
+      unwatch();
+      feed.close();
+    },
+  };
 }
 
 export function boardAsOf(at, { queue = '', status = '', cursor = '', limit = 100 } = {}) {

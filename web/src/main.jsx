@@ -59,7 +59,7 @@ function page(route) {
 
 function LiveBadge() {
   const s = useLiveStatus();
-  const label = { live: 'Live', connecting: 'Connecting', reconnecting: 'Reconnecting', error: 'Offline' }[s.state] || s.state;
+  const label = { live: 'Live', connecting: 'Connecting', reconnecting: 'Reconnecting', paused: 'Paused (tab hidden)', error: 'Offline' }[s.state] || s.state;
   return (
     <span class={'live-badge ' + s.state} role="status" title={s.detail} data-live={s.state}>
       <span class="dot" aria-hidden="true" />

@@ -2,23 +2,43 @@
 // over fetch, so the request carries the bearer token like every other
 // call (EventSource cannot send headers). It reconnects by itself and
 // resumes after the last sequence it saw of each stream.
+//
+// A feed holds a connection open, and browsers allow only six per server
+// over HTTP/1.1, so a feed is suspended while its tab is hidden (see
+// live.js) and resumed when it shows again.
 
 import { authHeaders, query, unauthorized } from './api.js';
 
 // openFeed opens a feed with params (stream, type, actor, aggregate,
 // since, tail, payloads) and calls handlers.onEvent(ev), onReady(),
-// onStatus('connecting'|'live'|'reconnecting'|'error', detail). Returns
-// { close }.
+// onHello(), onStatus('connecting'|'live'|'reconnecting'|'paused'|'error',
+// detail). Returns { close, suspend, resume(fresh) }: resume(true) starts
+// again from now instead of after the last event seen.
 export function openFeed(params, handlers) {
   let closed = false;
+  let suspended = false;
   let ctrl = null;
   let positions = null; // stream -> last sequence seen; set once connected
   let delay = 500;
+  let wake = null;
 
   const status = (s, d) => handlers.onStatus && handlers.onStatus(s, d);
+  const pause = (ms) =>
+    new Promise((r) => {
+      const timer = ms === undefined ? null : setTimeout(r, ms);
+      wake = () => {
+        if (timer) clearTimeout(timer);
+        r();
+      };
+    });
 
   async function connect() {
     while (!closed) {
+      if (suspended) {
+        status('paused');
+        await pause();
+        continue;
+      }
       const p = { ...params };
       if (positions) {
         delete p.since;
@@ -51,10 +71,10 @@ export function openFeed(params, handlers) {
         }
       } catch (e) {
         if (closed) return;
-        status('reconnecting', String(e && e.message ? e.message : e));
+        if (!suspended) status('reconnecting', String(e && e.message ? e.message : e));
       }
-      if (closed) return;
-      await new Promise((r) => setTimeout(r, delay));
+      if (closed || suspended) continue;
+      await pause(delay);
       delay = Math.min(delay * 2, 10000);
     }
   }
@@ -92,6 +112,7 @@ export function openFeed(params, handlers) {
       case 'hello':
         if (!positions) positions = { ...v.start };
         status('live');
+        handlers.onHello && handlers.onHello();
         break;
       case 'event':
         positions[v.stream] = Math.max(positions[v.stream] || 0, v.seq);
@@ -117,6 +138,40 @@ export function openFeed(params, handlers) {
     close() {
       closed = true;
       if (ctrl) ctrl.abort();
+      wake && wake();
     },
+    suspend() {
+      if (suspended || closed) return;
+      suspended = true;
+      if (ctrl) ctrl.abort();
+    },
+    resume(fresh) {
+      if (!suspended || closed) return;
+      suspended = false;
+      if (fresh) positions = null;
+      wake && wake();
+    },
+  };
+}
+
+// whileVisible suspends feed while the tab is hidden and resumes it when
+// it shows again (resume(fresh) is called with the given flag); returns
+// the function that stops watching.
+export function whileVisible(feed, fresh, onShown) {
+  const on = () => {
+    if (document.visibilityState === 'hidden') feed.suspend();
+    else {
+      feed.resume(fresh);
+      onShown && onShown();
+    }
+  };
+  document.addEventListener('visibilitychange', on);
+  window.addEventListener('pagehide', feed.suspend);
+  const show = (e) => e.persisted && on();
+  window.addEventListener('pageshow', show);
+  return () => {
+    document.removeEventListener('visibilitychange', on);
+    window.removeEventListener('pagehide', feed.suspend);
+    window.removeEventListener('pageshow', show);
   };
 }

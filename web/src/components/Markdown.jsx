@@ -3,7 +3,7 @@
 // frames and media (an image URL would make the browser send a request):
 // anything read from the log is untrusted.
 
-import { marked } from 'marked';
+import { Marked } from 'marked';
 import DOMPurify from 'dompurify';
 
 DOMPurify.addHook('afterSanitizeAttributes', (node) => {
@@ -13,8 +13,17 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
-export function renderMarkdown(md) {
-  const html = marked.parse(md || '', { async: false, gfm: true, breaks: false });
+// Headings start at h3: the page has its own h1 and h2.
+const md = new Marked({
+  async: false,
+  gfm: true,
+  walkTokens(token) {
+    if (token.type === 'heading') token.depth = Math.min(6, token.depth + 2);
+  },
+});
+
+export function renderMarkdown(text) {
+  const html = md.parse(text || '');
   return DOMPurify.sanitize(html, {
     USE_PROFILES: { html: true },
     FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'iframe', 'object', 'embed', 'svg', 'math', 'img', 'picture', 'video', 'audio', 'source', 'link', 'meta', 'base'],

@@ -133,23 +133,27 @@ export function Tasks({ params }) {
                 <tbody>
                   {data.tasks.map((t) => (
                     <tr key={t.task_id} data-task={t.task_id} data-status={t.status}>
-                      <td>
+                      <td class="select">
                         {retryable(t.status) && (
                           <input type="checkbox" checked={selected.has(t.task_id)} onChange={() => toggle(t.task_id)} aria-label={`Select task ${t.task_id}`} />
                         )}
                       </td>
-                      <td class="mono">
+                      <td class="mono" data-label="Task">
                         <a href={href('/tasks/' + t.task_id)}>{t.task_id}</a>
                       </td>
-                      <td>
+                      <td data-label="Status">
                         <Badge status={t.status} />
                         {t.budget_exhausted && <span class="muted"> budget</span>}
                       </td>
-                      <td>{t.queue}</td>
-                      <td class="objective">{t.objective}</td>
-                      <td>{t.claimed_by || ''}</td>
-                      <td class="num">{t.attempts}</td>
-                      <td>
+                      <td data-label="Queue">{t.queue}</td>
+                      <td class="objective" data-label="Objective">
+                        {t.objective}
+                      </td>
+                      <td data-label="Claimed by">{t.claimed_by || ''}</td>
+                      <td class="num" data-label="Attempts">
+                        {t.attempts}
+                      </td>
+                      <td data-label="Updated">
                         <time dateTime={t.updated_at} title={time(t.updated_at)}>
                           {ago(t.updated_at)}
                         </time>
