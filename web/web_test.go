@@ -83,7 +83,7 @@ func TestHandler(t *testing.T) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if path != "index.html" && !strings.HasPrefix(path, "assets/") {
+		if path != "index.html" && path != "source.sha256" && !strings.HasPrefix(path, "assets/") {
 			t.Errorf("unexpected embedded file %s", path)
 		}
 		return nil
