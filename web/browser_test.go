@@ -205,6 +205,7 @@ func startBrowser(t *testing.T, exe string) *browser {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("disable-default-apps", true),
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("hide-scrollbars", true),
@@ -596,6 +597,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		srv.call(t, http.MethodGet, "/v1/queue/tasks/"+dead.TaskID, nil, &got)
 		if got.Status != "queued" {
 			t.Fatalf("after the click the task is %s", got.Status)
+		}
+		var audit struct {
+			Events []struct{ Type, Actor string } `json:"events"`
+		}
+		srv.call(t, http.MethodGet, "/v1/audit/"+dead.TaskID, nil, &audit)
+		if last := audit.Events[len(audit.Events)-1]; last.Type != "requeued" || last.Actor != "operator" {
+			t.Fatalf("last event %+v, want requeued by operator (the caller: no actor sent)", last)
 		}
 
 		// Bulk: every dead letter of a queue, after one confirmation.

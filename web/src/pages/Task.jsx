@@ -36,7 +36,7 @@ export function Task({ id }) {
     });
     if (!yes) return;
     try {
-      await api(`/v1/queue/tasks/${enc(t.task_id)}/retry`, { method: 'POST', body: { actor: 'dashboard' } });
+      await api(`/v1/queue/tasks/${enc(t.task_id)}/retry`, { method: 'POST', body: {} });
       notify(`Task ${t.task_id} queued again.`, 'ok');
       reload();
     } catch (e) {
