@@ -5,6 +5,14 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
+// nonZero marks only the buckets that hold something, so a lone value in
+// an hour of zeros or gaps is visible.
+function nonZero(u, seriesIdx) {
+  const out = [];
+  u.data[seriesIdx].forEach((v, i) => v && out.push(i));
+  return out;
+}
+
 // series: [{label, values, color, dash}]; xs: seconds since epoch.
 export function Chart({ title, xs, series, yLabel, summary, height = 150 }) {
   const box = useRef(null);
@@ -23,7 +31,7 @@ export function Chart({ title, xs, series, yLabel, summary, height = 150 }) {
         { stroke: '#374151', grid: { stroke: '#e5e7eb' }, ticks: { stroke: '#d1d5db' } },
         { stroke: '#374151', grid: { stroke: '#e5e7eb' }, ticks: { stroke: '#d1d5db' }, label: yLabel, size: 50 },
       ],
-      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash, spanGaps: false, points: { show: true, size: 5 } }))],
+      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash, spanGaps: false, points: { show: true, size: 5, filter: nonZero } }))],
     };
     plot.current = new uPlot(opts, [xs, ...series.map((s) => s.values)], el);
     const ro = new ResizeObserver(() => plot.current && plot.current.setSize({ width: Math.max(200, el.clientWidth), height }));

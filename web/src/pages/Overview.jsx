@@ -117,16 +117,20 @@ function QueueCard({ name, counts, series, activity, controls, onChange }) {
         ]}
         summary={`${sum(added)} added, ${sum(finished)} completed, ${sum(failed)} failed in the last hour`}
       />
-      <Chart
-        title="Claim latency"
-        xs={xs}
-        yLabel="ms"
-        series={[
-          { label: 'p50', values: p50, color: '#7c3aed' },
-          { label: 'p95', values: p95, color: '#c2410c', dash: [5, 3] },
-        ]}
-        summary={lastP50 !== undefined ? `latest median ${ms(lastP50)}` : 'no claims in the last hour'}
-      />
+      {lastP50 === undefined ? (
+        <p class="muted small">No claim in the last hour, so no claim latency.</p>
+      ) : (
+        <Chart
+          title="Claim latency"
+          xs={xs}
+          yLabel="ms"
+          series={[
+            { label: 'p50', values: p50, color: '#7c3aed' },
+            { label: 'p95', values: p95, color: '#c2410c', dash: [5, 3] },
+          ]}
+          summary={`latest median ${ms(lastP50)}`}
+        />
+      )}
     </article>
   );
 }
