@@ -541,6 +541,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		if marker := eval[string](t, br, `window.__noReload`); marker != "still here" {
 			t.Fatalf("the page was reloaded (marker %q)", marker)
 		}
+		srv.call(t, http.MethodPost, "/v1/queues/jobs/controls", map[string]any{"action": "pause", "reason": "deploy"}, nil)
+		br.waitJS(t, "paused live", `!!document.querySelector('[data-queue="jobs"] [data-state="paused"]')`)
+		srv.call(t, http.MethodPost, "/v1/queues/jobs/controls", map[string]any{"action": "resume"}, nil)
+		br.waitJS(t, "resumed live", `!!document.querySelector('[data-queue="jobs"] [data-state="running"]')`)
 		if charts := eval[int](t, br, `document.querySelectorAll('[data-queue="jobs"] .uplot').length`); charts != 2 {
 			t.Errorf("jobs has %d charts, want 2 (throughput, latency)", charts)
 		}

@@ -13,6 +13,10 @@ import { retryAllDead } from './bulk.js';
 async function loadOverview() {
   const [list, activity] = await Promise.all([api('/v1/queue/tasks?limit=1'), api('/v1/queue/activity')]);
   const names = [...new Set([...Object.keys(list.counts || {}), ...Object.keys(activity.queues || {})])].sort();
+  return { counts: list.counts || {}, activity, names };
+}
+
+async function loadControls(names) {
   const controls = {};
   await Promise.all(
     names.map(async (q) => {
@@ -23,12 +27,19 @@ async function loadOverview() {
       }
     }),
   );
-  return { counts: list.counts || {}, activity, controls, names };
+  return controls;
 }
+
+// isControl reports whether ev changed a queue's controls
+// (trellis.queue.<queue>._control.<type>).
+const isControl = (ev) => ev.stream === 'TRELLIS_QUEUE' && ev.subject.includes('._control.');
 
 export function Overview() {
   const { data, error, loading, reload } = useData(loadOverview, []);
-  useLive((ev) => ev.stream === 'TRELLIS_QUEUE', reload, 700);
+  const names = data ? data.names.join(',') : '';
+  const controls = useData(() => loadControls(names ? names.split(',') : []), [names]);
+  useLive((ev) => ev.stream === 'TRELLIS_QUEUE' && !isControl(ev), reload, 700);
+  useLive(isControl, controls.reload, 300);
   if (loading && !data) return <Loading what="Loading the queues" />;
   return (
     <section aria-labelledby="overview-title">
@@ -42,7 +53,10 @@ export function Overview() {
       )}
       {data && <Totals data={data} />}
       <div class="cards">
-        {data && data.names.map((q) => <QueueCard key={q} name={q} counts={data.counts[q] || {}} series={data.activity.queues[q]} activity={data.activity} controls={data.controls[q]} onChange={reload} />)}
+        {data &&
+          data.names.map((q) => (
+            <QueueCard key={q} name={q} counts={data.counts[q] || {}} series={data.activity.queues[q]} activity={data.activity} controls={controls.data && controls.data[q]} onChange={reload} />
+          ))}
       </div>
       {data && !data.activity.caught_up && <p class="muted">The activity charts are still reading the last hour of the log…</p>}
     </section>
