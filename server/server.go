@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
@@ -181,8 +182,10 @@ func (s *Server) startHTTP() error {
 	}
 	s.httpLn = ln
 	mcpSrv := mcpapi.NewServer(s.svc, Version)
+	liveDone := make(chan struct{})
 	h := httpapi.New(s.svc, httpapi.Config{
 		Logger: s.cfg.Logger,
+		Done:   liveDone,
 		Mounts: map[string]http.Handler{
 			"/mcp":     mcpapi.HTTPHandler(mcpSrv),
 			"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}),
@@ -193,6 +196,8 @@ func (s *Server) startHTTP() error {
 		},
 	})
 	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	var once sync.Once
+	s.httpSrv.RegisterOnShutdown(func() { once.Do(func() { close(liveDone) }) })
 	base := "http://" + ln.Addr().String()
 	s.info.HTTPURL = base
 	s.info.MCPURL = base + "/mcp"

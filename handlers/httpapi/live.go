@@ -84,6 +84,8 @@ func (s *server) live(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-r.Context().Done():
 			return nil
+		case <-s.cfg.Done:
+			return nil // the server is shutting down; the client reconnects elsewhere or later
 		case <-feed.Lagged():
 			send("lagged", "", map[string]any{"message": "the client fell too far behind; resume with after= the last sequence received per stream"})
 			flush()
