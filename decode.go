@@ -165,6 +165,11 @@ func jsonFields(v any) []string {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// An embedded struct's fields are the outer object's.
+			names = append(names, jsonFields(reflect.New(f.Type).Interface())...)
+			continue
+		}
 		switch name {
 		case "-":
 			continue

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -73,6 +75,9 @@ type QueueService interface {
 type QueueAdmin interface {
 	// Retry queues a failed or dead task again with fresh attempts.
 	Retry(ctx context.Context, req RetryRequest) (*Task, error)
+	// Cancel cancels a task: at once when it is not claimed, else it is
+	// marked and its pool stops the handler at the next heartbeat.
+	Cancel(ctx context.Context, req CancelRequest) (*Task, error)
 	// Control pauses or resumes a queue or sets its concurrency limit.
 	Control(ctx context.Context, req ControlRequest) (*QueueControls, error)
 	// Controls returns a queue's controls.
@@ -85,12 +90,43 @@ type RetryRequest struct {
 	Actor  string `json:"actor,omitempty"`
 }
 
-// ControlRequest changes a queue's controls. Action is pause, resume or
-// limit (with MaxInFlight; 0 removes the limit).
+// CancelRequest names a task to cancel.
+type CancelRequest struct {
+	TaskID string `json:"task_id"`
+	Reason string `json:"reason,omitempty"`
+	Actor  string `json:"actor,omitempty"`
+}
+
+// Normalize validates the request.
+func (r *CancelRequest) Normalize() error {
+	if err := ValidateTaskID("task_id", r.TaskID); err != nil {
+		return err
+	}
+	if r.Actor != "" {
+		if err := ValidateWorkerID(r.Actor); err != nil {
+			return FieldError("actor", "%v", AsError(err).Message)
+		}
+	}
+	if len(r.Reason) > MaxItemBytes {
+		return FieldError("reason", "is %d bytes; at most %d allowed", len(r.Reason), MaxItemBytes)
+	}
+	return checkText("reason", r.Reason)
+}
+
+// ControlRequest changes a queue's controls. Action is pause, resume,
+// limit (with MaxInFlight; 0 removes the limit), lease, rate (with Rate
+// and Burst) or per_key (with PerKey; 0 removes the limit).
 type ControlRequest struct {
 	Queue       string `json:"queue"`
 	Action      string `json:"action"`
 	MaxInFlight int    `json:"max_in_flight,omitempty"`
+	// Rate caps claims per unit of time for the whole cluster: "10/s",
+	// "100/m", "1000/h"; "off" removes it. Burst is how many claims may go
+	// at once (default: one second's worth, at least 1).
+	Rate  string `json:"rate,omitempty"`
+	Burst int    `json:"burst,omitempty"`
+	// PerKey caps the tasks running at once per concurrency key.
+	PerKey int `json:"per_key,omitempty"`
 	// LeaseSeconds is the lease of action "lease": how long a pool's claim
 	// survives without a heartbeat (1 s to 24 h).
 	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
@@ -112,13 +148,73 @@ func (r *ControlRequest) Normalize() error {
 		if r.LeaseSeconds < 1 || r.LeaseSeconds > 24*3600 {
 			return FieldError("lease_seconds", "must be between 1 and 86400 seconds, got %g", r.LeaseSeconds)
 		}
+	case "rate":
+		perSec, err := ParseRate(r.Rate)
+		if err != nil {
+			return err
+		}
+		if r.Burst < 0 || r.Burst > MaxBurst {
+			return FieldError("burst", "must be between 1 and %d, got %d", MaxBurst, r.Burst)
+		}
+		if perSec == 0 && r.Burst != 0 {
+			return FieldError("burst", "needs a rate")
+		}
+	case "per_key":
+		if r.PerKey < 0 || r.PerKey > MaxPerKey {
+			return FieldError("per_key", "must be between 0 (unlimited) and %d, got %d", MaxPerKey, r.PerKey)
+		}
 	default:
-		return FieldError("action", "%q is not an action: use pause, resume, limit or lease", r.Action)
+		return FieldError("action", "%q is not an action: use pause, resume, limit, lease, rate or per_key", r.Action)
 	}
 	if r.MaxInFlight < 0 {
 		return FieldError("max_in_flight", "must not be negative (got %d)", r.MaxInFlight)
 	}
 	return checkText("reason", r.Reason)
+}
+
+// Flow-control limits.
+const (
+	// MaxRatePerSecond bounds a queue's claim rate.
+	MaxRatePerSecond = 100000
+	// MaxBurst bounds a rate's burst.
+	MaxBurst = 100000
+	// MaxPerKey bounds the per-key concurrency limit.
+	MaxPerKey = 100000
+)
+
+// ParseRate parses a claim rate: a positive number of claims per second,
+// minute or hour ("10/s", "2.5/s", "100/m", "1000/h"), or "off" (0). A rate
+// of 0 is refused: use "off" to remove a rate.
+func ParseRate(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "off" {
+		return 0, nil
+	}
+	num, unit, ok := strings.Cut(s, "/")
+	var per float64
+	switch unit {
+	case "s", "sec", "second":
+		per = 1
+	case "m", "min", "minute":
+		per = 60
+	case "h", "hour":
+		per = 3600
+	}
+	n, err := strconv.ParseFloat(num, 64)
+	if !ok || per == 0 || err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return 0, FieldError("rate", "%q is not a rate: use N/s, N/m or N/h (e.g. 10/s), or off", truncate(s, 64))
+	}
+	if n <= 0 {
+		return 0, FieldError("rate", "must be positive, got %q (use off to remove the rate)", s)
+	}
+	perSec := n / per
+	if perSec > MaxRatePerSecond {
+		return 0, FieldError("rate", "is %g per second; at most %d allowed", perSec, MaxRatePerSecond)
+	}
+	if perSec < 1.0/86400 {
+		return 0, FieldError("rate", "is below one claim a day (%q)", s)
+	}
+	return perSec, nil
 }
 
 // QueueControls is the state of a queue's cluster-wide controls, folded
@@ -140,6 +236,21 @@ type QueueControls struct {
 	// holds), so no claim in flight expires in between.
 	PreviousLeaseSeconds float64    `json:"previous_lease_seconds,omitempty"`
 	LeaseFrom            *time.Time `json:"lease_from,omitempty"`
+	// Rate caps claims for the whole cluster (as given: "10/s"; empty: no
+	// rate), RatePerSecond is the same per second, and Burst is how many
+	// claims may go at once.
+	Rate          string  `json:"rate,omitempty"`
+	RatePerSecond float64 `json:"rate_per_second,omitempty"`
+	Burst         int     `json:"burst,omitempty"`
+	// PerKey caps the tasks running at once per concurrency key (0: no
+	// limit).
+	PerKey int `json:"per_key,omitempty"`
+}
+
+// DefaultBurst is the burst of a rate set without one: one second's worth
+// of claims, at least 1.
+func DefaultBurst(perSecond float64) int {
+	return max(1, int(math.Ceil(perSecond)))
 }
 
 // Lease returns the queue's lease at time now (0: never set).
@@ -172,6 +283,60 @@ type AddTaskRequest struct {
 	MaxAttempts    int               `json:"max_attempts,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	// Priority orders claims within the queue: 1 first, 4 last (0 means
+	// DefaultPriority).
+	Priority int `json:"priority,omitempty"`
+	// Delay (a Go duration: "30s", "2h") or RunAt (RFC 3339) makes the task
+	// scheduled until then; at most one of them.
+	Delay string `json:"delay,omitempty"`
+	RunAt string `json:"run_at,omitempty"`
+	// UniqueKey makes an add whose key is held (by a task added with it)
+	// return that task instead of adding one; UniqueFor (a Go duration)
+	// holds the key that long after the add, else while the task is not
+	// finished.
+	UniqueKey string `json:"unique_key,omitempty"`
+	UniqueFor string `json:"unique_for,omitempty"`
+	// After lists prerequisites: existing tasks that must be done before
+	// this one is queued.
+	After []string `json:"after,omitempty"`
+	// ConcurrencyKey subjects the task to the queue's per-key limit.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+}
+
+// Scheduling limits. They are part of the contract and documented in the
+// README.
+const (
+	// DefaultPriority is the priority of a task added without one.
+	DefaultPriority = 2
+	// MaxPriority is the lowest priority (claimed last).
+	MaxPriority = 4
+	// MaxDelay bounds a task's delay and a unique key's hold.
+	MaxDelay = 366 * 24 * time.Hour
+	// MaxAfter bounds a task's prerequisites.
+	MaxAfter = 32
+	// MaxKeyBytes bounds unique and concurrency keys.
+	MaxKeyBytes = 256
+)
+
+// DelayUntil returns when a (normalized) request's task becomes due: the
+// zero time when it has no delay.
+func (r *AddTaskRequest) DelayUntil(now time.Time) time.Time {
+	if r.RunAt != "" {
+		t, _ := time.Parse(time.RFC3339Nano, r.RunAt)
+		return t.UTC()
+	}
+	if r.Delay != "" {
+		d, _ := time.ParseDuration(r.Delay)
+		return now.Add(d).UTC()
+	}
+	return time.Time{}
+}
+
+// UniqueHold returns how long a (normalized) request's unique key is held
+// after the add (0: while the task is not finished).
+func (r *AddTaskRequest) UniqueHold() time.Duration {
+	d, _ := time.ParseDuration(r.UniqueFor)
+	return d
 }
 
 // MaxAddMany bounds the tasks of one AddMany call.
@@ -271,6 +436,93 @@ func (r *AddTaskRequest) Normalize() error {
 		if len(r.IdempotencyKey) > 256 {
 			return FieldError("idempotency_key", "is %d bytes; at most 256 allowed", len(r.IdempotencyKey))
 		}
+	}
+	return r.normalizeScheduling()
+}
+
+// normalizeScheduling checks the scheduling fields: priority, delay,
+// unique key, prerequisites and concurrency key.
+func (r *AddTaskRequest) normalizeScheduling() error {
+	switch {
+	case r.Priority == 0:
+		r.Priority = DefaultPriority
+	case r.Priority < 1 || r.Priority > MaxPriority:
+		return FieldError("priority", "must be 1 (first) to %d (last), got %d", MaxPriority, r.Priority)
+	}
+	if r.Delay != "" && r.RunAt != "" {
+		return FieldError("run_at", "give delay or run_at, not both")
+	}
+	if r.Delay != "" {
+		if _, err := ParseDuration("delay", r.Delay, 0, MaxDelay); err != nil {
+			return err
+		}
+	}
+	if r.RunAt != "" {
+		if _, err := time.Parse(time.RFC3339Nano, r.RunAt); err != nil {
+			return FieldError("run_at", "%q is not an RFC 3339 time (e.g. 2026-12-01T09:00:00Z)", truncate(r.RunAt, 64))
+		}
+	}
+	if err := checkKey("unique_key", r.UniqueKey); err != nil {
+		return err
+	}
+	if r.UniqueFor != "" {
+		if r.UniqueKey == "" {
+			return FieldError("unique_for", "needs a unique_key")
+		}
+		if _, err := ParseDuration("unique_for", r.UniqueFor, time.Second, MaxDelay); err != nil {
+			return err
+		}
+	}
+	if err := checkKey("concurrency_key", r.ConcurrencyKey); err != nil {
+		return err
+	}
+	if len(r.After) > MaxAfter {
+		return FieldError("after", "lists %d tasks; at most %d allowed", len(r.After), MaxAfter)
+	}
+	seen := map[string]bool{}
+	for _, id := range r.After {
+		if err := ValidateTaskID("after", id); err != nil {
+			return err
+		}
+		if seen[id] {
+			return FieldError("after", "lists task %s twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// ParseDuration parses a Go duration ("30s", "1h30m") for field, which must
+// lie in [min, max] (min 0: strictly positive).
+func ParseDuration(field, s string, min, max time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, FieldError(field, "%q is not a duration (e.g. 30s, 10m, 2h)", truncate(s, 64))
+	}
+	if d <= 0 || d < min {
+		if min <= 0 {
+			return 0, FieldError(field, "must be positive, got %s", s)
+		}
+		return 0, FieldError(field, "must be at least %s, got %s", min, s)
+	}
+	if d > max {
+		return 0, FieldError(field, "is %s; at most %s allowed", d, max)
+	}
+	return d, nil
+}
+
+func checkKey(field, v string) error {
+	if v == "" {
+		return nil
+	}
+	if strings.TrimSpace(v) == "" {
+		return FieldError(field, "must not be blank")
+	}
+	if len(v) > MaxKeyBytes {
+		return FieldError(field, "is %d bytes; at most %d allowed", len(v), MaxKeyBytes)
+	}
+	if !utf8.ValidString(v) {
+		return FieldError(field, "is not valid UTF-8")
 	}
 	return nil
 }
@@ -429,7 +681,7 @@ func (r *ListRequest) Normalize() error {
 		}
 	}
 	if r.Status != "" && !r.Status.Valid() {
-		return FieldError("status", "unknown status %q; one of queued, claimed, done, failed, dead", r.Status)
+		return FieldError("status", "unknown status %q; one of scheduled, waiting, queued, claimed, done, failed, dead, cancelled", r.Status)
 	}
 	switch {
 	case r.Limit < 0:

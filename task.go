@@ -10,24 +10,29 @@ type Status string
 
 // Task statuses. Queued tasks can be claimed; claimed tasks are finished by
 // their claimant with done (StatusDone) or fail (StatusFailed). StatusDead is
-// used by worker pools once a task has used up its attempts.
+// used by worker pools once a task has used up its attempts. A task added
+// with a delay is scheduled until it is due; one added after other tasks is
+// waiting until they are done; a cancelled task never runs (again).
 const (
-	StatusQueued  Status = "queued"
-	StatusClaimed Status = "claimed"
-	StatusDone    Status = "done"
-	StatusFailed  Status = "failed"
-	StatusDead    Status = "dead"
+	StatusScheduled Status = "scheduled"
+	StatusWaiting   Status = "waiting"
+	StatusQueued    Status = "queued"
+	StatusClaimed   Status = "claimed"
+	StatusDone      Status = "done"
+	StatusFailed    Status = "failed"
+	StatusDead      Status = "dead"
+	StatusCancelled Status = "cancelled"
 )
 
 // Statuses lists every task status in lifecycle order.
 func Statuses() []Status {
-	return []Status{StatusQueued, StatusClaimed, StatusDone, StatusFailed, StatusDead}
+	return []Status{StatusScheduled, StatusWaiting, StatusQueued, StatusClaimed, StatusDone, StatusFailed, StatusDead, StatusCancelled}
 }
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusQueued, StatusClaimed, StatusDone, StatusFailed, StatusDead:
+	case StatusScheduled, StatusWaiting, StatusQueued, StatusClaimed, StatusDone, StatusFailed, StatusDead, StatusCancelled:
 		return true
 	}
 	return false
@@ -36,7 +41,13 @@ func (s Status) Valid() bool {
 // Terminal reports whether no worker will act on a task in this status
 // again without an explicit retry.
 func (s Status) Terminal() bool {
-	return s == StatusDone || s == StatusFailed || s == StatusDead
+	return s == StatusDone || s == StatusFailed || s == StatusDead || s == StatusCancelled
+}
+
+// Ended reports whether a task in this status can never become done
+// without an explicit retry: its dependants are cancelled.
+func (s Status) Ended() bool {
+	return s == StatusFailed || s == StatusDead || s == StatusCancelled
 }
 
 // Budget bounds the work a worker may spend on one task.
@@ -97,6 +108,58 @@ type Task struct {
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// Lease is set while a worker pool holds the task under a lease.
 	Lease *Lease `json:"lease,omitempty"`
+
+	// Priority orders claims within the queue: 1 first, 4 last (default 2).
+	Priority int `json:"priority"`
+	// RunAt is when a delayed task becomes claimable (its status is
+	// scheduled until then); Due is set once that time has come.
+	RunAt *time.Time `json:"run_at,omitempty"`
+	Due   bool       `json:"due,omitempty"`
+	// After lists the prerequisites: tasks that must be done before this
+	// one is queued (it is waiting until then). WaitingFor lists those not
+	// done yet; Prerequisites holds the checkpoint summary of each one
+	// done, so an agent reads what the steps before it did.
+	After         []string       `json:"after,omitempty"`
+	WaitingFor    []string       `json:"waiting_for,omitempty"`
+	Prerequisites []Prerequisite `json:"prerequisites,omitempty"`
+	// Dependants lists the tasks added after this one (queued when it is
+	// done, cancelled when it fails, dies or is cancelled).
+	Dependants []string `json:"dependants,omitempty"`
+	// UniqueKey holds the task's queue-wide unique key: an add with the
+	// same key returns this task while it holds the key (UniqueUntil, or
+	// while the task is not finished when that is unset).
+	UniqueKey   string     `json:"unique_key,omitempty"`
+	UniqueUntil *time.Time `json:"unique_until,omitempty"`
+	// ConcurrencyKey caps the tasks running at once with the same key
+	// (the queue's per-key limit).
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// CancelRequested is set when a claimed task is asked to stop: its
+	// pool stops the handler at the next heartbeat and records cancelled.
+	CancelRequested *Cancellation `json:"cancel_requested,omitempty"`
+	// Cancellation says who cancelled the task and why (status cancelled).
+	Cancellation *Cancellation `json:"cancellation,omitempty"`
+	// Schedule names the periodic schedule whose tick added the task.
+	Schedule string `json:"schedule,omitempty"`
+	// Duplicate is set on the answer of an add whose unique key was held:
+	// the task returned is the one holding it, and nothing was added.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// Prerequisite is the checkpoint summary of a prerequisite that is done.
+type Prerequisite struct {
+	TaskID      string   `json:"task_id"`
+	Objective   string   `json:"objective"`
+	WhatWasDone string   `json:"what_was_done"`
+	WhatChanged []string `json:"what_changed,omitempty"`
+	WhatNext    string   `json:"what_next,omitempty"`
+	Citations   []string `json:"citations,omitempty"`
+}
+
+// Cancellation records a cancellation: why, by whom, when.
+type Cancellation struct {
+	Reason string    `json:"reason,omitempty"`
+	By     string    `json:"by,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Lease identifies the dispatch a worker pool holds while it works on a
@@ -136,6 +199,21 @@ func (t *Task) Clone() *Task {
 		l := *t.Lease
 		c.Lease = &l
 	}
+	c.RunAt = clonePtr(t.RunAt)
+	c.UniqueUntil = clonePtr(t.UniqueUntil)
+	c.CancelRequested = clonePtr(t.CancelRequested)
+	c.Cancellation = clonePtr(t.Cancellation)
+	c.After = slices.Clone(t.After)
+	c.WaitingFor = slices.Clone(t.WaitingFor)
+	c.Dependants = slices.Clone(t.Dependants)
+	if t.Prerequisites != nil {
+		c.Prerequisites = make([]Prerequisite, len(t.Prerequisites))
+		for i, p := range t.Prerequisites {
+			p.WhatChanged = slices.Clone(p.WhatChanged)
+			p.Citations = slices.Clone(p.Citations)
+			c.Prerequisites[i] = p
+		}
+	}
 	if t.Checkpoint != nil {
 		cp := *t.Checkpoint
 		cp.WhatChanged = slices.Clone(t.Checkpoint.WhatChanged)
@@ -144,4 +222,12 @@ func (t *Task) Clone() *Task {
 		c.Checkpoint = &cp
 	}
 	return &c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

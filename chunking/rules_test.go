@@ -153,6 +153,12 @@ func TestSensitiveContent(t *testing.T) {
 		{"main.go", "password := \"\"\n", ""},
 		{"tok.py", "import tokenize\ntokens = tokenize.tokenize(f.readline)\n", ""},
 		{"aws.md", "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n", ""},
+		// string literals in code that are not secrets (issue 10: whole Go
+		// standard-library files were dropped for these lines)
+		{"net/http/transport_test.go", "func TestX(t *testing.T) {\n\tconst password = \"@/?!\"\n}\n", ""},
+		{"net/http/httputil/reverseproxy_test.go", "\tconst fakeConnectionToken = \"X-Fake-Connection-Token\"\n", ""},
+		{"net/url/gen_encoding_table.go", "var names = map[encoding]string{\n\tencodeUserPassword:   \"encodeUserPassword\",\n}\n", ""},
+		{"auth.py", "PASSWORD_FIELD = \"password_confirmation\"\nsecret_header = 'X-Secret-Header'\n", ""},
 	} {
 		got, why := r.SensitiveContent(tc.path, []byte(tc.content))
 		if got != (tc.reason != "") || !strings.Contains(why, tc.reason) {

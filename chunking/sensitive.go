@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // privateKeyBegin matches the first line of a PEM or PGP private key block.
@@ -59,7 +60,9 @@ var placeholderWords = map[string]bool{
 // ending in password, secret, token, api_key, access_key, private_key,
 // client_secret, credentials ... assigned a literal. In code files the
 // literal must be quoted; in other files (configuration, scripts, docs) an
-// unquoted value counts too. Placeholders are not credentials: empty or
+// unquoted value counts too, and in code the literal must look real
+// (letters mixed with digits, not the name's own words: see realLooking).
+// Placeholders are not credentials: empty or
 // short values, values with spaces, references ($VAR, ${...}, {{...}},
 // <...>, %(...)s), ALL_CAPS names, repeated characters (xxxx, ****) and
 // words such as changeme, example, dummy or redacted. The reason names the
@@ -114,7 +117,7 @@ func (r Rules) SensitiveContent(relPath string, content []byte) (bool, string) {
 						break
 					}
 				}
-				if (!quoted && code) || placeholder(val) {
+				if (!quoted && code) || placeholder(val) || (code && !realLooking(val, string(line[m[2]:m[3]]))) {
 					continue
 				}
 				return true, "credential assignment (" + string(line[m[2]:m[3]]) + ") at line " + strconv.Itoa(lineNo)
@@ -156,6 +159,30 @@ func tokenLooksReal(tok string) bool {
 	}
 	hasDigit := strings.ContainsAny(tok, "0123456789")
 	return hasDigit
+}
+
+// realLooking reports whether a string literal assigned to name in code
+// looks like a secret rather than a label, a header or key name, or a
+// test fixture: it mixes letters and digits, and is not made of the name's
+// own words ("encodeUserPassword": "encodeUserPassword", a header name
+// "X-Fake-Connection-Token", a password "@/?!" of punctuation). A string
+// literal in code is not a credential store; real keys in code are caught
+// by their formats (tokenPatterns) and key blocks.
+func realLooking(val, name string) bool {
+	letters, digits := false, false
+	for _, c := range val {
+		switch {
+		case c >= '0' && c <= '9':
+			digits = true
+		case unicode.IsLetter(c):
+			letters = true
+		}
+	}
+	if !letters || !digits {
+		return false
+	}
+	lv, ln := strings.ToLower(val), strings.ToLower(name)
+	return !strings.Contains(lv, ln) && !strings.Contains(ln, lv)
 }
 
 // placeholder reports whether a value is obviously not a real credential.

@@ -67,6 +67,9 @@ type aggQueue[S any] struct {
 // MaxAttempts lost races, the store's error, a hook's error). hooks may be
 // nil.
 func (r *Runner[S]) Submit(ctx context.Context, id string, cmd Command[S], hooks *Hooks[S]) (State[S], error) {
+	// The actor is the caller's, decided here: the round appends with its
+	// leader's context.
+	cmd.Actor = events.ActorFor(ctx, cmd.Actor)
 	s := &submitted[S]{cmd: cmd, done: make(chan struct{})}
 	r.qmu.Lock()
 	q := r.queues[id]
@@ -179,7 +182,7 @@ func (r *Runner[S]) decideRound(ctx context.Context, st State[S], cmds []*submit
 				s.st, s.err = State[S]{ID: st.ID, Value: r.clone(cur.Value), Seq: st.Seq, Fresh: true}, err
 				continue
 			}
-			env, err := events.NewEnvelope(r.cfg.Now(), d.Type, st.ID, s.cmd.Actor, r.kind.Schema, d.Payload)
+			env, err := events.NewEnvelope(r.at(d), d.Type, st.ID, s.cmd.Actor, r.kind.Schema, d.Payload)
 			if err != nil {
 				s.err = err
 				continue

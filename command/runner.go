@@ -87,6 +87,17 @@ type Decision struct {
 	// every event of the aggregate (a task's events all carry its queue
 	// name), which the server checks faster.
 	Check string
+	// At is the event's time (default the runner's clock): a command
+	// changing several aggregates at once gives their events one time.
+	At time.Time
+}
+
+// at returns the time of d's event.
+func (r *Runner[S]) at(d Decision) time.Time {
+	if !d.At.IsZero() {
+		return d.At
+	}
+	return r.cfg.Now()
 }
 
 // Config configures a Runner. Zero values take the documented defaults.
@@ -302,13 +313,15 @@ func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide f
 	}
 }
 
-// envelope builds the event of decision d on st, chained to the
-// aggregate's previous event (learning its hash when st came without it).
+// envelope builds the event of decision d on st: its actor is the
+// authenticated caller when there is one (events.ActorFor), and it is
+// chained to the aggregate's previous event (learning that event's hash
+// when st came without it).
 func (r *Runner[S]) envelope(ctx context.Context, st *State[S], d Decision, actor string) (events.Envelope, error) {
 	if err := r.learnHead(ctx, st); err != nil {
 		return events.Envelope{}, err
 	}
-	env, err := events.NewEnvelope(r.cfg.Now(), d.Type, st.ID, actor, r.kind.Schema, d.Payload)
+	env, err := events.NewEnvelope(r.at(d), d.Type, st.ID, events.ActorFor(ctx, actor), r.kind.Schema, d.Payload)
 	env.Prev = st.Head
 	return env, err
 }

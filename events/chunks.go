@@ -2,8 +2,11 @@ package events
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -22,6 +25,11 @@ const (
 	// FileDeleted records a file gone from the repository; its chunks are
 	// removed.
 	FileDeleted = "file_deleted"
+	// ChunksEmbedded records vectors an embedding model computed for
+	// chunks (derived data, recorded so that a replay never calls the model
+	// again). Its aggregate is one repository and model:
+	// trellis.chunks.<repo>.<ModelToken>.chunks_embedded.
+	ChunksEmbedded = "chunks_embedded"
 )
 
 // ChunksSchema is the current schema version of code-memory payloads.
@@ -42,6 +50,18 @@ func ChunkSubject(repo, path, typ string) string {
 // FileFilter is the subject filter of one file's aggregate.
 func FileFilter(repo, path string) string {
 	return "trellis.chunks." + repo + "." + FileToken(path) + ".>"
+}
+
+// ModelToken is the subject token of an embedding model's vectors: "e" and
+// 16 hex of SHA-256 of the model name (file tokens start with "f").
+func ModelToken(model string) string {
+	sum := sha256.Sum256([]byte(model))
+	return "e" + hex.EncodeToString(sum[:8])
+}
+
+// EmbeddingSubject is the subject of a chunks_embedded event.
+func EmbeddingSubject(repo, model string) string {
+	return "trellis.chunks." + repo + "." + ModelToken(model) + "." + ChunksEmbedded
 }
 
 // RepoStateSubjects are the subjects whose last message per file tells the
@@ -113,6 +133,46 @@ func FileStateFromHeaders(h HeaderRecord) (FileState, error) {
 	st.MTime, _ = strconv.ParseInt(h.Header.Get(HeaderFileMTime), 10, 64)
 	st.Size, _ = strconv.ParseInt(h.Header.Get(HeaderFileSize), 10, 64)
 	return st, nil
+}
+
+// ChunkVector is one chunk's vector: little-endian float32s, base64.
+type ChunkVector struct {
+	ChunkID string `json:"chunk_id"`
+	Vector  string `json:"vector"`
+}
+
+// ChunksEmbeddedPayload is the payload of chunks_embedded: vectors of one
+// model, all of dimension Dims, each computed from the chunk's contextual
+// text (embedding.ContextualText).
+type ChunksEmbeddedPayload struct {
+	Model   string        `json:"model"`
+	Dims    int           `json:"dims"`
+	Vectors []ChunkVector `json:"vectors"`
+}
+
+// EncodeVector encodes a vector for ChunkVector.
+func EncodeVector(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// DecodeVector decodes a ChunkVector's vector of dims values.
+func DecodeVector(s string, dims int) ([]float32, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("vector: %w", err)
+	}
+	if len(b) != 4*dims {
+		return nil, fmt.Errorf("vector: %d bytes, want %d for dimension %d", len(b), 4*dims, dims)
+	}
+	v := make([]float32, dims)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
 }
 
 // FileDeletedPayload is the payload of file_deleted.

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -23,6 +24,12 @@ type EmbeddedConfig struct {
 	SyncInterval time.Duration
 	// ServerName names the server (default "trellis").
 	ServerName string
+	// Auth, when set, authenticates every client connection (see
+	// auth.NATSAuth); nil lets everyone in.
+	Auth server.Authentication
+	// TLS, when set, requires TLS on the client port (in-process
+	// connections are exempt).
+	TLS *tls.Config
 }
 
 // StartEmbedded starts a nats-server with JetStream storing in
@@ -48,6 +55,14 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	}
 	if cfg.SyncInterval > 0 {
 		opts.SyncInterval = cfg.SyncInterval
+	}
+	if cfg.Auth != nil {
+		opts.CustomClientAuthentication = cfg.Auth
+	}
+	if cfg.TLS != nil {
+		opts.TLSConfig = cfg.TLS
+		opts.TLS = true
+		opts.TLSTimeout = 5
 	}
 	if cfg.Addr == "-" {
 		opts.DontListen = true

@@ -152,6 +152,8 @@ func (s *Store) Ensure(ctx context.Context) error {
 			AllowDirect:        true,
 			Discard:            jetstream.DiscardOld,
 			AllowAtomicPublish: true,
+			AllowMsgSchedules:  spec.Schedules,
+			AllowRollup:        spec.Schedules,
 		}
 		st, err := s.js.CreateOrUpdateStream(ctx, cfg)
 		if err != nil {
@@ -394,15 +396,12 @@ func Decode(stream, subject string, seq uint64, data []byte) (Recorded, error) {
 
 // LastSeq returns the stream's last sequence (0 for an empty stream).
 func (s *Store) LastSeq(ctx context.Context, stream string) (uint64, error) {
+	// Stream fetches the stream's info: one API request, not two.
 	st, err := s.js.Stream(ctx, stream)
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", stream, err)
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("stream %s info: %w", stream, err)
-	}
-	return info.State.LastSeq, nil
+	return st.CachedInfo().State.LastSeq, nil
 }
 
 // Get returns the event at seq.

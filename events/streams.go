@@ -14,6 +14,9 @@ const (
 	StreamChunks = "TRELLIS_CHUNKS"
 	StreamMemory = "TRELLIS_MEMORY"
 	StreamTasks  = "TRELLIS_TASKS"
+	// StreamAuth holds the access tokens' events (created, revoked): the
+	// token registry of every server is a projection of it.
+	StreamAuth = "TRELLIS_AUTH"
 )
 
 // StreamSpec describes one domain stream.
@@ -24,6 +27,11 @@ type StreamSpec struct {
 	Domain string
 	// Description is what the stream holds; it is written to the stream config.
 	Description string
+	// Schedules allows message schedules (Nats-Schedule, nats-server
+	// 2.12+): the queue's timers (delayed tasks, periodic schedules) are
+	// messages the server publishes at their time. It implies roll-ups
+	// (a schedule replaces the earlier one on its subject).
+	Schedules bool
 }
 
 // Subjects is the subject filter the stream captures.
@@ -32,11 +40,12 @@ func (s StreamSpec) Subjects() string { return "trellis." + s.Domain + ".>" }
 // Streams lists every domain stream Trellis creates.
 func Streams() []StreamSpec {
 	return []StreamSpec{
-		{Name: StreamQueue, Domain: "queue", Description: "Trellis task queue: trellis.queue.<queue>.<task_id>.<event>"},
+		{Name: StreamQueue, Domain: "queue", Description: "Trellis task queue: trellis.queue.<queue>.<task_id>.<event>", Schedules: true},
 		{Name: StreamVine, Domain: "vine", Description: "Trellis VINE graphs: trellis.vine.<graph_id>.<event>"},
 		{Name: StreamChunks, Domain: "chunks", Description: "Trellis code memory: trellis.chunks.<repo>.<event>"},
 		{Name: StreamMemory, Domain: "memory", Description: "Trellis agent memory: observations, facts, consolidation runs"},
 		{Name: StreamTasks, Domain: "tasks", Description: "Trellis agent tasks: tasks, agents, objectives"},
+		{Name: StreamAuth, Domain: "auth", Description: "Trellis access tokens: trellis.auth.<name>.<event> (hashes only)"},
 	}
 }
 

@@ -17,3 +17,14 @@ Feature: Code memory with citations
     Then searching for "split text into lines" cites the same chunk id
     When the agent searches for "frobnicate the quux"
     Then the answer is "not found" with suggestions for the next search
+
+  Scenario: An agent asks a paraphrased question and cites the right chunk
+    Given a running Trellis server with an embedding model and a chat model
+    And a repository with a Python text module, a Go reader and a Markdown guide
+    When the agent ingests the repository as "demo"
+    And the server has embedded the new chunks
+    And the agent searches for "cut a passage into rows no wider than a limit"
+    Then the search was hybrid
+    And the first result cites the method "TextWrapper.wrap" in "lib/text.py" with its lines
+    When the agent asks explain_code "cut a passage into rows no wider than a limit"
+    Then the answer cites that chunk and every citation is valid

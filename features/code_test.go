@@ -5,15 +5,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cucumber/godog"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/embedding"
+	"github.com/trellis/trellis/embedding/embeddingtest"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/explain"
 	"github.com/trellis/trellis/handlers"
 )
 
 type codeState struct {
+	explain *trellis.ExplainResult
 	repo    string
 	result  *trellis.SearchResult
 	chunkID string
@@ -122,6 +127,55 @@ func codeSteps(sc *godog.ScenarioContext, w *world) {
 		}
 		if cs.result.NotFound || cs.result.Results[0].ChunkID != cs.chunkID {
 			return fmt.Errorf("result = %+v; want chunk %s", cs.result.Results, cs.chunkID)
+		}
+		return nil
+	})
+	sc.Step(`^a running Trellis server with an embedding model and a chat model$`, func() error {
+		model, stop := embeddingtest.New(embeddingtest.Options{Synonyms: map[string]string{
+			"cut": "split", "passage": "text", "rows": "lines", "wider": "width", "limit": "most"}})
+		w.sw.OnClose(stop)
+		emb, err := embedding.NewOpenAI(embedding.OpenAIConfig{URL: model.URL, Model: "toy-embed"})
+		if err != nil {
+			return err
+		}
+		chat, err := explain.NewOpenAIChat(explain.OpenAIChatConfig{URL: model.URL, Model: "toy-chat"})
+		if err != nil {
+			return err
+		}
+		return w.runningServerWith(handlers.CodeConfig{Embedder: emb, Chat: chat, EmbedInterval: time.Hour})
+	})
+	sc.Step(`^the server has embedded the new chunks$`, func() error {
+		ctx, cancel := ctxT()
+		defer cancel()
+		sum, err := w.srv().Service().EmbedPending(ctx)
+		if err != nil {
+			return err
+		}
+		if sum.Embedded == 0 || sum.Vectors != sum.Chunks {
+			return fmt.Errorf("embedding = %+v", sum)
+		}
+		return nil
+	})
+	sc.Step(`^the search was hybrid$`, func() error {
+		if cs.result.Mode != trellis.SearchHybrid {
+			return fmt.Errorf("search mode %q", cs.result.Mode)
+		}
+		return nil
+	})
+	sc.Step(`^the agent asks explain_code "([^"]*)"$`, func(q string) error {
+		ctx, cancel := ctxT()
+		defer cancel()
+		c, err := w.cl()
+		if err != nil {
+			return err
+		}
+		cs.explain, err = c.Explain(ctx, trellis.ExplainRequest{Question: q, Repo: "demo"})
+		return err
+	})
+	sc.Step(`^the answer cites that chunk and every citation is valid$`, func() error {
+		e := cs.explain
+		if e.Model != "toy-chat" || len(e.Citations) == 0 || e.Citations[0] != cs.chunkID || len(e.InvalidCitations) != 0 {
+			return fmt.Errorf("explain = %+v; want a valid citation of %s", e, cs.chunkID)
 		}
 		return nil
 	})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/steps"
@@ -91,6 +92,14 @@ func ctxT() (context.Context, context.CancelFunc) {
 
 // srv returns the scenario's server (started by "Given a Trellis server").
 func (w *world) srv() *server.Server { return w.sw.Server() }
+
+// runningServerWith starts the scenario's server with code-memory models
+// (embedding and chat endpoints).
+func (w *world) runningServerWith(code handlers.CodeConfig) error {
+	ctx, cancel := ctxT()
+	defer cancel()
+	return w.sw.StartServer(ctx, func(c *server.Config) { c.Code = code })
+}
 
 // cl returns a client over NATS, as workers on another machine would use.
 func (w *world) cl() (*natsapi.Client, error) {
@@ -173,7 +182,7 @@ func (w *world) checkpoint(id string) (string, error) {
 func (w *world) checkpointsHaveSections() error {
 	ctx, cancel := ctxT()
 	defer cancel()
-	l, err := w.sw.Queue().List(ctx, trellis.ListRequest{Status: trellis.StatusDone})
+	l, err := w.sw.Queue().List(ctx, trellis.ListRequest{Status: trellis.StatusDone, Limit: trellis.MaxListLimit})
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (f *activityFold) get(ctx context.Context, s *Service) (*projections.Activi
 	if f.run != nil {
 		return f.proj, f.run, nil
 	}
-	start, err := seqBefore(ctx, s.store, events.StreamQueue, time.Now().Add(-trellis.ActivityWindow))
+	start, err := s.store.SeqAtTime(ctx, events.StreamQueue, time.Now().Add(-trellis.ActivityWindow).Add(-time.Nanosecond))
 	if err != nil {
 		return nil, nil, command.StoreError("queue activity", err)
 	}

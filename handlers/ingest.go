@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -56,6 +55,9 @@ type IngestSummary struct {
 	Events        int          `json:"events"`
 	Seconds       float64      `json:"seconds"`
 	Skipped       []SkipReport `json:"skipped"`
+	// Embedding reports the chunk embedding that followed the ingest (CLI
+	// with an embedding model), timed apart.
+	Embedding *EmbedSummary `json:"embedding,omitempty"`
 }
 
 // SkipReport says why a file was not ingested.
@@ -90,7 +92,8 @@ func RepoName(root string) string {
 // Ingest walks the tree and appends, per changed file, one file_indexed
 // event: the file's state (also in its headers) and its chunk difference
 // (the added chunks with their content, the removed ids); a difference too
-// large for one message sends its first parts ahead as chunks_added. Unchanged files (same mtime and size, or same content hash) cost
+// large for one message is stored through the log's large-payload path (one
+// event per file, whatever its size). Unchanged files (same mtime and size, or same content hash) cost
 // no parsing and no events; deleted files get file_deleted. Unreadable,
 // binary, sensitive and oversized files are skipped and reported; the
 // ingest goes on with the rest.
@@ -305,9 +308,6 @@ type fileResult struct {
 	added, removed, events int
 }
 
-// maxEventBytes bounds the chunks of one chunks_added event.
-const maxEventBytes = 600 << 10
-
 func ingestFile(ctx context.Context, store *events.Store, cfg IngestConfig, f walkedFile, st events.FileState) (fileResult, error) {
 	var res fileResult
 	mtime, size := f.info.ModTime().UnixNano(), f.info.Size()
@@ -348,77 +348,118 @@ func ingestFile(ctx context.Context, store *events.Store, cfg IngestConfig, f wa
 	if skip != nil {
 		return drop(skip.Reason)
 	}
-	fresh := st.Path == "" || st.Deleted
-	// The previous chunk ids (in the last commit's payload) and the
-	// aggregate's last sequence (a crashed ingest may have left
-	// uncommitted events after the last commit).
-	prev, seq, err := previousState(ctx, store, events.FileFilter(cfg.Repo, f.rel), st)
+	files := fileRunner(store, cfg.Repo)
+	start, err := committedState(ctx, store, f.rel, st)
 	if err != nil {
 		return res, err
-	}
-	old := map[string]bool{}
-	for _, id := range prev {
-		old[id] = true
-	}
-	var added []events.ChunkRecord
-	ids := make([]string, 0, len(chunks))
-	now := map[string]bool{}
-	for _, c := range chunks {
-		ids = append(ids, c.ChunkID)
-		now[c.ChunkID] = true
-		if fresh || !old[c.ChunkID] {
-			added = append(added, record(cfg.Repo, c))
-		}
-	}
-	var removed []string
-	if !fresh {
-		for _, id := range prev {
-			if !now[id] {
-				removed = append(removed, id)
-			}
-		}
-	}
-	res.isNew = fresh
-	appendOne := func(typ string, payload any, hdr nats.Header) error {
-		env, err := events.NewEnvelope(time.Now(), typ, f.rel, "ingest", events.ChunksSchema, payload)
-		if err != nil {
-			return err
-		}
-		ack, err := store.AppendWithHeaders(ctx, events.ChunkSubject(cfg.Repo, f.rel, typ), env, events.Expect{Filter: events.FileFilter(cfg.Repo, f.rel), LastSeq: seq}, "", hdr)
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			return trellis.Errorf(trellis.CodeConflict, "%s changed in the log during the ingest (another ingest running?); run it again", f.rel)
-		}
-		if err != nil {
-			return command.StoreError("append "+typ, err)
-		}
-		seq = ack.Seq
-		res.events++
-		return nil
-	}
-	// One event per changed file; a difference too large for one message
-	// sends its first parts ahead as chunks_added.
-	parts := splitChunks(added)
-	var last []events.ChunkRecord
-	if len(parts) > 0 {
-		last = parts[len(parts)-1]
-		parts = parts[:len(parts)-1]
-	}
-	for i, part := range parts {
-		if err := appendOne(events.ChunksAdded, events.ChunksAddedPayload{Path: f.rel, Part: i + 1, Parts: len(parts) + 1, Chunks: part}, nil); err != nil {
-			return res, err
-		}
 	}
 	hdr := nats.Header{}
 	hdr.Set(events.HeaderFilePath, f.rel)
 	hdr.Set(events.HeaderFileMTime, strconv.FormatInt(mtime, 10))
 	hdr.Set(events.HeaderFileSize, strconv.FormatInt(size, 10))
 	hdr.Set(events.HeaderFileHash, hash)
-	if err := appendOne(events.FileIndexed, events.FileIndexedPayload{Path: f.rel, MTime: mtime, Size: size, ContentHash: hash,
-		Language: chunking.Language(f.rel), ChunkIDs: ids, Added: last, Removed: removed}, hdr); err != nil {
-		return res, err
+	var added []events.ChunkRecord
+	var removed []string
+	// The difference is decided against the file's last commit in the log
+	// and appended expecting exactly that commit: when another ingest got
+	// there first, the runner catches up and decides again, so no chunk is
+	// left behind. One event per changed file, whatever its size (a large
+	// one goes through the log's large-payload path), so a file is never
+	// half recorded.
+	_, err = files.Run(ctx, start, "ingest", func(cur *events.FileState) (command.Decision, error) {
+		fresh := cur == nil || cur.Deleted
+		if !fresh && cur.ContentHash == hash && cur.MTime == mtime && cur.Size == size {
+			return command.Decision{}, errUnchanged
+		}
+		old := map[string]bool{}
+		if !fresh {
+			for _, id := range cur.ChunkIDs {
+				old[id] = true
+			}
+		}
+		added, removed = nil, nil
+		ids := make([]string, 0, len(chunks))
+		now := map[string]bool{}
+		for _, c := range chunks {
+			ids = append(ids, c.ChunkID)
+			now[c.ChunkID] = true
+			if !old[c.ChunkID] {
+				added = append(added, record(cfg.Repo, c))
+			}
+		}
+		if !fresh {
+			for _, id := range cur.ChunkIDs {
+				if !now[id] {
+					removed = append(removed, id)
+				}
+			}
+		}
+		res.isNew = fresh
+		return command.Decision{Subject: events.ChunkSubject(cfg.Repo, f.rel, events.FileIndexed), Type: events.FileIndexed, Header: hdr,
+			Payload: events.FileIndexedPayload{Path: f.rel, MTime: mtime, Size: size, ContentHash: hash,
+				Language: chunking.Language(f.rel), ChunkIDs: ids, Added: added, Removed: removed}}, nil
+	})
+	if errors.Is(err, errUnchanged) {
+		res.unchanged = true
+		return res, nil
 	}
+	if err != nil {
+		return res, fileError(f.rel, "append file_indexed", err)
+	}
+	res.events = 1
 	res.added, res.removed = len(added), len(removed)
 	return res, nil
+}
+
+// errUnchanged is the refusal of a file command the log already holds.
+var errUnchanged = errors.New("unchanged")
+
+// fileRunner runs the commands of a repository's file aggregates
+// (trellis.chunks.<repo>.<file token>.>; the aggregate id is the path).
+// Ingest is a one-shot process: no cache.
+func fileRunner(store *events.Store, repo string) *command.Runner[*events.FileState] {
+	return command.New(store, command.Kind[*events.FileState]{
+		Name:   "file",
+		Stream: events.StreamChunks,
+		Filter: func(path string) string { return events.FileFilter(repo, path) },
+		Fold: func(st *events.FileState, rec events.Recorded) (*events.FileState, error) {
+			if rec.Type != events.FileIndexed && rec.Type != events.FileDeleted {
+				return st, nil // chunks_added parts (older ingests) carry no state
+			}
+			fs, err := events.DecodeFileState(rec)
+			if err != nil {
+				return st, err
+			}
+			return &fs, nil
+		},
+		Schema: events.ChunksSchema,
+	}, command.Config{CacheSize: -1})
+}
+
+// committedState is the file's last commit as the ingest's headers-only
+// read found it (its chunk ids read from that event), or no state for a
+// file the log does not hold: the state the ingest decides against.
+func committedState(ctx context.Context, store *events.Store, path string, st events.FileState) (command.State[*events.FileState], error) {
+	if st.Path == "" {
+		return command.State[*events.FileState]{ID: path}, nil
+	}
+	rec, err := store.Get(ctx, events.StreamChunks, st.Seq)
+	if err != nil {
+		return command.State[*events.FileState]{}, command.StoreError("load file "+path, err)
+	}
+	fs, err := events.DecodeFileState(rec)
+	if err != nil {
+		return command.State[*events.FileState]{}, trellis.Errorf(trellis.CodeInternal, "file state of %s: %w", path, err)
+	}
+	return command.State[*events.FileState]{ID: path, Value: &fs, Seq: st.Seq, Head: events.Hash(rec.Envelope)}, nil
+}
+
+// fileError maps a file command's error.
+func fileError(path, what string, err error) error {
+	if errors.Is(err, command.ErrConflict) {
+		return trellis.Errorf(trellis.CodeConflict, "%s keeps changing in the log during the ingest (another ingest running?); run it again", path)
+	}
+	return command.StoreError(what+" "+path, err)
 }
 
 func record(repo string, c chunking.Chunk) events.ChunkRecord {
@@ -430,63 +471,28 @@ func record(repo string, c chunking.Chunk) events.ChunkRecord {
 		ChunkType: c.ChunkType, Name: c.Name, Language: c.Language, Tags: tags, ContentHash: c.ContentHash, Content: c.Content}
 }
 
-// splitChunks groups chunks into parts that fit one event each.
-func splitChunks(cs []events.ChunkRecord) [][]events.ChunkRecord {
-	var parts [][]events.ChunkRecord
-	var cur []events.ChunkRecord
-	size := 0
-	for _, c := range cs {
-		b, _ := json.Marshal(c)
-		if size+len(b) > maxEventBytes && len(cur) > 0 {
-			parts = append(parts, cur)
-			cur, size = nil, 0
-		}
-		cur = append(cur, c)
-		size += len(b)
-	}
-	if len(cur) > 0 {
-		parts = append(parts, cur)
-	}
-	return parts
-}
-
-// previousState returns the chunk ids of a file's last commit (none for
-// a new or deleted file) and the aggregate's last sequence.
-func previousState(ctx context.Context, store *events.Store, filter string, st events.FileState) ([]string, uint64, error) {
-	recs, last, err := store.LoadFrom(ctx, events.StreamChunks, filter, st.Seq)
-	if err != nil {
-		return nil, 0, command.StoreError("load file", err)
-	}
-	if len(recs) == 0 {
-		return nil, st.Seq, nil
-	}
-	var ids []string
-	if !st.Deleted && st.Path != "" && recs[0].Seq == st.Seq {
-		prev, err := events.DecodeFileState(recs[0])
-		if err != nil {
-			return nil, 0, trellis.Errorf(trellis.CodeInternal, "file state of %s: %w", st.Path, err)
-		}
-		ids = prev.ChunkIDs
-	}
-	return ids, last, nil
-}
-
 func deleteFile(ctx context.Context, store *events.Store, repo string, st events.FileState) (int, error) {
-	ids, seq, err := previousState(ctx, store, events.FileFilter(repo, st.Path), st)
-	if err != nil {
-		return 0, err
-	}
-	env, err := events.NewEnvelope(time.Now(), events.FileDeleted, st.Path, "ingest", events.ChunksSchema,
-		events.FileDeletedPayload{Path: st.Path, ChunkIDs: ids})
+	start, err := committedState(ctx, store, st.Path, st)
 	if err != nil {
 		return 0, err
 	}
 	hdr := nats.Header{}
 	hdr.Set(events.HeaderFilePath, st.Path)
 	hdr.Set(events.HeaderDeleted, "true")
-	_, err = store.AppendWithHeaders(ctx, events.ChunkSubject(repo, st.Path, events.FileDeleted), env, events.Expect{Filter: events.FileFilter(repo, st.Path), LastSeq: seq}, "", hdr)
-	if err != nil {
-		return 0, command.StoreError("append file_deleted", err)
+	var n int
+	_, err = fileRunner(store, repo).Run(ctx, start, "ingest", func(cur *events.FileState) (command.Decision, error) {
+		if cur == nil || cur.Deleted {
+			return command.Decision{}, errUnchanged
+		}
+		n = len(cur.ChunkIDs)
+		return command.Decision{Subject: events.ChunkSubject(repo, st.Path, events.FileDeleted), Type: events.FileDeleted, Header: hdr,
+			Payload: events.FileDeletedPayload{Path: st.Path, ChunkIDs: cur.ChunkIDs}}, nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return 0, nil
 	}
-	return len(ids), nil
+	if err != nil {
+		return 0, fileError(st.Path, "append file_deleted", err)
+	}
+	return n, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 )
 
@@ -187,10 +188,10 @@ func TestIngestBadFiles(t *testing.T) {
 	}
 }
 
-// TestIngestLargeFileSpansEvents: a file whose chunks do not fit one
-// message is spread over chunks_added events before its file_indexed
-// commit, and every chunk is searchable.
-func TestIngestLargeFileSpansEvents(t *testing.T) {
+// TestIngestLargeFileOneEvent: a file whose chunks do not fit one message
+// is still one file_indexed event (its payload stored apart), so it can
+// never be half recorded, and every chunk is searchable.
+func TestIngestLargeFileOneEvent(t *testing.T) {
 	t.Parallel()
 	svc, b := setupMemory(t)
 	ctx := context.Background()
@@ -204,11 +205,57 @@ func TestIngestLargeFileSpansEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.FilesNew != 1 || sum.Events < 2 || sum.ChunksAdded < 100 {
+	if sum.FilesNew != 1 || sum.Events != 1 || sum.ChunksAdded < 100 {
 		t.Fatalf("large file ingest = %+v", sum)
+	}
+	recs, _, err := b.Store.Load(ctx, events.StreamChunks, events.FileFilter("big", "big.py"))
+	if err != nil || len(recs) != 1 || recs[0].Type != events.FileIndexed || recs[0].PayloadRef == nil {
+		t.Fatalf("file events: %d, %v; want one file_indexed whose payload is stored apart", len(recs), err)
 	}
 	res, err := svc.Search(ctx, trellis.SearchRequest{Query: "handler_1234", Repo: "big"})
 	if err != nil || res.NotFound || res.Results[0].Name != "handler_1234" {
 		t.Fatalf("search in the large file = %+v, %v", res, err)
+	}
+}
+
+// TestSearchIgnoresPartsWithoutTheirCommit: older ingests wrote a large
+// file's chunks ahead as chunks_added parts, then its file_indexed commit.
+// A part whose commit never came (a crash between) is not searchable; the
+// parts a commit names are.
+func TestSearchIgnoresPartsWithoutTheirCommit(t *testing.T) {
+	t.Parallel()
+	svc, b := setupMemory(t)
+	ctx := context.Background()
+	chunk := func(id, name, path string) events.ChunkRecord {
+		return events.ChunkRecord{ChunkID: id, Repo: "old", SourcePath: path, StartLine: 1, EndLine: 2, ChunkType: "function",
+			Name: name, Language: "python", Tags: []string{}, Content: "def " + name + "():\n    return 1\n"}
+	}
+	appendEvent := func(path, typ string, payload any) {
+		t.Helper()
+		e, err := events.NewEnvelope(time.Now(), typ, path, "ingest", events.ChunksSchema, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Store.Append(ctx, events.ChunkSubject("old", path, typ), e, events.Expect{None: true}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendEvent("crashed.py", events.ChunksAdded, events.ChunksAddedPayload{Path: "crashed.py", Part: 1, Parts: 2,
+		Chunks: []events.ChunkRecord{chunk("chunk_00000000000000aa", "orphaned_part", "crashed.py")}})
+	appendEvent("whole.py", events.ChunksAdded, events.ChunksAddedPayload{Path: "whole.py", Part: 1, Parts: 2,
+		Chunks: []events.ChunkRecord{chunk("chunk_00000000000000bb", "committed_part", "whole.py")}})
+	appendEvent("whole.py", events.FileIndexed, events.FileIndexedPayload{Path: "whole.py", ContentHash: "h", Language: "python",
+		ChunkIDs: []string{"chunk_00000000000000bb"}})
+	if res, err := svc.Search(ctx, trellis.SearchRequest{Query: "committed_part", Repo: "old"}); err != nil || res.NotFound || res.Results[0].ChunkID != "chunk_00000000000000bb" {
+		t.Fatalf("a part its commit names: %+v, %v", res, err)
+	}
+	res, err := svc.Search(ctx, trellis.SearchRequest{Query: "orphaned_part", Repo: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Results {
+		if r.ChunkID == "chunk_00000000000000aa" {
+			t.Fatalf("a part whose commit never came is searchable: %+v", res)
+		}
 	}
 }

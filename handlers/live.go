@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -64,7 +65,7 @@ func (s *Service) OpenLive(ctx context.Context, req trellis.LiveRequest) (*LiveF
 		case ok:
 			from = min(after, last) + 1
 		case !req.Since.IsZero():
-			before, err := seqBefore(ctx, s.store, stream, req.Since)
+			before, err := s.store.SeqAtTime(ctx, stream, req.Since.Add(-time.Nanosecond))
 			if err != nil {
 				return nil, command.StoreError("live feed", err)
 			}

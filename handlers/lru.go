@@ -30,6 +30,8 @@ type lru[K comparable, V any] struct {
 	// use); such entries are passed over, so the cache may exceed size
 	// while they are busy.
 	busy func(V) bool
+	// evicted, when set, is called with each entry put drops.
+	evicted func(K, V)
 }
 
 type lruItem[K comparable, V any] struct {
@@ -70,8 +72,19 @@ func (c *lru[K, V]) put(k K, v V) {
 		if it.key != k && (c.busy == nil || !c.busy(it.val)) {
 			c.order.Remove(el)
 			delete(c.items, it.key)
+			if c.evicted != nil {
+				c.evicted(it.key, it.val)
+			}
 		}
 		el = prev
+	}
+}
+
+// drop removes the entry of k, if any (without calling evicted).
+func (c *lru[K, V]) drop(k K) {
+	if el, ok := c.items[k]; ok {
+		c.order.Remove(el)
+		delete(c.items, k)
 	}
 }
 

@@ -41,6 +41,12 @@ type ServiceConfig struct {
 	// Metrics, when set, receives the queue metrics derived from the log
 	// (events since start, latency histograms, board gauges).
 	Metrics prometheus.Registerer
+	// Code configures code memory's hybrid search and explain.
+	Code CodeConfig
+	// NoReactor leaves the ends of tasks with dependants and the ticks of
+	// schedules to other servers (see taskqueue.Reactor); by default every
+	// service takes its share.
+	NoReactor bool
 }
 
 // Service is Trellis's API: the command handlers plus the projections
@@ -60,16 +66,18 @@ type Service struct {
 	factRun     *projections.Runner
 	search      *projections.Search
 	searchRun   *projections.Runner
+	code        codeMemory
 	board       *projections.Board
 	checkpoints *projections.Checkpoints
 	runners     []*projections.Runner
 	boardRunner *projections.Runner
 	metrics     *projections.Runner
+	reactor     *taskqueue.Reactor
 	// activity is the recent-activity fold, started by the first read
 	// that needs it (see Activity).
 	activity activityFold
-	// asOf keeps the last board folded for an as-of read.
-	asOf asOfFold
+	// asOf serializes as-of reads (see ListAsOf).
+	asOf asOfBoards
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -105,6 +113,11 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	s.search = projections.NewSearch(filepath.Join(cfg.DataDir, "index"))
 	s.searchRun = projections.NewRunner(store, s.search, cfg.Logger)
 	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun, s.taskRun, s.factRun, s.searchRun}
+	if cfg.Code.Embedder != nil {
+		s.code.vectors = projections.NewVectors(filepath.Join(cfg.DataDir, "index"), cfg.Code.Embedder.Model())
+		s.code.vectorRun = projections.NewRunner(store, s.code.vectors, cfg.Logger)
+		s.runners = append(s.runners, s.code.vectorRun)
+	}
 	return s
 }
 
@@ -125,12 +138,24 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	s.startEmbedLoop()
+	if !s.cfg.NoReactor {
+		r, err := s.queue.StartReactor(ctx, taskqueue.ReactorConfig{Logger: s.cfg.Logger})
+		if err != nil {
+			return err
+		}
+		s.reactor = r
+	}
 	return nil
 }
 
 // Close stops the projections and saves their state.
 func (s *Service) Close() error {
 	var first error
+	s.stopEmbedLoop()
+	if s.reactor != nil {
+		s.reactor.Stop()
+	}
 	if s.metrics != nil {
 		_ = s.metrics.Stop()
 	}
@@ -145,6 +170,11 @@ func (s *Service) Close() error {
 	}
 	if err := s.board.Close(); err != nil && first == nil {
 		first = err
+	}
+	if s.code.vectors != nil {
+		if err := s.code.vectors.Close(); err != nil && first == nil {
+			first = err
+		}
 	}
 	return first
 }
@@ -343,7 +373,7 @@ func ExportTasksCached(ctx context.Context, store *events.Store, w io.Writer, ca
 	n := 0
 	enc := newJSONLWriter(w)
 	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		if taskqueue.IsControlSubject(rec.Subject) {
+		if !taskqueue.IsTaskSubject(rec.Subject) {
 			return nil
 		}
 		prev, ok := tasks.get(rec.AggregateID)
@@ -416,6 +446,28 @@ func (s *Service) Retry(ctx context.Context, req trellis.RetryRequest) (*trellis
 	return s.queue.Retry(ctx, req.TaskID, actor)
 }
 
+// Cancel implements trellis.QueueAdmin.
+func (s *Service) Cancel(ctx context.Context, req trellis.CancelRequest) (*trellis.Task, error) {
+	return s.queue.Cancel(ctx, req)
+}
+
+var _ trellis.ScheduleService = (*Service)(nil)
+
+// AddSchedule implements trellis.ScheduleService.
+func (s *Service) AddSchedule(ctx context.Context, req trellis.ScheduleRequest) (*trellis.Schedule, error) {
+	return s.queue.AddSchedule(ctx, req)
+}
+
+// Schedules implements trellis.ScheduleService.
+func (s *Service) Schedules(ctx context.Context) ([]*trellis.Schedule, error) {
+	return s.queue.Schedules(ctx)
+}
+
+// RemoveSchedule implements trellis.ScheduleService.
+func (s *Service) RemoveSchedule(ctx context.Context, req trellis.RemoveScheduleRequest) (*trellis.Schedule, error) {
+	return s.queue.RemoveSchedule(ctx, req)
+}
+
 // Control implements trellis.QueueAdmin.
 func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
 	if err := req.Normalize(); err != nil {
@@ -432,6 +484,10 @@ func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*tre
 		return s.queue.Resume(ctx, req.Queue, actor)
 	case "lease":
 		return s.queue.SetLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
+	case "rate":
+		return s.queue.SetRate(ctx, req.Queue, actor, req.Rate, req.Burst)
+	case "per_key":
+		return s.queue.SetPerKey(ctx, req.Queue, actor, req.PerKey)
 	default:
 		return s.queue.SetLimit(ctx, req.Queue, actor, req.MaxInFlight)
 	}

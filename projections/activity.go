@@ -15,9 +15,9 @@ import (
 )
 
 // activityDispatchCap bounds the claimable-since times Activity keeps for
-// claim latency (tasks made claimable again by a retry, release, requeue or
-// lease expiry and not claimed yet); an add needs none (a task id is a
-// ULID: it carries the add time).
+// claim latency (tasks made claimable by a retry, release, requeue, lease
+// expiry, due delay or met prerequisites and not claimed yet); an add
+// needs none (a task id is a ULID: it carries the add time).
 const activityDispatchCap = 100_000
 
 // latencyBins is the size of the claim-latency histogram: four bins per
@@ -97,7 +97,7 @@ func (a *Activity) Apply(rec events.Recorded) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seq = rec.Seq
-	if taskqueue.IsControlSubject(rec.Subject) || rec.Type == "" || trellis.ValidateTaskID("task_id", rec.AggregateID) != nil {
+	if !taskqueue.IsTaskSubject(rec.Subject) || rec.Type == "" || trellis.ValidateTaskID("task_id", rec.AggregateID) != nil {
 		return nil // controls, timers and anything that is not a task event
 	}
 	queue := queueOf(rec.Subject)
@@ -131,16 +131,21 @@ func (a *Activity) Apply(rec events.Recorded) error {
 			}
 			q.hist[slot][latencyBin(rec.Time.Sub(at))]++
 		}
-	case taskqueue.AttemptFailed, taskqueue.Released, taskqueue.Requeued, taskqueue.LeaseExpired:
-		at := rec.Time
-		if p.RetryAt != nil {
-			at = *p.RetryAt
-		}
-		if _, ok := a.dispatched[id]; ok || len(a.dispatched) < activityDispatchCap {
-			a.dispatched[id] = at
-		}
-	case taskqueue.Completed, taskqueue.Failed, taskqueue.Dead:
+	case taskqueue.Completed, taskqueue.Failed, taskqueue.Dead, taskqueue.Cancelled:
 		delete(a.dispatched, id)
+	default:
+		// Claimable again (a retry, release, requeue, expired lease), or
+		// for the first time later than its add (a delayed task due, a
+		// waiting task ready).
+		if (taskqueue.IsDispatch(rec.Type) && rec.Type != taskqueue.Added) || rec.Type == taskqueue.LeaseExpired {
+			at := rec.Time
+			if p.RetryAt != nil {
+				at = *p.RetryAt
+			}
+			if _, ok := a.dispatched[id]; ok || len(a.dispatched) < activityDispatchCap {
+				a.dispatched[id] = at
+			}
+		}
 	}
 	worker := p.Worker
 	if worker == "" || rec.Type == taskqueue.Added {

@@ -231,7 +231,7 @@ func (b *Board) openLocked() error {
 
 // Apply implements Projection.
 func (b *Board) Apply(rec events.Recorded) error {
-	if taskqueue.IsControlSubject(rec.Subject) {
+	if !taskqueue.IsTaskSubject(rec.Subject) {
 		_, err := taskqueue.Apply(nil, rec) // checks the schema
 		return err
 	}

@@ -31,8 +31,25 @@ func NewCheckpoints(dir, posDir string) *Checkpoints {
 // Dir is where the Markdown files are written.
 func (c *Checkpoints) Dir() string { return c.dir }
 
-// Path is the checkpoint file of a task.
+// Path is the checkpoint file of a task. Callers with an id from outside
+// (the log, a request) use SafePath.
 func (c *Checkpoints) Path(taskID string) string { return filepath.Join(c.dir, taskID+".md") }
+
+// SafePath is the checkpoint file of a task, or an error wrapping
+// events.ErrBadEvent when the id is not a task id (a ULID) and so could
+// name a file elsewhere: ids read from the log are untrusted (anyone who
+// could publish on the stream chose them), and this is where the id
+// becomes a path.
+func (c *Checkpoints) SafePath(taskID string) (string, error) {
+	if err := trellis.ValidateTaskID("aggregate_id", taskID); err != nil {
+		return "", fmt.Errorf("checkpoint of %q: %w: %w", taskID, events.ErrBadEvent, err)
+	}
+	p := c.Path(taskID)
+	if filepath.Dir(p) != filepath.Clean(c.dir) {
+		return "", fmt.Errorf("checkpoint of %q would leave %s: %w", taskID, c.dir, events.ErrBadEvent)
+	}
+	return p, nil
+}
 
 // Name implements Projection.
 func (c *Checkpoints) Name() string { return "checkpoints" }
@@ -90,7 +107,11 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 		return nil
 	}
 	cp.CreatedAt = rec.Time
-	return WriteFileAtomic(c.Path(rec.AggregateID), []byte(RenderCheckpoint(rec.AggregateID, status, worker, cp)))
+	path, err := c.SafePath(rec.AggregateID)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, []byte(RenderCheckpoint(rec.AggregateID, status, worker, cp)))
 }
 
 // Save implements Projection.

@@ -42,6 +42,9 @@ var metricNames = map[string]string{
 	taskqueue.Released:      "released",
 	taskqueue.Added:         "added",
 	taskqueue.Requeued:      "requeued",
+	taskqueue.Cancelled:     "cancelled",
+	taskqueue.Due:           "due",
+	taskqueue.Ready:         "ready",
 }
 
 // NewQueueMetrics returns the metrics projection; it counts events after
@@ -83,7 +86,7 @@ func (m *QueueMetrics) Reset() error { return nil }
 
 // Apply implements Projection.
 func (m *QueueMetrics) Apply(rec events.Recorded) error {
-	if taskqueue.IsControlSubject(rec.Subject) {
+	if !taskqueue.IsTaskSubject(rec.Subject) {
 		return nil
 	}
 	queue := queueOf(rec.Subject)
@@ -105,8 +108,17 @@ func (m *QueueMetrics) Apply(rec events.Recorded) error {
 			m.handlerDuration.WithLabelValues(queue).Observe(rec.Time.Sub(at).Seconds())
 			delete(m.claimed, id)
 		}
-	case taskqueue.LeaseExpired, taskqueue.Released:
+	case taskqueue.LeaseExpired, taskqueue.Released, taskqueue.Cancelled:
 		delete(m.claimed, id)
+		if rec.Type == taskqueue.Cancelled {
+			delete(m.dispatched, id)
+		}
+	}
+	if rec.Type == taskqueue.Added {
+		var p taskqueue.AddedPayload
+		if rec.DecodePayload(&p) == nil && (p.RunAt != nil || len(p.WaitingFor) > 0) {
+			return nil // claimable only once due or ready
+		}
 	}
 	if taskqueue.IsDispatch(rec.Type) {
 		at := rec.Time

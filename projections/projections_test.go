@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/projections"
@@ -42,19 +43,52 @@ func randomWorkload(t *testing.T, ctx context.Context, svc *handlers.Service, se
 	rng := rand.New(rand.NewSource(seed))
 	queues := []string{"alpha", "beta", "gamma"}
 	var claimed []*trellis.Task
+	var ids []string
 	added := 0
 	for i := 0; i < n; i++ {
-		switch op := rng.Intn(10); {
+		switch op := rng.Intn(11); {
 		case op < 4:
-			_, err := svc.Add(ctx, trellis.AddTaskRequest{
+			req := trellis.AddTaskRequest{
 				Queue: queues[rng.Intn(3)], Objective: fmt.Sprintf("objective %d", i),
 				Inputs: []string{fmt.Sprintf("in%d", i)}, MaxSteps: 1 + rng.Intn(5),
 				Metadata: map[string]string{"i": fmt.Sprint(i)},
-			})
+			}
+			// Scheduling: priorities, prerequisites, delays (never due
+			// within the test), unique and concurrency keys.
+			if rng.Intn(4) == 0 {
+				req.Priority = 1 + rng.Intn(4)
+			}
+			if len(ids) > 0 && rng.Intn(6) == 0 {
+				req.After = []string{ids[rng.Intn(len(ids))]}
+			}
+			if rng.Intn(10) == 0 {
+				req.Delay = "1h"
+			}
+			if rng.Intn(10) == 0 {
+				req.UniqueKey = fmt.Sprint("u", rng.Intn(3))
+			}
+			if rng.Intn(5) == 0 {
+				req.ConcurrencyKey = fmt.Sprint("k", rng.Intn(2))
+			}
+			task, err := svc.Add(ctx, req)
+			if trellis.ErrorCode(err) == trellis.CodeConflict {
+				continue // a prerequisite that ended
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			added++
+			if !task.Duplicate {
+				ids = append(ids, task.TaskID)
+				added++
+			}
+		case op == 10:
+			if len(ids) == 0 {
+				continue
+			}
+			_, err := svc.Cancel(ctx, trellis.CancelRequest{TaskID: ids[rng.Intn(len(ids))], Reason: "random"})
+			if err != nil && trellis.ErrorCode(err) != trellis.CodeConflict {
+				t.Fatal(err)
+			}
 		case op < 7:
 			task, err := svc.Next(ctx, trellis.NextRequest{Queue: queues[rng.Intn(3)], Worker: fmt.Sprintf("w%d", rng.Intn(4))})
 			if err != nil {
@@ -78,12 +112,34 @@ func randomWorkload(t *testing.T, ctx context.Context, svc *handlers.Service, se
 				_, err = svc.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: task.ClaimedBy, WhatWasDone: "did " + task.Objective,
 					WhatChanged: []string{"a.go"}, Citations: []string{"chunk_0123456789abcdef"}, StepsUsed: rng.Intn(8), ToolCallsUsed: rng.Intn(30)})
 			}
+			if trellis.ErrorCode(err) == trellis.CodeConflict {
+				continue // cancelled while claimed
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	return added
+}
+
+// quiet waits until the queue log stops growing (the reactor has taken up
+// the ends of prerequisites).
+func quiet(t *testing.T, ctx context.Context, svc *handlers.Service) {
+	t.Helper()
+	last, stable := uint64(0), 0
+	for stable < 3 {
+		seq, err := svc.Store().LastSeq(ctx, events.StreamQueue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq == last {
+			stable++
+		} else {
+			last, stable = seq, 0
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 }
 
 func readDir(t *testing.T, dir string) map[string]string {
@@ -112,6 +168,7 @@ func TestReplayEqualsLive(t *testing.T) {
 	defer cancel()
 	for seed := int64(1); seed <= 3; seed++ {
 		added := randomWorkload(t, ctx, b.svc, seed, 300)
+		quiet(t, ctx, b.svc) // the reactor resolves dependants after the workload
 		if err := b.svc.CatchUp(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +180,15 @@ func TestReplayEqualsLive(t *testing.T) {
 		liveFiles := readDir(t, b.svc.Checkpoints().Dir())
 		if len(live) == 0 || added == 0 || len(liveFiles) == 0 {
 			t.Fatalf("workload too small: %d tasks, %d checkpoints", len(live), len(liveFiles))
+		}
+		statuses := map[trellis.Status]int{}
+		for _, byStatus := range liveList.Counts {
+			for st, n := range byStatus {
+				statuses[st] += n
+			}
+		}
+		if statuses[trellis.StatusScheduled] == 0 || statuses[trellis.StatusCancelled] == 0 {
+			t.Fatalf("seed %d: the workload left no scheduled or no cancelled task: %v", seed, statuses)
 		}
 		res, err := b.svc.Replay(ctx)
 		if err != nil {

@@ -37,3 +37,43 @@ func listenError(what, addr, flag string, err error) error {
 	}
 	return fmt.Errorf("%s on %s: %w", what, addr, err)
 }
+
+// isLoopback reports whether a listen address binds loopback only
+// (localhost, 127.0.0.0/8, ::1); "-" (no listener) counts as loopback.
+func isLoopback(addr string) bool {
+	if addr == "-" || addr == "" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkExposure refuses to listen on a non-loopback address without
+// authentication, unless Insecure says so (serve then warns).
+func checkExposure(cfg Config) error {
+	if cfg.Auth || cfg.Insecure {
+		return nil
+	}
+	if cfg.NATSURL == "" && !isLoopback(cfg.NATSAddr) {
+		return trellis.FieldError("nats_addr", "%s is not a loopback address: listening there needs --auth "+
+			"(tokens on every listener), or --insecure to accept anyone who can reach it", cfg.NATSAddr)
+	}
+	if cfg.HTTPAddr != "" && !isLoopback(cfg.HTTPAddr) {
+		return trellis.FieldError("http_addr", "%s is not a loopback address: listening there needs --auth "+
+			"(tokens on every listener), or --insecure to accept anyone who can reach it", cfg.HTTPAddr)
+	}
+	return nil
+}
+
+// Exposed reports whether the configuration listens on a non-loopback
+// address.
+func Exposed(cfg Config) bool {
+	return (cfg.NATSURL == "" && !isLoopback(cfg.NATSAddr)) || (cfg.HTTPAddr != "" && !isLoopback(cfg.HTTPAddr))
+}

@@ -22,6 +22,15 @@ type Info struct {
 	// Workspaces are the VINE workspace roots (absolute, symbolic links
 	// resolved); a relative .vine path resolves against the first.
 	Workspaces []string `json:"workspaces"`
+	// Auth is true when every listener requires a token.
+	Auth bool `json:"auth,omitempty"`
+	// AdminTokenFile is where the admin token was written on first start
+	// (the token itself is never printed or recorded here).
+	AdminTokenFile string `json:"admin_token_file,omitempty"`
+	// AdminTokenCreated is true when this start created the admin token.
+	AdminTokenCreated bool `json:"-"`
+	// TLS is true when NATS and HTTP are served over TLS.
+	TLS bool `json:"tls,omitempty"`
 }
 
 // InfoPath is the path of the info file of a data directory.

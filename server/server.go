@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/httpapi"
@@ -63,6 +67,29 @@ type Config struct {
 	WriteInfo bool
 	// Logger receives logs (default slog.Default()).
 	Logger *slog.Logger
+	// Code configures code memory's embedding model (hybrid search) and
+	// chat model (explain); zero: lexical search, explain shows evidence.
+	Code handlers.CodeConfig
+
+	// Auth turns authentication on for every listener: NATS (embedded),
+	// HTTP, MCP and metrics take tokens and roles (see package auth). On
+	// first start an admin token is created in <data>/auth/admin.token.
+	Auth bool
+	// AdminToken, with Auth, is the admin token recorded on first start
+	// instead of a random one (a deployment's secret; at least 32
+	// characters).
+	AdminToken string
+	// Insecure lets a server without Auth listen on a non-loopback
+	// address (it warns on every start).
+	Insecure bool
+	// TLSCert and TLSKey serve the embedded NATS server and HTTP over TLS.
+	TLSCert, TLSKey string
+	// TLSCA verifies the certificate of the NATS server at NATSURL (a
+	// cluster with TLS); the system roots otherwise.
+	TLSCA string
+	// NATSCreds is a NATS credentials file for NATSURL (a cluster with
+	// accounts: the Trellis servers' user).
+	NATSCreds string
 }
 
 // Server is a running Trellis.
@@ -78,6 +105,9 @@ type Server struct {
 	httpLn    net.Listener
 	registry  *prometheus.Registry
 	info      Info
+	auth      *auth.Service
+	natsAuth  *auth.NATSAuth
+	tls       *tls.Config
 }
 
 // Start brings a Trellis server up. On error everything started is stopped.
@@ -112,6 +142,19 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
+	if err := checkExposure(cfg); err != nil {
+		return nil, err
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, trellis.FieldError("tls_cert", "--tls-cert and --tls-key go together")
+	}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, trellis.FieldError("tls_cert", "cannot load the certificate %s and key %s: %v", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		s.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
@@ -122,11 +165,20 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	url := cfg.NATSURL
 	if url == "" {
-		s.ns, err = events.StartEmbedded(events.EmbeddedConfig{
+		ecfg := events.EmbeddedConfig{
 			StoreDir:     filepath.Join(cfg.DataDir, "jetstream"),
 			Addr:         cfg.NATSAddr,
 			SyncInterval: cfg.SyncInterval,
-		})
+			TLS:          s.tls,
+		}
+		if cfg.Auth {
+			if s.natsAuth, err = auth.NewNATSAuth(); err != nil {
+				return nil, err
+			}
+			ecfg.Auth = s.natsAuth
+			opts = append(opts, nats.Token(s.natsAuth.Internal()))
+		}
+		s.ns, err = events.StartEmbedded(ecfg)
 		if err != nil {
 			return nil, listenError("nats", cfg.NATSAddr, "--nats-addr", err)
 		}
@@ -134,8 +186,20 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if cfg.NATSAddr != "-" {
 			url = s.ns.ClientURL()
 		}
+	} else {
+		if cfg.NATSCreds != "" {
+			opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+		}
+		if cfg.TLSCA != "" {
+			opts = append(opts, nats.RootCAs(cfg.TLSCA))
+		}
 	}
-	if s.nc, err = nats.Connect(url, opts...); err != nil {
+	connectURL := url
+	if s.ns != nil {
+		// In process: no TLS between Trellis and its own server.
+		connectURL = strings.Replace(url, "tls://", "nats://", 1)
+	}
+	if s.nc, err = nats.Connect(connectURL, opts...); err != nil {
 		return nil, fmt.Errorf("connect to NATS %s: %w", url, err)
 	}
 	if s.store, err = events.NewStore(s.nc, events.StoreConfig{Replicas: cfg.Replicas}); err != nil {
@@ -144,25 +208,47 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err = s.store.Ensure(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.Auth {
+		s.auth = auth.NewService(s.store, cfg.Logger)
+		if err = s.auth.Start(ctx); err != nil {
+			return nil, err
+		}
+		if s.natsAuth != nil {
+			s.natsAuth.Attach(s.auth.Registry(), s.ns)
+		}
+		path, created, err := s.auth.Bootstrap(ctx, cfg.DataDir, cfg.AdminToken)
+		if err != nil {
+			return nil, err
+		}
+		s.info.Auth = true
+		s.info.AdminTokenFile = path
+		s.info.AdminTokenCreated = created
+	}
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, Logger: cfg.Logger, Metrics: s.registry,
-		Vine: handlers.VineConfig{Roots: cfg.Workspaces, Served: cfg.ServeAPI}})
+		Vine: handlers.VineConfig{Roots: cfg.Workspaces, Served: cfg.ServeAPI}, Code: cfg.Code})
 	if err = s.svc.Start(ctx); err != nil {
 		return nil, err
 	}
 	s.info = Info{PID: os.Getpid(), NATSURL: url, DataDir: cfg.DataDir, Embedded: s.ns != nil, StartedAt: time.Now().UTC(),
-		Workspaces: s.svc.VineHandler().Roots()}
+		Workspaces: s.svc.VineHandler().Roots(), Auth: s.info.Auth, AdminTokenFile: s.info.AdminTokenFile,
+		AdminTokenCreated: s.info.AdminTokenCreated, TLS: s.tls != nil}
+
 	if cfg.HTTPAddr != "" {
 		if err = s.startHTTP(); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.ServeAPI {
-		s.responder, err = natsapi.Serve(s.nc, s.svc, natsapi.ServeConfig{
+		scfg := natsapi.ServeConfig{
 			Info:   natsapi.PingInfo{Version: Version, PID: s.info.PID, DataDir: cfg.DataDir, HTTPURL: s.info.HTTPURL, Workspaces: s.info.Workspaces},
 			Logger: cfg.Logger,
-		})
+		}
+		if s.auth != nil {
+			scfg.Auth, scfg.Tokens = s.auth, s.auth
+		}
+		s.responder, err = natsapi.Serve(s.nc, s.svc, scfg)
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +269,7 @@ func (s *Server) startHTTP() error {
 	s.httpLn = ln
 	mcpSrv := mcpapi.NewServer(s.svc, Version)
 	liveDone := make(chan struct{})
-	h := httpapi.New(s.svc, httpapi.Config{
+	hcfg := httpapi.Config{
 		Logger: s.cfg.Logger,
 		Done:   liveDone,
 		Mounts: map[string]http.Handler{
@@ -194,11 +280,28 @@ func (s *Server) startHTTP() error {
 			"GET /{$}": web.Handler(),
 			"GET /ui/": web.Handler(),
 		},
-	})
-	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		Loopback: isLoopback(s.cfg.HTTPAddr),
+	}
+	if s.auth != nil {
+		hcfg.Auth = s.auth
+	}
+	s.httpSrv = &http.Server{
+		Handler:           httpapi.New(s.svc, hcfg),
+		ReadHeaderTimeout: HTTPReadHeaderTimeout,
+		ReadTimeout:       HTTPReadTimeout,
+		WriteTimeout:      HTTPWriteTimeout,
+		IdleTimeout:       HTTPIdleTimeout,
+		TLSConfig:         s.tls,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
+	}
 	var once sync.Once
 	s.httpSrv.RegisterOnShutdown(func() { once.Do(func() { close(liveDone) }) })
-	base := "http://" + ln.Addr().String()
+	scheme := "http://"
+	if s.tls != nil {
+		scheme = "https://"
+		ln = tls.NewListener(ln, s.tls)
+	}
+	base := scheme + ln.Addr().String()
 	s.info.HTTPURL = base
 	s.info.MCPURL = base + "/mcp"
 	go func() {
@@ -208,6 +311,19 @@ func (s *Server) startHTTP() error {
 	}()
 	return nil
 }
+
+// The HTTP server's timeouts. The write timeout is above the longest
+// operation's own bound (a replay: 10 min); an MCP event stream (GET
+// /mcp) lifts it for itself.
+const (
+	HTTPReadHeaderTimeout = 10 * time.Second
+	HTTPReadTimeout       = time.Minute
+	HTTPWriteTimeout      = 15 * time.Minute
+	HTTPIdleTimeout       = 2 * time.Minute
+)
+
+// Auth returns the access control (nil when authentication is off).
+func (s *Server) Auth() *auth.Service { return s.auth }
 
 // Service returns the API.
 func (s *Server) Service() *handlers.Service { return s.svc }
@@ -232,6 +348,9 @@ func (s *Server) Close() {
 	}
 	if s.responder != nil {
 		s.responder.Stop()
+	}
+	if s.auth != nil {
+		s.auth.Stop()
 	}
 	if s.svc != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -56,7 +56,7 @@ func Vocabulary() []Definition {
 		defs []Definition
 	}{
 		{GroupServer, serverSteps()},
-		{GroupQueue, queueSteps()},
+		{GroupQueue, append(queueSteps(), schedulingSteps()...)},
 		{GroupWorkers, workerSteps()},
 		{GroupVine, vineSteps()},
 		{GroupMemory, memorySteps()},

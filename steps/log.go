@@ -140,7 +140,7 @@ func (w *World) foldLog(ctx context.Context, check func(before *trellis.Task, re
 	defer cancel()
 	tasks := map[string]*trellis.Task{}
 	err = w.srv.Store().Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		if rec.Type == "" || taskqueue.IsControlSubject(rec.Subject) {
+		if rec.Type == "" || !taskqueue.IsTaskSubject(rec.Subject) {
 			return nil // not a task event
 		}
 		if err := check(tasks[rec.AggregateID], rec); err != nil {
@@ -232,7 +232,7 @@ func (w *World) replaySameBoard(ctx context.Context) error {
 			return nil, "", err
 		}
 		defer cancel()
-		l, err := w.queue.List(ctx, trellis.ListRequest{})
+		l, err := listAll(ctx, w.queue, trellis.ListRequest{})
 		if err != nil {
 			return nil, "", err
 		}
@@ -314,4 +314,21 @@ func (w *World) graphClaimedOnce(ctx context.Context, name string) error {
 		return fmt.Errorf("not every task of %s was claimed exactly once: %s", name, strings.Join(wrong, ", "))
 	}
 	return nil
+}
+
+// listAll follows a listing's pages to its end (a list answers one page).
+func listAll(ctx context.Context, q trellis.QueueService, req trellis.ListRequest) (*trellis.TaskList, error) {
+	req.Limit = trellis.MaxListLimit
+	all, err := q.List(ctx, req)
+	for page := all; err == nil && page.NextCursor != ""; {
+		req.Cursor = page.NextCursor
+		if page, err = q.List(ctx, req); err == nil {
+			all.Tasks = append(all.Tasks, page.Tasks...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	all.NextCursor = ""
+	return all, nil
 }

@@ -32,12 +32,22 @@ func queueSteps() []Definition {
 				"  | max steps       | 3                  |\n" +
 				"  | max attempts    | 2                  |\n" +
 				"  | metadata        | team=data          |\n" +
-				"  | idempotency key | nightly-orders     |",
+				"  | idempotency key | nightly-orders     |\n" +
+				"  | priority        | 1                  |",
 			Doc: "Adds N tasks with every field of `trellis queue add`: objective (required), input (repeat the row for " +
 				"several), acceptance, max tool calls, max steps, max attempts, metadata (key=value; repeat the row), " +
-				"idempotency key, parent (a task named in an earlier step, or a task id). Adds with one idempotency key " +
-				"return the first task. The last one becomes \"that task\".",
+				"idempotency key, parent (a task named in an earlier step, or a task id), priority (1 first to 4 last), " +
+				"delay (30s) or run at (RFC 3339), unique key and unique for (1h), after (a prerequisite: a task named " +
+				"earlier or a task id; repeat the row), concurrency key. Adds with one idempotency key return the first task; " +
+				"an add whose unique key is held returns the holder. The last one becomes \"that task\".",
 			run: func(w *World) any { return w.addTasksWith },
+		},
+		{
+			Pattern: `^I add (\d+) tasks? to queue "([^"]*)" in one call with objective "([^"]*)"$`,
+			Example: `When I add 200 tasks to queue "plan" in one call with objective "Migrate a module"`,
+			Doc: "Adds N tasks in bulk (`trellis queue add --from FILE.jsonl`, AddMany: up to 1,000 per call, stored " +
+				"together); each is its own task. The last one becomes \"that task\".",
+			run: func(w *World) any { return w.addBulk },
 		},
 		{
 			Pattern: `^I add a task "([^"]*)" to queue "([^"]*)" with:$`,
@@ -118,7 +128,7 @@ func queueSteps() []Definition {
 		{
 			Pattern: `^queue "([^"]*)" is idle$`,
 			Example: `Then queue "jobs" is idle`,
-			Doc:     "Checks that no task of the queue is queued (waiting retries included) or claimed: workers have nothing left to do.",
+			Doc:     "Checks that no task of the queue is queued (waiting retries included), claimed, scheduled or waiting: workers have nothing left to do.",
 			Check:   true,
 			run:     func(w *World) any { return w.queueIdle },
 		},
@@ -219,9 +229,37 @@ func (w *World) add(ctx context.Context, n int, name string, req trellis.AddTask
 	return nil
 }
 
+func (w *World) addBulk(ctx context.Context, n int, queue, objective string) error {
+	if n < 1 {
+		return fmt.Errorf("add %d tasks: give at least 1", n)
+	}
+	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	for start := 0; start < n; start += trellis.MaxAddMany {
+		reqs := make([]trellis.AddTaskRequest, min(trellis.MaxAddMany, n-start))
+		for i := range reqs {
+			reqs[i] = trellis.AddTaskRequest{Queue: queue, Objective: objective}
+		}
+		res, err := w.queue.AddMany(ctx, trellis.AddManyRequest{Tasks: reqs})
+		if err != nil {
+			return fmt.Errorf("add tasks %d-%d of %d: %w", start+1, start+len(reqs), n, err)
+		}
+		if len(res.Errors) > 0 {
+			e := res.Errors[0]
+			return fmt.Errorf("task %d of %d not added: %s: %s", start+e.Index+1, n, e.Code, e.Message)
+		}
+		w.task = res.Tasks[len(res.Tasks)-1]
+	}
+	return nil
+}
+
 // addFields are the rows an add table may hold, as `trellis queue add`
 // names its flags.
-var addFields = []string{"objective", "input", "acceptance", "max tool calls", "max steps", "max attempts", "metadata", "idempotency key", "parent"}
+var addFields = []string{"objective", "input", "acceptance", "max tool calls", "max steps", "max attempts", "metadata", "idempotency key", "parent",
+	"priority", "delay", "run at", "unique key", "unique for", "after", "concurrency key"}
 
 // addRequest reads an add table: two columns, field and value.
 func (w *World) addRequest(queue string, table *godog.Table) (trellis.AddTaskRequest, error) {
@@ -273,6 +311,23 @@ func (w *World) addRequest(queue string, table *godog.Table) (trellis.AddTaskReq
 			} else {
 				req.ParentID = val
 			}
+		case "priority":
+			req.Priority, err = number()
+		case "delay":
+			req.Delay = val
+		case "run at":
+			req.RunAt = val
+		case "unique key":
+			req.UniqueKey = val
+		case "unique for":
+			req.UniqueFor = val
+		case "after":
+			if t, ok := w.named[val]; ok {
+				val = t.TaskID
+			}
+			req.After = append(req.After, val)
+		case "concurrency key":
+			req.ConcurrencyKey = val
 		default:
 			return req, fmt.Errorf("table row %d: unknown field %q; the fields are %s", i+1, row.Cells[0].Value, strings.Join(addFields, ", "))
 		}
@@ -498,7 +553,7 @@ func (w *World) queueIdle(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	if got[trellis.StatusQueued]+got[trellis.StatusClaimed] > 0 {
+	if got[trellis.StatusQueued]+got[trellis.StatusClaimed]+got[trellis.StatusScheduled]+got[trellis.StatusWaiting] > 0 {
 		return fmt.Errorf("queue %q is not idle: it has %s%s", queue, describeCounts(got), w.workerTrouble())
 	}
 	return nil

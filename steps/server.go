@@ -28,7 +28,12 @@ func serverSteps() []Definition {
 }
 
 // startServer starts the scenario's Trellis.
-func (w *World) startServer(ctx context.Context) error {
+func (w *World) startServer(ctx context.Context) error { return w.StartServer(ctx, nil) }
+
+// StartServer starts the scenario's Trellis as "Given a Trellis server"
+// does, with adjust (when not nil) changing its configuration first: a
+// suite's own step can start a server with, say, code-memory models.
+func (w *World) StartServer(ctx context.Context, adjust func(*server.Config)) error {
 	if w.srv != nil {
 		return errors.New("the scenario already has a Trellis server")
 	}
@@ -58,6 +63,9 @@ func (w *World) startServer(ctx context.Context) error {
 		}
 		cfg.NATSURL = w.cfg.NATSURL
 		w.external = true
+	}
+	if adjust != nil {
+		adjust(&cfg)
 	}
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {

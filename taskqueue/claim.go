@@ -25,12 +25,12 @@ func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.T
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	cons, err := q.Consumer(ctx, req.Queue)
+	lanes, err := q.Lanes(ctx, req.Queue)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		msg, err := fetchOne(ctx, cons, q.cfg.NextWait)
+		msg, err := nextDispatch(ctx, lanes, q.cfg.NextWait)
 		if err != nil {
 			return nil, command.StoreError("fetch from queue "+req.Queue, err)
 		}
@@ -49,6 +49,50 @@ func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.T
 		_ = msg.Ack()
 		return task, nil
 	}
+}
+
+// nextDispatch returns one dispatch from the best priority lane that has
+// one: first what each lane holds now, best lane first; else the first
+// that arrives on any lane within wait (dispatches that arrive on the
+// other lanes meanwhile are given back at once), or nil.
+func nextDispatch(ctx context.Context, lanes []jetstream.Consumer, wait time.Duration) (jetstream.Msg, error) {
+	for _, lane := range lanes {
+		batch, err := lane.FetchNoWait(1)
+		if err != nil {
+			return nil, err
+		}
+		for msg := range batch.Messages() {
+			return msg, nil
+		}
+	}
+	type arrival struct {
+		msg jetstream.Msg
+		err error
+	}
+	arrivals := make(chan arrival, len(lanes))
+	for _, lane := range lanes {
+		go func() {
+			msg, err := fetchOne(ctx, lane, wait)
+			arrivals <- arrival{msg, err}
+		}()
+	}
+	var got jetstream.Msg
+	var firstErr error
+	for range lanes {
+		a := <-arrivals
+		switch {
+		case a.err != nil && firstErr == nil:
+			firstErr = a.err
+		case a.msg != nil && got == nil:
+			got = a.msg
+		case a.msg != nil:
+			_ = a.msg.Nak() // another lane's: someone else takes it
+		}
+	}
+	if got == nil && firstErr != nil {
+		return nil, firstErr
+	}
+	return got, nil
 }
 
 // fetchOne returns one dispatch message, waiting at most wait for one, or
@@ -117,16 +161,26 @@ func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker
 		}
 		return nil, err
 	}
+	var flow *trellis.QueueControls
+	if err := q.flowFor(ctx, st, &flow); err != nil {
+		return nil, err
+	}
 	for {
 		var expired *trellis.Task
 		next, err := q.decide(ctx, st, worker, func(t *trellis.Task) (decision, error) {
 			expired = nil
 			switch t.Status {
 			case trellis.StatusQueued:
+				if t.CancelRequested != nil {
+					return decision{Cancelled, CancelPayload{Reason: t.CancelRequested.Reason}}, nil
+				}
 				if t.RetryAt != nil {
 					if wait := t.RetryAt.Sub(q.cfg.Now()); wait > 0 {
 						return decision{}, notYet{wait}
 					}
+				}
+				if flow != nil && gated(flow, t, leased) {
+					return decision{}, errGated
 				}
 				return decision{Claimed, ClaimedPayload{
 					Worker: worker, Attempt: t.Attempts + 1, Leased: leased, DispatchSeq: dispatch, Delivery: delivery,
@@ -137,6 +191,10 @@ func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker
 				}
 				// The dispatch the claimant held came back: its lease expired.
 				expired = t
+				if t.CancelRequested != nil {
+					// Its pool died before it could stop it: cancelled.
+					return decision{Cancelled, CancelPayload{Reason: t.CancelRequested.Reason}}, nil
+				}
 				if t.Attempts >= t.MaxAttempts {
 					return decision{Dead, AttemptFailedPayload{
 						Worker: t.ClaimedBy, Attempt: t.Attempts,
@@ -147,10 +205,14 @@ func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker
 					Worker: t.ClaimedBy, Attempt: t.Attempts, Delivery: delivery,
 				}}, nil
 			}
-			return decision{}, errNotClaimable
+			return decision{}, errNotClaimable // scheduled, waiting or ended
 		})
 		claimed := next.Value
 		var ny notYet
+		if errors.Is(err, errGated) {
+			next, err = q.claimGated(ctx, st.ID, worker, leased, dispatch, delivery, flow)
+			claimed = next.Value
+		}
 		switch {
 		case errors.As(err, &ny):
 			_ = msg.NakWithDelay(ny.wait)
@@ -160,6 +222,10 @@ func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker
 			return nil, nil
 		case err != nil:
 			return nil, err
+		case claimed.Status == trellis.StatusCancelled:
+			q.tasks.Forget(claimed.TaskID)
+			_ = msg.Term()
+			return nil, nil
 		case expired != nil && claimed.Status == trellis.StatusDead:
 			_ = msg.Term()
 			return nil, nil
@@ -169,6 +235,25 @@ func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker
 		}
 		return claimed, nil
 	}
+}
+
+// flowFor reads the flow controls of the task's queue into *flow before
+// a claim is decided (nil when they cannot be read: the claim then waits
+// for the next delivery).
+func (q *Handler) flowFor(ctx context.Context, st taskState, flow **trellis.QueueControls) error {
+	queue := ""
+	if st.Value != nil {
+		queue = st.Value.Queue
+	}
+	if queue == "" {
+		return nil
+	}
+	c, err := q.flow(ctx, queue)
+	if err != nil {
+		return err
+	}
+	*flow = c
+	return nil
 }
 
 // dispatchedState returns the task a dispatch names and its last sequence.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,6 +50,21 @@ func foldControls(c *trellis.QueueControls, rec events.Recorded) (*trellis.Queue
 			return c, err
 		}
 		c.MaxInFlight = p.MaxInFlight
+	case RateSet:
+		var p RatePayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return c, err
+		}
+		c.Rate, c.RatePerSecond, c.Burst = p.Rate, p.PerSecond, p.Burst
+		if p.PerSecond == 0 {
+			c.Rate, c.Burst = "", 0
+		}
+	case PerKeySet:
+		var p PerKeyPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return c, err
+		}
+		c.PerKey = p.PerKey
 	case LeaseSet:
 		var p LeasePayload
 		if err := rec.DecodePayload(&p); err != nil {
@@ -176,6 +192,38 @@ func (q *Handler) SetLimit(ctx context.Context, queue, actor string, maxInFlight
 	return q.control(ctx, queue, actor, LimitSet, LimitPayload{MaxInFlight: maxInFlight})
 }
 
+// SetRate sets the queue's claim rate for the whole cluster (rate as
+// trellis.ParseRate reads it; "off" removes it) with its burst (0: one
+// second's worth). It returns once every process's claims honour it.
+func (q *Handler) SetRate(ctx context.Context, queue, actor, rate string, burst int) (*trellis.QueueControls, error) {
+	perSec, err := trellis.ParseRate(rate)
+	if err != nil {
+		return nil, err
+	}
+	if burst < 0 || burst > trellis.MaxBurst {
+		return nil, trellis.FieldError("burst", "must be between 1 and %d, got %d", trellis.MaxBurst, burst)
+	}
+	p := RatePayload{Rate: strings.TrimSpace(rate), PerSecond: perSec, Burst: burst}
+	if perSec == 0 {
+		if burst != 0 {
+			return nil, trellis.FieldError("burst", "needs a rate")
+		}
+		p.Rate = ""
+	} else if burst == 0 {
+		p.Burst = trellis.DefaultBurst(perSec)
+	}
+	return q.control(ctx, queue, actor, RateSet, p)
+}
+
+// SetPerKey sets how many tasks with one concurrency key may run at once
+// (0: no limit). It returns once every process's claims honour it.
+func (q *Handler) SetPerKey(ctx context.Context, queue, actor string, perKey int) (*trellis.QueueControls, error) {
+	if perKey < 0 || perKey > trellis.MaxPerKey {
+		return nil, trellis.FieldError("per_key", "must be between 0 (unlimited) and %d, got %d", trellis.MaxPerKey, perKey)
+	}
+	return q.control(ctx, queue, actor, PerKeySet, PerKeyPayload{PerKey: perKey})
+}
+
 func (q *Handler) control(ctx context.Context, queue, actor, typ string, payload any) (*trellis.QueueControls, error) {
 	if err := trellis.ValidateQueueName(queue); err != nil {
 		return nil, err
@@ -196,42 +244,77 @@ func (q *Handler) control(ctx context.Context, queue, actor, typ string, payload
 	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
 		return nil, err
 	}
+	q.forgetFlow(queue)
+	switch typ {
+	case LimitSet, RateSet, PerKeySet:
+		// Other processes decide claims on controls read at most
+		// FlowCacheTTL ago: once it has passed, every claim honours these.
+		if err := sleepUntil(ctx, time.Now().Add(FlowCacheTTL)); err != nil {
+			return nil, command.StoreError("wait for the claimants to read the new limit", err)
+		}
+	}
 	return st.Value, nil
 }
 
-// Consumer returns the durable claim consumer of a queue, creating it with
-// the queue's controls when it does not exist. It does not change an
-// existing consumer's lease (AckWait).
+// Consumer returns the durable claim consumer of a queue's default
+// priority lane (see Lanes), creating the lanes with the queue's controls
+// when they do not exist. It does not change an existing consumer's lease
+// (AckWait).
 func (q *Handler) Consumer(ctx context.Context, queue string) (jetstream.Consumer, error) {
+	lanes, err := q.Lanes(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	return lanes[trellis.DefaultPriority-1], nil
+}
+
+// Lanes returns the claim consumers of a queue's priority lanes, best
+// first: lane p delivers the dispatches of the queue's priority-p tasks in
+// stream order (oldest first). A claimant takes from the best lane that
+// has a dispatch, so a priority-1 task waits for no priority-4 task. Lanes
+// are created with the queue's controls when they do not exist.
+func (q *Handler) Lanes(ctx context.Context, queue string) ([]jetstream.Consumer, error) {
 	// One lookup or creation at a time per process: concurrent first
-	// claims would otherwise race to create the consumer.
+	// claims would otherwise race to create the consumers.
 	q.consumerMu.Lock()
 	defer q.consumerMu.Unlock()
 	q.mu.Lock()
-	c, ok := q.consumers[queue]
+	lanes, ok := q.lanes[queue]
 	q.mu.Unlock()
 	if ok {
-		return c, nil
+		return lanes, nil
 	}
-	c, err := q.store.JetStream().Consumer(ctx, events.StreamQueue, ConsumerName(queue))
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return q.ensureConsumer(ctx, queue, 0)
-	}
-	if err != nil {
-		return nil, command.StoreError("claim consumer for queue "+queue, err)
+	js := q.store.JetStream()
+	lanes = make([]jetstream.Consumer, trellis.MaxPriority)
+	for p := 1; p <= trellis.MaxPriority; p++ {
+		c, err := js.Consumer(ctx, events.StreamQueue, LaneName(queue, p))
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			if _, err := q.ensureConsumer(ctx, queue, 0); err != nil {
+				return nil, err
+			}
+			q.mu.Lock()
+			lanes = q.lanes[queue]
+			q.mu.Unlock()
+			return lanes, nil
+		}
+		if err != nil {
+			return nil, command.StoreError("claim consumer for queue "+queue, err)
+		}
+		lanes[p-1] = c
 	}
 	q.mu.Lock()
-	q.consumers[queue] = c
+	q.lanes[queue] = lanes
+	q.consumers[queue] = lanes[trellis.DefaultPriority-1]
 	q.mu.Unlock()
-	return c, nil
+	return lanes, nil
 }
 
-// EnsureConsumer creates or updates a queue's durable claim consumer so it
-// matches the queue's controls (pause, global limit, lease). lease > 0 is
-// the lease a worker pool asks for: when it differs from the queue's, it
-// becomes the queue's lease for every pool (SetLease: an event, and a
-// shorter lease is switched to safely); 0 keeps the queue's lease (30 s
-// for a new queue).
+// EnsureConsumer creates or updates a queue's durable claim consumers (its
+// priority lanes) so they match the queue's controls (pause, global limit,
+// lease), and returns the default lane's. lease > 0 is the lease a worker
+// pool asks for: when it differs from the queue's, it becomes the queue's
+// lease for every pool (SetLease: an event, and a shorter lease is
+// switched to safely); 0 keeps the queue's lease (30 s for a new queue).
 func (q *Handler) EnsureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
 	if lease > 0 {
 		cur, _, err := q.currentLease(ctx, queue)
@@ -271,41 +354,61 @@ func (q *Handler) ensureConsumer(ctx context.Context, queue string, lease time.D
 	}
 	maxAck := defaultMaxAckPending
 	if controls.MaxInFlight > 0 {
+		// Each lane holds at most the limit; the queue's gate makes the
+		// limit exact across lanes (see gate.go).
 		maxAck = controls.MaxInFlight
 	}
-	cfg := jetstream.ConsumerConfig{
-		Durable:        ConsumerName(queue),
-		Description:    "Trellis claim dispatch for queue " + queue,
-		FilterSubjects: DispatchSubjects(queue),
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        lease,
-		MaxAckPending:  maxAck,
-		MaxWaiting:     4096,
-	}
-	if controls.Paused {
-		forever := time.Now().Add(100 * 365 * 24 * time.Hour)
-		cfg.PauseUntil = &forever
-	}
-	c, err := js.CreateOrUpdateConsumer(ctx, events.StreamQueue, cfg)
-	if err != nil {
-		return nil, command.StoreError("claim consumer for queue "+queue, err)
-	}
-	// PauseUntil in an update is not applied to a running consumer; use
-	// the pause API so the state always matches the events.
-	if controls.Paused {
-		_, err = js.PauseConsumer(ctx, events.StreamQueue, ConsumerName(queue), *cfg.PauseUntil)
-	} else if info := c.CachedInfo(); info.Paused {
-		_, err = js.ResumeConsumer(ctx, events.StreamQueue, ConsumerName(queue))
-	}
-	if err != nil {
-		return nil, command.StoreError(fmt.Sprintf("pause state of queue %s", queue), err)
+	lanes := make([]jetstream.Consumer, trellis.MaxPriority)
+	for p := 1; p <= trellis.MaxPriority; p++ {
+		cfg := jetstream.ConsumerConfig{
+			Durable:        LaneName(queue, p),
+			Description:    fmt.Sprintf("Trellis claim dispatch for queue %s, priority %d", queue, p),
+			FilterSubjects: LaneSubjects(queue, p),
+			DeliverPolicy:  jetstream.DeliverAllPolicy,
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        lease,
+			MaxAckPending:  maxAck,
+			MaxWaiting:     4096,
+		}
+		if p == trellis.DefaultPriority {
+			cfg.Description = "Trellis claim dispatch for queue " + queue
+		}
+		if controls.Paused {
+			forever := time.Now().Add(100 * 365 * 24 * time.Hour)
+			cfg.PauseUntil = &forever
+		}
+		c, err := js.CreateOrUpdateConsumer(ctx, events.StreamQueue, cfg)
+		if err != nil {
+			return nil, command.StoreError("claim consumer for queue "+queue, err)
+		}
+		// PauseUntil in an update is not applied to a running consumer; use
+		// the pause API so the state always matches the events.
+		if controls.Paused {
+			_, err = js.PauseConsumer(ctx, events.StreamQueue, cfg.Durable, *cfg.PauseUntil)
+		} else if info := c.CachedInfo(); info.Paused {
+			_, err = js.ResumeConsumer(ctx, events.StreamQueue, cfg.Durable)
+		}
+		if err != nil {
+			return nil, command.StoreError(fmt.Sprintf("pause state of queue %s", queue), err)
+		}
+		lanes[p-1] = c
 	}
 	q.mu.Lock()
-	q.consumers[queue] = c
+	q.lanes[queue] = lanes
+	q.consumers[queue] = lanes[trellis.DefaultPriority-1]
 	q.mu.Unlock()
-	return c, nil
+	return lanes[trellis.DefaultPriority-1], nil
 }
 
-// ConsumerName is the durable consumer name of a queue's claim dispatch.
+// ConsumerName is the durable consumer name of a queue's claim dispatch
+// (its default priority lane).
 func ConsumerName(queue string) string { return "queue-" + queue }
+
+// LaneName is the durable consumer name of a queue's priority lane: the
+// default lane keeps ConsumerName.
+func LaneName(queue string, priority int) string {
+	if priority == trellis.DefaultPriority {
+		return ConsumerName(queue)
+	}
+	return fmt.Sprintf("queue-%s-p%d", queue, priority)
+}

@@ -41,14 +41,14 @@ func (q *Handler) decide(ctx context.Context, st taskState, actor string, fn fun
 		if err != nil {
 			return command.Decision{}, err
 		}
-		return command.Decision{Subject: Subject(t.Queue, t.TaskID, d.typ), Type: d.typ, Payload: d.payload,
+		return command.Decision{Subject: TaskSubject(t, d.typ), Type: d.typ, Payload: d.payload,
 			Check: FilterIn(t.Queue, t.TaskID)}, nil
 	})
 	if errors.Is(err, command.ErrConflict) {
 		return next, trellis.Errorf(trellis.CodeConflict, "task %s keeps changing concurrently; try again", st.ID)
 	}
 	var te *trellis.Error
-	if err != nil && !errors.As(err, &te) && !errors.As(err, new(notYet)) && !errors.Is(err, errNotClaimable) {
+	if err != nil && !errors.As(err, &te) && !errors.As(err, new(notYet)) && !errors.Is(err, errNotClaimable) && !errors.Is(err, errGated) && !errors.Is(err, errNothing) && !errors.Is(err, errAlreadyCancelled) {
 		return next, command.StoreError("append", err)
 	}
 	return next, err

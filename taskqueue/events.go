@@ -2,6 +2,8 @@ package taskqueue
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +35,22 @@ const (
 	// Requeued records an explicit retry (queue retry): the task is
 	// queued again with fresh attempts.
 	Requeued = "requeued"
+	// Due records that a delayed task's time has come: the server
+	// publishes it from the task's timer (a JetStream message schedule).
+	Due = "due"
+	// PrerequisiteDone records that one prerequisite of a waiting task is
+	// done, with its checkpoint summary.
+	PrerequisiteDone = "prerequisite_done"
+	// Ready records that the last prerequisite of a waiting task is done:
+	// the task is queued (or scheduled, when not due yet).
+	Ready = "ready"
+	// Linked records, on a prerequisite, a task added after it.
+	Linked = "linked"
+	// CancelRequested marks a claimed task for cancellation: its pool stops
+	// the handler at the next heartbeat.
+	CancelRequested = "cancel_requested"
+	// Cancelled ends a task that will never run (again).
+	Cancelled = "cancelled"
 )
 
 // Queue control event types, on trellis.queue.<queue>._control.<type>.
@@ -45,6 +63,10 @@ const (
 	LimitSet = "limit_set"
 	// LeaseSet sets the queue's lease (the claim consumer's AckWait).
 	LeaseSet = "lease_set"
+	// RateSet sets (or removes) the queue's cluster-wide claim rate.
+	RateSet = "rate_set"
+	// PerKeySet sets the queue's per-concurrency-key limit.
+	PerKeySet = "per_key_set"
 )
 
 // ControlID is the aggregate id (subject token) of a queue's controls.
@@ -54,6 +76,15 @@ const ControlID = "_control"
 // aggregate rather than to a task.
 func IsControlSubject(subject string) bool {
 	return strings.Contains(subject, "."+ControlID+".")
+}
+
+// IsTaskSubject reports whether subject holds an event of a task:
+// trellis.queue.<queue>.<task id>.<type>[.<route>]. The queue stream's
+// other subjects (controls, unique keys, concurrency gates, schedules,
+// timers) have a token starting with "_" in the task id's place.
+func IsTaskSubject(subject string) bool {
+	parts := strings.SplitN(subject, ".", 6)
+	return len(parts) >= 5 && parts[0] == "trellis" && parts[1] == "queue" && !strings.HasPrefix(parts[3], "_")
 }
 
 // ControlSubject is the subject of a queue control event.
@@ -83,16 +114,69 @@ func Filter(taskID string) string {
 // DispatchTypes are the event types that make a task claimable; each is a
 // dispatch the queue's claim consumer delivers.
 func DispatchTypes() []string {
-	return []string{Added, AttemptFailed, Released, Requeued}
+	return []string{Added, AttemptFailed, Released, Requeued, Due, Ready}
 }
 
 // IsDispatch reports whether events of type typ are dispatches.
 func IsDispatch(typ string) bool {
 	switch typ {
-	case Added, AttemptFailed, Released, Requeued:
+	case Added, AttemptFailed, Released, Requeued, Due, Ready:
 		return true
 	}
 	return false
+}
+
+// EndTypes are the event types that end a task for its dependants: done
+// (they may be queued) or never done (they are cancelled).
+func EndTypes() []string { return []string{Completed, Failed, Dead, Cancelled} }
+
+func isEnd(typ string) bool {
+	switch typ {
+	case Completed, Failed, Dead, Cancelled:
+		return true
+	}
+	return false
+}
+
+// Subject routes. A dispatch of a task whose priority is not the default
+// carries ".p<priority>" (its priority lane's claim consumer delivers it);
+// an end of a task with dependants carries ".d" (the dependency resolver
+// takes it up). Events of other tasks keep the plain subject.
+const dependantsRoute = "d"
+
+// TaskSubject is the subject of an event of type typ on task t: Subject
+// plus the route its priority or its dependants give it.
+func TaskSubject(t *trellis.Task, typ string) string {
+	s := Subject(t.Queue, t.TaskID, typ)
+	if IsDispatch(typ) && t.Priority != 0 && t.Priority != trellis.DefaultPriority {
+		s += ".p" + strconv.Itoa(t.Priority)
+	}
+	if isEnd(typ) && len(t.Dependants) > 0 {
+		s += "." + dependantsRoute
+	}
+	return s
+}
+
+// LaneSubjects are the dispatch subjects of one priority lane of a queue.
+func LaneSubjects(queue string, priority int) []string {
+	if priority == trellis.DefaultPriority {
+		return DispatchSubjects(queue)
+	}
+	var out []string
+	for _, t := range DispatchTypes() {
+		out = append(out, "trellis.queue."+queue+".*."+t+".p"+strconv.Itoa(priority))
+	}
+	return out
+}
+
+// DependantSubjects are the subjects the dependency resolver takes up:
+// the ends of tasks with dependants, in every queue.
+func DependantSubjects() []string {
+	var out []string
+	for _, t := range EndTypes() {
+		out = append(out, "trellis.queue.*.*."+t+"."+dependantsRoute)
+	}
+	return out
 }
 
 // FilterIn is Filter when the task's queue is known: the same
@@ -123,6 +207,60 @@ type AddedPayload struct {
 	MaxAttempts    int               `json:"max_attempts"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	// Priority is the task's priority (absent: the default, 2).
+	Priority int `json:"priority,omitempty"`
+	// RunAt is set when the task was added with a timer: it is scheduled
+	// until the timer's due event.
+	RunAt *time.Time `json:"run_at,omitempty"`
+	// After lists the prerequisites; WaitingFor those not done when the
+	// task was added; Prerequisites the summaries of those done then.
+	After         []string               `json:"after,omitempty"`
+	WaitingFor    []string               `json:"waiting_for,omitempty"`
+	Prerequisites []trellis.Prerequisite `json:"prerequisites,omitempty"`
+	// UniqueKey is held by the task (until UniqueUntil, or while it is not
+	// finished).
+	UniqueKey   string     `json:"unique_key,omitempty"`
+	UniqueUntil *time.Time `json:"unique_until,omitempty"`
+	// ConcurrencyKey subjects the task to the queue's per-key limit.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// Schedule names the periodic schedule whose tick added the task.
+	Schedule string `json:"schedule,omitempty"`
+}
+
+// DuePayload is the payload of a due event: the time the task was due.
+type DuePayload struct {
+	RunAt time.Time `json:"run_at"`
+}
+
+// PrerequisitePayload is the payload of prerequisite_done and ready
+// events: the summary of the prerequisite that is done.
+type PrerequisitePayload struct {
+	Prerequisite trellis.Prerequisite `json:"prerequisite"`
+}
+
+// LinkedPayload is the payload of a linked event: the dependant added.
+type LinkedPayload struct {
+	Dependant string `json:"dependant"`
+}
+
+// CancelPayload is the payload of cancel_requested and cancelled events.
+// Worker is the claimant that stopped the task (a cancellation its pool
+// carried out).
+type CancelPayload struct {
+	Reason string `json:"reason,omitempty"`
+	Worker string `json:"worker,omitempty"`
+}
+
+// RatePayload is the payload of a rate_set event (PerSecond 0: no rate).
+type RatePayload struct {
+	Rate      string  `json:"rate,omitempty"`
+	PerSecond float64 `json:"per_second"`
+	Burst     int     `json:"burst,omitempty"`
+}
+
+// PerKeyPayload is the payload of a per_key_set event (0: no limit).
+type PerKeyPayload struct {
+	PerKey int `json:"per_key"`
 }
 
 // ClaimedPayload is the payload of a claimed event (schema 1). Leased
@@ -133,6 +271,9 @@ type ClaimedPayload struct {
 	Leased      bool   `json:"leased,omitempty"`
 	DispatchSeq uint64 `json:"dispatch_seq,omitempty"`
 	Delivery    uint64 `json:"delivery,omitempty"`
+	// At is when the claim was made, for a claim carried by the outcome
+	// that ends it (the event's own time is the outcome's).
+	At *time.Time `json:"at,omitempty"`
 }
 
 // AttemptFailedPayload is the payload of attempt_failed and dead
@@ -146,6 +287,9 @@ type AttemptFailedPayload struct {
 	Usage           trellis.Usage `json:"usage"`
 	BudgetExhausted bool          `json:"budget_exhausted"`
 	RetryAt         *time.Time    `json:"retry_at,omitempty"`
+	// Claim is the claim this outcome ends, when a worker pool records
+	// both in one event (ClaimHeld); nil when the claim has its own event.
+	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // LeaseExpiredPayload is the payload of a lease_expired event.
@@ -161,6 +305,9 @@ type LeaseExpiredPayload struct {
 type ReleasedPayload struct {
 	Worker string `json:"worker"`
 	Reason string `json:"reason"`
+	// Claim is the claim this outcome ends, when a worker pool records
+	// both in one event (ClaimHeld); nil when the claim has its own event.
+	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // RequeuedPayload is the payload of a requeued event.
@@ -198,6 +345,9 @@ type CompletedPayload struct {
 	Citations       []string      `json:"citations,omitempty"`
 	Usage           trellis.Usage `json:"usage"`
 	BudgetExhausted bool          `json:"budget_exhausted"`
+	// Claim is the claim this outcome ends, when a worker pool records
+	// both in one event (ClaimHeld); nil when the claim has its own event.
+	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // FailedPayload is the payload of a failed event (schema 1).
@@ -208,6 +358,9 @@ type FailedPayload struct {
 	Blockers        []string      `json:"blockers,omitempty"`
 	Usage           trellis.Usage `json:"usage"`
 	BudgetExhausted bool          `json:"budget_exhausted"`
+	// Claim is the claim this outcome ends, when a worker pool records
+	// both in one event (ClaimHeld); nil when the claim has its own event.
+	Claim *ClaimedPayload `json:"claim,omitempty"`
 }
 
 // Apply folds one queue event into the task packet t (nil before the
@@ -219,12 +372,29 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 	if rec.Schema > Schema {
 		return t, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, Schema)
 	}
-	if IsControlSubject(rec.Subject) {
+	if rec.Subject != "" && !IsTaskSubject(rec.Subject) {
 		return t, nil
 	}
 	at := rec.Time.UTC()
 	if rec.Type != Added && t == nil {
 		return nil, fmt.Errorf("event %s (%s) precedes its task's added event: %w", rec.ID, rec.Type, events.ErrBadEvent)
+	}
+	if CarriesClaim(rec.Type) {
+		// A worker pool's outcome may carry its claim (see ClaimHeld):
+		// the claim applies first, then the outcome.
+		var c struct {
+			Claim *ClaimedPayload `json:"claim"`
+		}
+		if err := rec.DecodePayload(&c); err != nil {
+			return t, err
+		}
+		if c.Claim != nil {
+			claimedAt := at
+			if c.Claim.At != nil {
+				claimedAt = c.Claim.At.UTC()
+			}
+			applyClaim(t, *c.Claim, claimedAt)
+		}
 	}
 	switch rec.Type {
 	case Added:
@@ -245,6 +415,24 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 			Metadata:       p.Metadata,
 			MaxAttempts:    p.MaxAttempts,
 			IdempotencyKey: p.IdempotencyKey,
+			Priority:       p.Priority,
+			RunAt:          utcPtr(p.RunAt),
+			After:          p.After,
+			WaitingFor:     p.WaitingFor,
+			Prerequisites:  p.Prerequisites,
+			UniqueKey:      p.UniqueKey,
+			UniqueUntil:    utcPtr(p.UniqueUntil),
+			ConcurrencyKey: p.ConcurrencyKey,
+			Schedule:       p.Schedule,
+		}
+		if nt.Priority == 0 {
+			nt.Priority = trellis.DefaultPriority
+		}
+		switch {
+		case len(nt.WaitingFor) > 0:
+			nt.Status = trellis.StatusWaiting
+		case nt.RunAt != nil:
+			nt.Status = trellis.StatusScheduled
 		}
 		if nt.Metadata == nil {
 			nt.Metadata = map[string]string{}
@@ -259,15 +447,7 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
-		t.Status = trellis.StatusClaimed
-		t.ClaimedBy = p.Worker
-		t.ClaimedAt = &at
-		t.Attempts = p.Attempt
-		t.RetryAt = nil
-		t.Lease = nil
-		if p.Leased {
-			t.Lease = &trellis.Lease{DispatchSeq: p.DispatchSeq, Delivery: p.Delivery}
-		}
+		applyClaim(t, p, at)
 	case Completed:
 		var p CompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
@@ -340,11 +520,105 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 		t.Attempts = 0
 		t.BudgetExhausted = false
 		t.Checkpoint = nil
+	case Due:
+		var p DuePayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		if t.Due {
+			return t, nil
+		}
+		t.Due = true
+		if t.Status != trellis.StatusScheduled {
+			return t, nil // waiting (queued once ready) or cancelled
+		}
+		t.Status = trellis.StatusQueued
+		at = p.RunAt.UTC()
+	case PrerequisiteDone, Ready:
+		var p PrerequisitePayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		i := slices.Index(t.WaitingFor, p.Prerequisite.TaskID)
+		if i < 0 {
+			return t, nil
+		}
+		t.WaitingFor = slices.Delete(slices.Clone(t.WaitingFor), i, i+1)
+		if len(t.WaitingFor) == 0 {
+			t.WaitingFor = nil
+		}
+		t.Prerequisites = append(t.Prerequisites, p.Prerequisite)
+		if t.Status == trellis.StatusWaiting && len(t.WaitingFor) == 0 {
+			t.Status = trellis.StatusQueued
+			if t.RunAt != nil && !t.Due {
+				t.Status = trellis.StatusScheduled
+			}
+		}
+	case Linked:
+		var p LinkedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		if !slices.Contains(t.Dependants, p.Dependant) {
+			t.Dependants = append(t.Dependants, p.Dependant)
+		}
+		return t, nil // the task itself did not change
+	case CancelRequested:
+		var p CancelPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		t.CancelRequested = &trellis.Cancellation{Reason: p.Reason, By: rec.Actor, At: at}
+	case Cancelled:
+		var p CancelPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		t.Status = trellis.StatusCancelled
+		t.Cancellation = &trellis.Cancellation{Reason: p.Reason, By: rec.Actor, At: at}
+		t.Lease, t.RetryAt = nil, nil
 	default:
 		return t, nil
 	}
 	t.UpdatedAt = at
 	return t, nil
+}
+
+// applyClaim makes t claimed as p says, at time at.
+func applyClaim(t *trellis.Task, p ClaimedPayload, at time.Time) {
+	t.Status = trellis.StatusClaimed
+	t.ClaimedBy = p.Worker
+	t.ClaimedAt = &at
+	t.Attempts = p.Attempt
+	t.RetryAt = nil
+	t.Lease = nil
+	if p.Leased {
+		t.Lease = &trellis.Lease{DispatchSeq: p.DispatchSeq, Delivery: p.Delivery}
+	}
+}
+
+// CarriesClaim reports whether events of type typ may carry the claim
+// they end (a worker pool's outcome recorded with its claim in one event).
+func CarriesClaim(typ string) bool {
+	switch typ {
+	case Completed, Failed, AttemptFailed, Dead, Released:
+		return true
+	}
+	return false
+}
+
+// ClaimOf returns the claim an outcome event carries, if any.
+func ClaimOf(rec events.Recorded) (*ClaimedPayload, bool) {
+	if !CarriesClaim(rec.Type) {
+		return nil, false
+	}
+	var c struct {
+		Claim *ClaimedPayload `json:"claim"`
+	}
+	if rec.DecodePayload(&c) != nil || c.Claim == nil {
+		return nil, false
+	}
+	return c.Claim, true
 }
 
 // Fold folds a task's whole history.
@@ -357,6 +631,14 @@ func Fold(recs []events.Recorded) (*trellis.Task, error) {
 		}
 	}
 	return t, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 func nonNil(s []string) []string {

@@ -2,9 +2,6 @@ package taskqueue
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -40,6 +37,10 @@ type Config struct {
 	CacheSize int
 	// Command tunes the command runner (retry policy); see command.Config.
 	Command command.Config
+	// TickGrace is how late a schedule's tick may be taken up and still add
+	// its task (default trellis.DefaultTickGrace); a later tick is reported
+	// as missed.
+	TickGrace time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -58,6 +59,9 @@ func (c Config) withDefaults() Config {
 	if c.NextWait <= 0 {
 		c.NextWait = 100 * time.Millisecond
 	}
+	if c.TickGrace <= 0 {
+		c.TickGrace = trellis.DefaultTickGrace
+	}
 	return c
 }
 
@@ -65,14 +69,19 @@ func (c Config) withDefaults() Config {
 // any process with a NATS connection (a server, a CLI, a worker on another
 // machine) can run it.
 type Handler struct {
-	store    *events.Store
-	cfg      Config
-	tasks    *command.Runner[*trellis.Task]
-	controls *command.Runner[*trellis.QueueControls]
+	store     *events.Store
+	cfg       Config
+	tasks     *command.Runner[*trellis.Task]
+	controls  *command.Runner[*trellis.QueueControls]
+	gates     *command.Runner[*Gate]
+	uniques   *command.Runner[*UniqueHold]
+	schedules *command.Runner[*trellis.Schedule]
+	flows     flowCache
 
 	consumerMu sync.Mutex // serializes consumer lookup and creation
 	mu         sync.Mutex
 	consumers  map[string]jetstream.Consumer
+	lanes      map[string][]jetstream.Consumer
 }
 
 // New returns the queue command handler.
@@ -80,9 +89,14 @@ func New(store *events.Store, cfg Config) *Handler {
 	cfg = cfg.withDefaults()
 	rc := cfg.Command
 	rc.CacheSize, rc.Now = cfg.CacheSize, cfg.Now
-	return &Handler{store: store, cfg: cfg, consumers: map[string]jetstream.Consumer{},
-		tasks:    command.New(store, taskKind, rc),
-		controls: command.New(store, controlKind, command.Config{MaxAttempts: rc.MaxAttempts, Backoff: rc.Backoff, Now: cfg.Now, CacheSize: -1}),
+	small := command.Config{MaxAttempts: rc.MaxAttempts, Backoff: rc.Backoff, Now: cfg.Now, CacheSize: 4096}
+	return &Handler{store: store, cfg: cfg, consumers: map[string]jetstream.Consumer{}, lanes: map[string][]jetstream.Consumer{},
+		tasks:     command.New(store, taskKind, rc),
+		controls:  command.New(store, controlKind, command.Config{MaxAttempts: rc.MaxAttempts, Backoff: rc.Backoff, Now: cfg.Now, CacheSize: -1}),
+		gates:     command.New(store, gateKind, small),
+		uniques:   command.New(store, uniqueKind, small),
+		schedules: command.New(store, scheduleKind, small),
+		flows:     flowCache{entries: map[string]flowEntry{}},
 	}
 }
 
@@ -96,9 +110,7 @@ func (q *Handler) Add(ctx context.Context, req trellis.AddTaskRequest) (*trellis
 	if err := q.checkParent(ctx, req.ParentID, "parent_id"); err != nil {
 		return nil, err
 	}
-	cmd := q.addCommand(req)
-	st, err := q.tasks.Run(ctx, cmd.State, cmd.Actor, cmd.Decide)
-	return q.added(ctx, st, err)
+	return q.add(ctx, req)
 }
 
 // AddMany adds several tasks in one call, each its own aggregate with its
@@ -121,19 +133,37 @@ func (q *Handler) AddMany(ctx context.Context, req trellis.AddManyRequest) (*tre
 		}
 		parents[t.ParentID] = true
 	}
-	cmds := make([]command.Independent[*trellis.Task], len(req.Tasks))
-	for i, t := range req.Tasks {
-		cmds[i] = q.addCommand(t)
+	// Plain adds share group commits (RunAll); adds with a delay,
+	// prerequisites or a unique key are atomic commands of their own, run
+	// concurrently, in the order of the request within one unique key.
+	res := &trellis.AddManyResult{Tasks: make([]*trellis.Task, len(req.Tasks))}
+	fail := func(i int, err error) {
+		te := trellis.AsError(err)
+		res.Errors = append(res.Errors, trellis.ItemError{Index: i, Code: te.Code, Field: te.Field, Message: te.Message})
 	}
-	res := &trellis.AddManyResult{Tasks: make([]*trellis.Task, len(cmds))}
-	for i, o := range q.tasks.RunAll(ctx, cmds) {
-		task, err := q.added(ctx, o.State, o.Err)
-		if err != nil {
-			te := trellis.AsError(err)
-			res.Errors = append(res.Errors, trellis.ItemError{Index: i, Code: te.Code, Field: te.Field, Message: te.Message})
+	var cmds []command.Independent[*trellis.Task]
+	var plain, atomic []int
+	now := q.cfg.Now()
+	for i, t := range req.Tasks {
+		if needsAtomic(t, now) {
+			atomic = append(atomic, i)
 			continue
 		}
-		res.Tasks[i] = task
+		cmds = append(cmds, q.addCommand(t))
+		plain = append(plain, i)
+	}
+	errs := make([]error, len(req.Tasks))
+	for j, o := range q.tasks.RunAll(ctx, cmds) {
+		res.Tasks[plain[j]], errs[plain[j]] = q.added(ctx, o.State, o.Err)
+	}
+	for _, i := range atomic {
+		res.Tasks[i], errs[i] = q.addAtomic(ctx, req.Tasks[i], atomicAdd{})
+	}
+	for i, err := range errs {
+		if err != nil {
+			res.Tasks[i] = nil
+			fail(i, err)
+		}
 	}
 	return res, nil
 }
@@ -150,59 +180,6 @@ func (q *Handler) checkParent(ctx context.Context, parentID, field string) error
 		return err
 	}
 	return nil
-}
-
-// addCommand is the command adding one (normalized) task: a new
-// aggregate, stored under the idempotency key's message id when it has
-// one.
-func (q *Handler) addCommand(req trellis.AddTaskRequest) command.Independent[*trellis.Task] {
-	id := events.NewID(q.cfg.Now())
-	msgID := ""
-	if req.IdempotencyKey != "" {
-		msgID = idempotencyMsgID(req.Queue, req.IdempotencyKey)
-	}
-	payload := AddedPayload{
-		Queue:          req.Queue,
-		ParentID:       req.ParentID,
-		Objective:      req.Objective,
-		Inputs:         req.Inputs,
-		Acceptance:     req.Acceptance,
-		Budget:         trellis.Budget{MaxToolCalls: req.MaxToolCalls, MaxSteps: req.MaxSteps},
-		MaxAttempts:    req.MaxAttempts,
-		Metadata:       req.Metadata,
-		IdempotencyKey: req.IdempotencyKey,
-	}
-	return command.Independent[*trellis.Task]{State: taskState{ID: id, Fresh: true}, Decide: func(*trellis.Task) (command.Decision, error) {
-		return command.Decision{Subject: Subject(req.Queue, id, Added), Type: Added, Payload: payload,
-			MsgID: msgID, Check: FilterIn(req.Queue, id)}, nil
-	}}
-}
-
-// added returns the task an add produced: the new one, or the one an
-// earlier add with the same idempotency key produced.
-func (q *Handler) added(ctx context.Context, st taskState, err error) (*trellis.Task, error) {
-	var dup *command.DuplicateError
-	if errors.As(err, &dup) {
-		orig, err := q.store.Get(ctx, events.StreamQueue, dup.Seq)
-		if err != nil {
-			return nil, command.StoreError("load task of idempotency key", err)
-		}
-		return q.Show(ctx, orig.AggregateID)
-	}
-	if err != nil {
-		return nil, command.StoreError("add task", err)
-	}
-	return st.Value.Clone(), nil
-}
-
-// idempotencyMsgID is the message id an add with an idempotency key is
-// stored under. The key is hashed: a NATS header value loses trailing
-// spaces and turns CR and LF into spaces, so keys that differ only there
-// would otherwise share an id and the second add would silently return
-// the first task.
-func idempotencyMsgID(queue, key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "idem:" + queue + ":" + hex.EncodeToString(sum[:])
 }
 
 // Show returns the task folded from its events in the log.

@@ -610,6 +610,19 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("last event %+v, want requeued by operator (the caller: no actor sent)", last)
 		}
 
+		// Cancel a queued task by clicking.
+		doomed := srv.add(t, "cancels", "Never needed", 3)
+		br.goTo(t, base, "#/tasks/"+doomed.TaskID, "Task")
+		br.run(t, "click cancel", chromedp.Click(chromedp.CSS(`button[data-action=cancel]`)))
+		br.waitJS(t, "cancel confirmation", `document.querySelector('dialog.confirm')?.open === true && document.querySelector('dialog.confirm').textContent.includes('never run')`)
+		br.run(t, "confirm cancel", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
+		br.waitJS(t, "cancelled", `document.querySelector('main h1 .badge')?.textContent === 'cancelled' && !document.querySelector('button[data-action=cancel]')`)
+		srv.call(t, http.MethodGet, "/v1/queue/tasks/"+doomed.TaskID, nil, &got)
+		if got.Status != "cancelled" {
+			t.Fatalf("after the click the task is %s", got.Status)
+		}
+		br.checkPage(t, "task-cancelled")
+
 		// Bulk: every dead letter of a queue, after one confirmation.
 		var ids []string
 		for i := range 3 {

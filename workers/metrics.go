@@ -13,6 +13,7 @@ type Metrics struct {
 	Retries         *prometheus.CounterVec
 	Released        *prometheus.CounterVec
 	LeaseLost       *prometheus.CounterVec
+	Cancelled       *prometheus.CounterVec
 	InFlight        *prometheus.GaugeVec
 	ClaimLatency    *prometheus.HistogramVec
 	HandlerDuration *prometheus.HistogramVec
@@ -31,6 +32,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Retries:   counter("retries_total", "Failed attempts this worker queued for another attempt."),
 		Released:  counter("released_total", "Tasks released back to the queue on drain."),
 		LeaseLost: counter("lease_lost_total", "Tasks whose lease expired while this worker held them (its finish was refused)."),
+		Cancelled: counter("cancelled_total", "Tasks this worker stopped because they were cancelled."),
 		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "trellis", Subsystem: "worker", Name: "in_flight",
 			Help: "Tasks this worker is running now."}, []string{"queue"}),
 		ClaimLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "trellis", Subsystem: "worker", Name: "claim_latency_seconds",
@@ -39,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "How long handlers ran.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}, []string{"queue"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Claimed, m.Done, m.Failed, m.Dead, m.Retries, m.Released, m.LeaseLost, m.InFlight, m.ClaimLatency, m.HandlerDuration)
+		reg.MustRegister(m.Claimed, m.Done, m.Failed, m.Dead, m.Retries, m.Released, m.LeaseLost, m.Cancelled, m.InFlight, m.ClaimLatency, m.HandlerDuration)
 	}
 	return m
 }

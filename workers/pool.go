@@ -88,9 +88,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Pool runs a Handler over one queue with a fixed concurrency.
+// Pool runs a Handler over one queue with a fixed concurrency. It works
+// either beside the queue handler (New: a trusted Trellis process that
+// claims from the queue's consumers and appends the events itself) or
+// through a Trellis server (NewWithSource: a remote worker with a token,
+// for which the server claims and appends).
 type Pool struct {
-	queue   *taskqueue.Handler
+	queue   *taskqueue.Handler // the local path; nil for a remote Source
+	src     Source             // the remote path
 	handler Handler
 	cfg     Config
 	log     *slog.Logger
@@ -102,8 +107,28 @@ type Pool struct {
 	recording chan struct{}
 }
 
-// New returns a pool; Run starts it.
+// New returns a pool working the queue handler in this process; Run
+// starts it.
 func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
+	p, err := newPool(h, cfg)
+	if err == nil {
+		p.queue = queue
+	}
+	return p, err
+}
+
+// NewWithSource returns a pool claiming from src (a remote server's API,
+// say); Run starts it. Such a pool's lease is the one it prepares; it does
+// not see cancellations of its running tasks before they end.
+func NewWithSource(src Source, h Handler, cfg Config) (*Pool, error) {
+	p, err := newPool(h, cfg)
+	if err == nil {
+		p.src = src
+	}
+	return p, err
+}
+
+func newPool(h Handler, cfg Config) (*Pool, error) {
 	cfg = cfg.withDefaults()
 	if err := trellis.ValidateQueueName(cfg.Queue); err != nil {
 		return nil, err
@@ -117,8 +142,45 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 	if cfg.Lease > 0 && cfg.Heartbeat >= cfg.Lease {
 		return nil, trellis.FieldError("heartbeat", "must be shorter than the lease (%s), got %s", cfg.Lease, cfg.Heartbeat)
 	}
-	return &Pool{queue: queue, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker),
+	return &Pool{handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue, "pool", cfg.Worker),
 		recording: make(chan struct{}, cfg.Concurrency)}, nil
+}
+
+// recorder records a run's outcome: the queue handler, or a Source.
+type recorder interface {
+	Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error)
+	Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error)
+	Release(ctx context.Context, taskID, worker, reason string) (*trellis.Task, error)
+}
+
+func (p *Pool) recorder() recorder {
+	if p.queue != nil {
+		return p.queue
+	}
+	return p.src
+}
+
+// lease is a running task's claim: extended by heartbeats, ended by the
+// acknowledgement once the outcome is recorded (a dispatch message held
+// unacknowledged, or a remote claim).
+type lease interface {
+	InProgress() error
+	Ack() error
+}
+
+// remoteLease is a Source's claim as a lease.
+type remoteLease struct{ c *Claim }
+
+func (l remoteLease) InProgress() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return l.c.Heartbeat(ctx)
+}
+
+func (l remoteLease) Ack() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return l.c.Ack(ctx)
 }
 
 // Run claims and runs tasks until ctx ends, then drains: no new claims,
@@ -130,6 +192,9 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 // fetch (and the finishes of handlers ending together) reach the store at
 // the same time and share its group commits.
 func (p *Pool) Run(ctx context.Context) error {
+	if p.queue == nil {
+		return p.runRemote(ctx)
+	}
 	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	cons, err := p.queue.EnsureConsumer(setupCtx, p.cfg.Queue, p.cfg.Lease)
 	cancel()
@@ -137,6 +202,12 @@ func (p *Pool) Run(ctx context.Context) error {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
 	p.ackWait.Store(int64(cons.CachedInfo().Config.AckWait))
+	setupCtx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	lanes, err := p.queue.Lanes(setupCtx, p.cfg.Queue)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
+	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go p.watchLease(watchCtx, cons)
@@ -144,7 +215,14 @@ func (p *Pool) Run(ctx context.Context) error {
 	work, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	var wg sync.WaitGroup
-	p.fetch(ctx, work, cons, &wg)
+	p.fetch(ctx, work, lanes, &wg)
+	p.drain(&wg, cancelWork)
+	return nil
+}
+
+// drain waits for the running handlers (Grace at most, then cancels them:
+// their tasks are released) and the outcomes being recorded.
+func (p *Pool) drain(wg *sync.WaitGroup, cancelWork func()) {
 	p.log.Info("draining", "grace", p.cfg.Grace)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -155,22 +233,120 @@ func (p *Pool) Run(ctx context.Context) error {
 		cancelWork()
 		<-done
 	}
+}
+
+// runRemote runs the pool through a Source: each slot claims a task with a
+// lease (the server claims for it), runs it, and claims the next.
+func (p *Pool) runRemote(ctx context.Context) error {
+	lease := p.cfg.Lease
+	if lease <= 0 {
+		lease = 30 * time.Second
+	}
+	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := p.src.Prepare(setupCtx, p.cfg.Queue, lease)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
+	}
+	p.ackWait.Store(int64(lease))
+	work, cancelWork := context.WithCancel(context.Background())
+	defer cancelWork()
+	var wg sync.WaitGroup
+	for slot := 0; slot < p.cfg.Concurrency; slot++ {
+		wg.Add(1)
+		go func(worker string) {
+			defer wg.Done()
+			p.remoteSlot(ctx, work, worker, &wg)
+		}(p.cfg.Worker + "/" + strconv.Itoa(slot))
+	}
+	<-ctx.Done()
+	p.drain(&wg, cancelWork)
 	return nil
 }
 
+// remoteSlot is one slot of a remote pool: claim, run, until ctx ends.
+func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.WaitGroup) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		start := time.Now()
+		claim, err := p.src.Claim(ctx, p.cfg.Queue, worker, p.cfg.FetchWait)
+		var claimErr *ClaimError
+		if errors.As(err, &claimErr) {
+			p.log.Warn("claim", "worker", worker, "err", err)
+			continue
+		}
+		if err != nil {
+			// NATS unreachable, the server restarting: keep trying until
+			// it is back.
+			p.log.Warn("claim", "worker", worker, "err", err)
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if claim != nil {
+			p.runClaimed(work, remoteLease{claim}, claim.Task, worker, start, wg)
+		}
+	}
+}
+
 // fetch pulls dispatches for the free slots until ctx ends, handing each
-// to a slot of its own.
-func (p *Pool) fetch(ctx, work context.Context, cons jetstream.Consumer, wg *sync.WaitGroup) {
+// to a slot of its own. Whenever slots are free it first takes what the
+// queue's priority lanes hold, best lane first (one no-wait pull per lane
+// for all the free slots); then it keeps one waiting pull per lane, so a
+// dispatch arriving on any lane is taken at once. A dispatch arriving
+// while no slot is free is given back (Nak) for another claimant.
+func (p *Pool) fetch(ctx, work context.Context, lanes []jetstream.Consumer, wg *sync.WaitGroup) {
 	free := make(chan int, p.cfg.Concurrency)
 	for slot := 0; slot < p.cfg.Concurrency; slot++ {
 		free <- slot
 	}
+	type arrival struct {
+		lane int
+		msg  jetstream.Msg
+		err  error
+	}
+	arrivals := make(chan arrival, len(lanes))
+	waiting := make([]bool, len(lanes))
+	var waiters sync.WaitGroup
+	defer func() {
+		// Pulls still waiting end within FetchWait; give back what they get.
+		go func() { waiters.Wait(); close(arrivals) }()
+		for a := range arrivals {
+			if a.msg != nil {
+				_ = a.msg.Nak()
+			}
+		}
+	}()
+	var slots []int
+	run := func(msg jetstream.Msg) {
+		slot := slots[len(slots)-1]
+		slots = slots[:len(slots)-1]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { free <- slot }()
+			p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
+		}()
+	}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		var slots []int
 		select {
 		case s := <-free:
 			slots = append(slots, s)
+		case a := <-arrivals:
+			waiting[a.lane] = false
+			switch {
+			case a.err != nil:
+				p.log.Warn("fetch", "err", a.err)
+				sleepCtx(ctx, backoff)
+				backoff = min(2*backoff, 5*time.Second)
+			case a.msg != nil && len(slots) > 0:
+				backoff = 100 * time.Millisecond
+				run(a.msg)
+			case a.msg != nil:
+				_ = a.msg.Nak()
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -183,37 +359,48 @@ func (p *Pool) fetch(ctx, work context.Context, cons jetstream.Consumer, wg *syn
 				break more
 			}
 		}
-		batch, err := cons.Fetch(len(slots), jetstream.FetchMaxWait(p.cfg.FetchWait))
-		if err != nil {
-			// NATS unreachable, the server restarting, a consumer moving:
-			// keep trying until it is back.
-			for _, s := range slots {
-				free <- s
+		// What the lanes hold now, best lane first.
+		for _, lane := range lanes {
+			if len(slots) == 0 || ctx.Err() != nil {
+				break
 			}
-			p.log.Warn("fetch", "err", err)
-			sleepCtx(ctx, backoff)
-			backoff = min(2*backoff, 5*time.Second)
+			batch, err := lane.FetchNoWait(len(slots))
+			if err != nil {
+				// NATS unreachable, the server restarting, a consumer
+				// moving: the waiting pulls below keep trying.
+				p.log.Warn("fetch", "err", err)
+				break
+			}
+			for msg := range batch.Messages() {
+				if len(slots) == 0 || ctx.Err() != nil {
+					_ = msg.Nak()
+					continue
+				}
+				run(msg)
+			}
+		}
+		if len(slots) == 0 || ctx.Err() != nil {
 			continue
 		}
-		backoff = 100 * time.Millisecond
-		used := 0
-		for msg := range batch.Messages() {
-			if ctx.Err() != nil || used >= len(slots) {
-				// Draining: give the dispatch back untouched.
-				_ = msg.Nak()
+		for i, lane := range lanes {
+			if waiting[i] {
 				continue
 			}
-			slot := slots[used]
-			used++
-			wg.Add(1)
+			waiting[i] = true
+			waiters.Add(1)
 			go func() {
-				defer wg.Done()
-				defer func() { free <- slot }()
-				p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
+				defer waiters.Done()
+				batch, err := lane.Fetch(1, jetstream.FetchMaxWait(p.cfg.FetchWait))
+				if err != nil {
+					arrivals <- arrival{lane: i, err: err}
+					return
+				}
+				var got jetstream.Msg
+				for msg := range batch.Messages() {
+					got = msg
+				}
+				arrivals <- arrival{lane: i, msg: got}
 			}()
-		}
-		for _, s := range slots[used:] {
-			free <- s
 		}
 	}
 }
@@ -287,6 +474,11 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 	if task == nil {
 		return
 	}
+	p.runClaimed(ctx, msg, task, worker, start, wg)
+}
+
+// runClaimed runs a claimed task with its lease (see handle).
+func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, worker string, start time.Time, wg *sync.WaitGroup) {
 	log := p.log.With("task", task.TaskID, "attempt", task.Attempts, "worker", worker)
 	log.Info("task claimed", "max_attempts", task.MaxAttempts)
 	m, q := p.cfg.Metrics, p.cfg.Queue
@@ -295,10 +487,16 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 	m.InFlight.WithLabelValues(q).Inc()
 
 	hbCtx, stopHB := context.WithCancel(context.Background())
-	go p.heartbeat(hbCtx, msg, log)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var cancelled atomic.Pointer[string]
+	go p.heartbeat(hbCtx, msg, task.TaskID, log, func(reason string) {
+		cancelled.Store(&reason)
+		stopRun()
+	})
 	progress := NewProgress(task.Budget)
 	runStart := time.Now()
-	cp, herr := p.run(ctx, task, progress)
+	cp, herr := p.run(runCtx, task, progress)
 	took := time.Since(runStart)
 	m.HandlerDuration.WithLabelValues(q).Observe(took.Seconds())
 	p.recording <- struct{}{}
@@ -308,20 +506,32 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 		defer func() { <-p.recording }()
 		defer m.InFlight.WithLabelValues(q).Dec()
 		defer stopHB()
-		p.record(ctx, msg, task, worker, cp, herr, progress.Usage(), log.With("took", took.Round(time.Millisecond)))
+		p.record(ctx, msg, task, worker, cp, herr, progress.Usage(), cancelled.Load(), log.With("took", took.Round(time.Millisecond)))
 	}()
 }
 
-// record records the outcome of one run (see handle) and ends its lease.
-func (p *Pool) record(work context.Context, msg jetstream.Msg, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, log *slog.Logger) {
+// record records the outcome of one run (see handle), or its cancellation
+// when the task was cancelled while it ran, and ends its lease.
+func (p *Pool) record(work context.Context, msg lease, task *trellis.Task, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, cancelled *string, log *slog.Logger) {
 	m, q := p.cfg.Metrics, p.cfg.Queue
 	// Finishing must not be cut short by the drain: it has its own bound.
 	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	err := p.finish(fctx, work, task, worker, cp, herr, usage, log)
+	var err error
+	if cancelled != nil {
+		_, err = p.queue.CancelClaimed(fctx, task.TaskID, worker)
+		if err == nil {
+			m.Cancelled.WithLabelValues(q).Inc()
+			log.Info("task cancelled", "reason", *cancelled)
+		}
+	} else {
+		err = p.finish(fctx, work, task, worker, cp, herr, usage, log)
+	}
 	switch {
 	case err == nil:
-		_ = msg.Ack()
+		if err := msg.Ack(); err != nil {
+			log.Warn("lease not acknowledged; the dispatch comes back and is skipped as stale", "err", err)
+		}
 	case trellis.ErrorCode(err) == trellis.CodeConflict:
 		// Our lease expired and someone else holds the task now: leave the
 		// dispatch alone (acknowledging it would drop their lease).
@@ -361,7 +571,7 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	switch {
 	case herr != nil && work.Err() != nil:
 		// Cancelled by the drain: give the task back.
-		_, err := p.queue.Release(ctx, task.TaskID, worker, "worker drained before the task finished")
+		_, err := p.recorder().Release(ctx, task.TaskID, worker, "worker drained before the task finished")
 		if err == nil {
 			m.Released.WithLabelValues(q).Inc()
 			log.Info("task released", "reason", "worker drained before the task finished")
@@ -377,13 +587,13 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 			WhatNext: cp.WhatNext, Blockers: cp.Blockers, Citations: cp.Citations,
 			StepsUsed: usage.StepsUsed, ToolCallsUsed: usage.ToolCallsUsed,
 		}
-		_, err := p.queue.Done(ctx, req)
+		_, err := p.recorder().Done(ctx, req)
 		if trellis.ErrorCode(err) == trellis.CodeInvalid {
 			// The handler's checkpoint breaks a rule (an empty list item, a
 			// negative count, oversized text): record the task as done with
 			// a plain checkpoint that says so, rather than run it again.
 			log.Warn("checkpoint rejected; recording a plain one", "err", err)
-			_, err = p.queue.Done(ctx, trellis.DoneRequest{
+			_, err = p.recorder().Done(ctx, trellis.DoneRequest{
 				TaskID: task.TaskID, Worker: worker,
 				WhatWasDone:   errorText(fmt.Errorf("the handler finished, but its checkpoint was rejected (%v)", err)),
 				StepsUsed:     min(max(usage.StepsUsed, 0), trellis.MaxBudget),
@@ -398,12 +608,12 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, worker stri
 	}
 	// A failed run: retried unless the budget is spent.
 	exhausted := errors.Is(herr, ErrBudgetExhausted) || usage.Exceeds(task.Budget)
-	t, err := p.queue.Fail(ctx, trellis.FailRequest{
+	t, err := p.recorder().Fail(ctx, trellis.FailRequest{
 		TaskID: task.TaskID, Worker: worker, Error: errorText(herr), WhatWasDone: cp.WhatWasDone,
 		Blockers: cp.Blockers, StepsUsed: usage.StepsUsed, ToolCallsUsed: usage.ToolCallsUsed, Retry: !exhausted,
 	})
 	if trellis.ErrorCode(err) == trellis.CodeInvalid {
-		t, err = p.queue.Fail(ctx, trellis.FailRequest{
+		t, err = p.recorder().Fail(ctx, trellis.FailRequest{
 			TaskID: task.TaskID, Worker: worker, Error: errorText(herr), Retry: !exhausted,
 			StepsUsed:     min(max(usage.StepsUsed, 0), trellis.MaxBudget),
 			ToolCallsUsed: min(max(usage.ToolCallsUsed, 0), trellis.MaxBudget),
@@ -443,8 +653,12 @@ func errorText(err error) string {
 	return strings.ToValidUTF8(s, "?")
 }
 
-// heartbeat extends the lease of a running task until ctx ends.
-func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, log *slog.Logger) {
+// heartbeat extends the lease of a running task until ctx ends. At each
+// heartbeat it also reads whether the task was cancelled, and if so calls
+// cancel (once) with the reason: the handler's context ends (the exec
+// handler signals its process group).
+func (p *Pool) heartbeat(ctx context.Context, msg lease, taskID string, log *slog.Logger, cancel func(reason string)) {
+	stopped := false
 	last := time.Now()
 	for {
 		// Wake often enough to follow a lease that shrinks meanwhile.
@@ -458,6 +672,17 @@ func (p *Pool) heartbeat(ctx context.Context, msg jetstream.Msg, log *slog.Logge
 		last = time.Now()
 		if err := msg.InProgress(); err != nil {
 			log.Warn("heartbeat", "err", err)
+		}
+		if stopped || p.queue == nil {
+			continue // a remote pool does not read the task (the server would have to)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		asked, reason, err := p.queue.CancelRequested(rctx, taskID)
+		rcancel()
+		if err == nil && asked {
+			stopped = true
+			log.Info("task cancelled: stopping its handler", "reason", reason)
+			cancel(reason)
 		}
 	}
 }

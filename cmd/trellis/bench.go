@@ -23,7 +23,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
 	c.PersistentFlags().IntVar(&a.batchMin, "batch-min", 0, "group commit: the fewest waiting appends committed as one atomic batch (0: the store's default per stream, -1: never batch)")
-	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchBoard())
+	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchBoard(), a.benchSearch())
 	return c
 }
 
@@ -250,10 +250,11 @@ func (a *app) benchIngest() *cobra.Command {
 	var syncInterval time.Duration
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "ingest",
-		Short:   "Ingest a tree (default the Go standard library) and index it, beside raw bleve indexing of the same chunks; re-ingest and query latency",
-		Example: "  trellis bench ingest --root $(go env GOROOT)/src",
-		Args:    cobra.NoArgs,
+		Use:   "ingest",
+		Short: "Ingest a tree (default the Go standard library) and index it, beside raw bleve indexing of the same chunks; re-ingest and query latency",
+		Example: `  trellis bench ingest --root $(go env GOROOT)/src
+  trellis bench ingest --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text   # + embedding time and hybrid latency`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Root == "" {
 				out, err := exec.Command("go", "env", "GOROOT").Output()
@@ -261,6 +262,11 @@ func (a *app) benchIngest() *cobra.Command {
 					cfg.Root = filepath.Join(strings.TrimSpace(string(out)), "src")
 				}
 			}
+			code, err := a.models.codeConfig()
+			if err != nil {
+				return err
+			}
+			cfg.Code = code
 			return a.benchOn(cmd, syncInterval, asJSON, func(store *events.Store) (report, error) {
 				return bench.RunIngest(cmd.Context(), store, cfg)
 			})
@@ -270,5 +276,52 @@ func (a *app) benchIngest() *cobra.Command {
 	c.Flags().IntVar(&cfg.Queries, "queries", 300, "queries to time")
 	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) benchSearch() *cobra.Command {
+	var cfg bench.SearchConfig
+	var asJSON, verbose bool
+	c := &cobra.Command{
+		Use:   "search",
+		Short: "Rank the evaluation questions' held-out half with plain BM25, Trellis lexical and Trellis hybrid over the same chunks: MRR@10, hit@1, hit@10 per kind",
+		Example: `  trellis bench search
+  trellis bench search --half tuning -v
+  trellis bench search --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text   # adds the hybrid row`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.GoSrc == "" {
+				out, err := exec.Command("go", "env", "GOROOT").Output()
+				if err == nil {
+					cfg.GoSrc = filepath.Join(strings.TrimSpace(string(out)), "src")
+				}
+			}
+			code, err := a.models.codeConfig()
+			if err != nil {
+				return err
+			}
+			cfg.Service.Code = code
+			store, cleanup, err := benchStore(cmd, time.Second, a.batchMin)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			rep, err := bench.RunSearch(cmd.Context(), store, cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, rep)
+			}
+			rep.Verbose = verbose
+			rep.Print(a.stdout)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.GoSrc, "go-src", "", "Go source tree holding the Go codebases (default $(go env GOROOT)/src)")
+	f.StringVar(&cfg.Half, "half", bench.HalfHeldOut, "questions to rank: held-out, tuning or all")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print every question's rank per ranker")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

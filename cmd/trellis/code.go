@@ -34,9 +34,14 @@ binary, oversized and unreadable files are skipped and listed.`,
 				return err
 			}
 			defer s.close()
-			sum, err := handlers.Ingest(cmd.Context(), s.store, cfg)
+			sum, err := s.ingest(cmd.Context(), cfg)
 			if cfg.Progress != nil {
 				fmt.Fprintln(a.stderr)
+			}
+			if err == nil && s.embed != nil {
+				// Vectors are recorded now, timed apart from the ingest; a
+				// running server embeds in the background instead.
+				sum.Embedding, err = s.embed(cmd.Context())
 			}
 			if sum != nil && (err == nil || asJSON) {
 				if asJSON {
@@ -48,6 +53,10 @@ binary, oversized and unreadable files are skipped and listed.`,
 					fmt.Fprintf(a.stdout, "ingested %s (repo %s) in %.2fs: %d files seen, %d skipped, %d new, %d changed, %d unchanged, %d deleted; %d chunks added, %d removed (%d events)\n",
 						sum.Root, sum.Repo, sum.Seconds, sum.FilesSeen, sum.FilesSkipped, sum.FilesNew, sum.FilesChanged, sum.Unchanged,
 						sum.FilesDeleted, sum.ChunksAdded, sum.ChunksRemoved, sum.Events)
+					if e := sum.Embedding; e != nil {
+						fmt.Fprintf(a.stdout, "embedded %d chunks with %s in %.2fs (%d events); %d of %d chunks have vectors\n",
+							e.Embedded, e.Model, e.Seconds, e.Events, e.Vectors, e.Chunks)
+					}
 				}
 			}
 			return err
@@ -92,8 +101,69 @@ func (a *app) queryCommand() *cobra.Command {
 	f.StringVar(&req.Tag, "tag", "", "only chunks with this tag")
 	f.StringVar(&req.Repo, "repo", "", "only this repository")
 	f.BoolVar(&req.Content, "content", false, "include each chunk's full content")
+	f.StringVar(&req.Mode, "mode", "", "lexical or hybrid (default: hybrid when an embedding model is configured and chunks have vectors)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+func (a *app) explainCommand() *cobra.Command {
+	var req trellis.ExplainRequest
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "explain QUESTION",
+		Short: "Answer a question about ingested code from retrieved chunks, with checked citations (needs a chat model; otherwise prints the evidence)",
+		Example: `  TRELLIS_CHAT_URL=http://localhost:11434/v1 TRELLIS_CHAT_MODEL=qwen2.5-coder trellis explain "how does error handling work?"
+  trellis explain "how are tasks claimed?" --top-k 5 --path-prefix handlers/`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Question = strings.Join(args, " ")
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.code.Explain(ctx, req) },
+				func(v any) { a.printExplain(v.(*trellis.ExplainResult)) })
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&req.TopK, "top-k", 8, "chunks to retrieve (1-20)")
+	f.StringVar(&req.PathPrefix, "path-prefix", "", "only chunks under this path")
+	f.StringVar(&req.FileType, "file-type", "", "only files with this extension (.py)")
+	f.StringVar(&req.ChunkType, "chunk-type", "", "function, method, class, type, module, section or file")
+	f.StringVar(&req.Tag, "tag", "", "only chunks with this tag")
+	f.StringVar(&req.Repo, "repo", "", "only this repository")
+	f.StringVar(&req.Mode, "mode", "", "retrieval: lexical or hybrid")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// printExplain writes an explain answer, its checked citations and the
+// evidence.
+func (a *app) printExplain(r *trellis.ExplainResult) {
+	if r.NotFound {
+		fmt.Fprintf(a.stdout, "not found: no chunk matches %q.\n", r.Question)
+		if len(r.Suggestions) > 0 {
+			fmt.Fprintf(a.stdout, "Next search: try %s\n", strings.Join(r.Suggestions, ", "))
+		}
+		return
+	}
+	if r.Model == "" {
+		fmt.Fprintf(a.stdout, "%s.\n\nEvidence (%d chunks):\n\n", r.Configure, len(r.Evidence))
+		for i, h := range r.Evidence {
+			fmt.Fprintf(a.stdout, "[%d] CHUNK_ID: %s\n    Source: %s (lines %d-%d)\n    Type: %s (%s)\n\n%s\n\n", i+1, h.ChunkID, h.SourcePath, h.StartLine, h.EndLine, h.ChunkType, h.Name, h.Content)
+		}
+		return
+	}
+	fmt.Fprintf(a.stdout, "%s\n\n", strings.TrimSpace(r.Answer))
+	fmt.Fprintf(a.stdout, "Model: %s. Citations checked against the %d retrieved chunks: %d valid", r.Model, len(r.Evidence), len(r.Citations))
+	if len(r.InvalidCitations) > 0 {
+		fmt.Fprintf(a.stdout, ", %d INVALID (not among the retrieved chunks): %s", len(r.InvalidCitations), strings.Join(r.InvalidCitations, ", "))
+	}
+	fmt.Fprintln(a.stdout, ".")
+	byID := map[string]trellis.ChunkHit{}
+	for _, h := range r.Evidence {
+		byID[h.ChunkID] = h
+	}
+	for _, id := range r.Citations {
+		h := byID[id]
+		fmt.Fprintf(a.stdout, "  %s  %s (lines %d-%d) %s\n", id, h.SourcePath, h.StartLine, h.EndLine, h.Name)
+	}
 }
 
 // printSearch writes results in seed 003's citation format.

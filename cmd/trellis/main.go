@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 )
 
 func main() {
@@ -70,6 +71,10 @@ type app struct {
 	natsURL        string
 	workspaces     []string
 	batchMin       int // bench: the store's group-commit batch minimum
+	models         modelFlags
+	token          string // --token / TRELLIS_TOKEN
+	tlsCA          string // --tls-ca / TRELLIS_TLS_CA
+	natsCreds      string // --nats-creds
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -90,9 +95,25 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.natsURL, "nats-url", os.Getenv("TRELLIS_NATS_URL"), "connect to this NATS server or cluster instead of the embedded one (env TRELLIS_NATS_URL)")
 	root.PersistentFlags().StringSliceVar(&a.workspaces, "workspace", splitList(os.Getenv("TRELLIS_WORKSPACE")),
 		"workspace root(s) holding .vine files and their references (env TRELLIS_WORKSPACE, comma-separated; default the current directory)")
-	root.AddCommand(a.serveCommand(), a.queueCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand())
+	root.PersistentFlags().StringVar(&a.token, "token", os.Getenv("TRELLIS_TOKEN"), "access token for a server started with --auth (env TRELLIS_TOKEN; or a file named by TRELLIS_TOKEN_FILE)")
+	root.PersistentFlags().StringVar(&a.tlsCA, "tls-ca", os.Getenv("TRELLIS_TLS_CA"), "CA certificate (PEM) that verifies the server's TLS certificate, NATS and HTTP (env TRELLIS_TLS_CA)")
+	root.PersistentFlags().StringVar(&a.natsCreds, "nats-creds", os.Getenv("TRELLIS_NATS_CREDS"), "NATS credentials file for a cluster with accounts (env TRELLIS_NATS_CREDS)")
+	a.models.register(root)
+	root.AddCommand(a.serveCommand(), a.tokenCommand(), a.explainCommand(), a.queueCommand(), a.scheduleCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
+	}
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		// A token mounted as a file (a Kubernetes Secret, a compose
+		// volume) when none is given directly.
+		if f := os.Getenv("TRELLIS_TOKEN_FILE"); a.token == "" && f != "" {
+			tok, err := auth.ReadSecret(f)
+			if err != nil {
+				return trellis.Errorf(trellis.CodeInvalid, "TRELLIS_TOKEN_FILE: %w", err)
+			}
+			a.token = tok
+		}
+		return nil
 	}
 	return root
 }

@@ -44,8 +44,35 @@ func printJSON(w io.Writer, v any) error {
 
 // printTask writes a task packet for people.
 func printTask(w io.Writer, t *trellis.Task) {
-	fmt.Fprintf(w, "Task %s  [%s]  queue=%s\n", t.TaskID, t.Status, t.Queue)
+	if t.Duplicate {
+		fmt.Fprintf(w, "Not added: unique key %q is held by this task (duplicate)\n", t.UniqueKey)
+	}
+	fmt.Fprintf(w, "Task %s  [%s]  queue=%s  priority=%d\n", t.TaskID, t.Status, t.Queue, t.Priority)
 	fmt.Fprintf(w, "  Objective:  %s\n", t.Objective)
+	if t.RunAt != nil {
+		fmt.Fprintf(w, "  Run at:     %s\n", t.RunAt.Format(time.RFC3339))
+	}
+	if len(t.After) > 0 {
+		fmt.Fprintf(w, "  After:      %s\n", strings.Join(t.After, ", "))
+	}
+	if len(t.WaitingFor) > 0 {
+		fmt.Fprintf(w, "  Waiting for: %s\n", strings.Join(t.WaitingFor, ", "))
+	}
+	for _, p := range t.Prerequisites {
+		fmt.Fprintf(w, "  Prerequisite %s done: %s\n", p.TaskID, p.WhatWasDone)
+	}
+	if t.UniqueKey != "" {
+		fmt.Fprintf(w, "  Unique key: %s\n", t.UniqueKey)
+	}
+	if t.ConcurrencyKey != "" {
+		fmt.Fprintf(w, "  Concurrency key: %s\n", t.ConcurrencyKey)
+	}
+	if c := t.CancelRequested; c != nil && t.Status != trellis.StatusCancelled {
+		fmt.Fprintf(w, "  Cancel requested by %s: %s (its worker stops it at the next heartbeat)\n", c.By, c.Reason)
+	}
+	if c := t.Cancellation; c != nil {
+		fmt.Fprintf(w, "  Cancelled by %s: %s\n", c.By, c.Reason)
+	}
 	if len(t.Inputs) > 0 {
 		fmt.Fprintf(w, "  Inputs:     %s\n", strings.Join(t.Inputs, ", "))
 	}

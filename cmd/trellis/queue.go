@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
 )
 
 func (a *app) queueCommand() *cobra.Command {
@@ -19,10 +19,9 @@ func (a *app) queueCommand() *cobra.Command {
 		Short: "The task queue: add bounded tasks, claim the next, finish with a checkpoint or fail",
 	}
 	c.AddCommand(a.queueAdd(), a.queueNext(), a.queueDone(), a.queueFail(), a.queueList(), a.queueShow(), a.queueExport(),
-		a.queueRetry(), a.queueControls(),
+		a.queueRetry(), a.queueCancel(), a.queueControls(), a.queueLimit(),
 		a.queueControl("pause", "Pause a queue cluster-wide: no worker claims from it until resumed", "  trellis queue pause default --reason maintenance"),
 		a.queueControl("resume", "Resume a paused queue", "  trellis queue resume default"),
-		a.queueControl("limit", "Cap the leased tasks in flight across all workers of a queue (0 = unlimited)", "  trellis queue limit default 10"),
 		a.queueControl("lease", "Set the queue's lease for every pool: how long a claim survives without a heartbeat (a shorter lease waits until every pool heartbeats for it)", "  trellis queue lease default 2m"))
 	return c
 }
@@ -38,11 +37,14 @@ func (a *app) queueAdd() *cobra.Command {
 		Example: `  trellis queue add --objective "Refactor authentication module" \
     --input chunk_abc123 --input auth.py --acceptance "All tests pass" \
     --max-tool-calls 20 --max-steps 10 --metadata team=core
+  trellis queue add --objective "Send the digest" --delay 30s --priority 1 --unique-key digest --unique-for 1h
+  trellis queue add --objective "Review the form" --after 01J... --concurrency-key repo-a
   trellis queue add --from plan.jsonl      # {"objective": "...", "inputs": [...], ...} per line; - reads stdin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from != "" {
-				for _, name := range []string{"objective", "input", "acceptance", "max-tool-calls", "max-steps", "parent", "max-attempts", "metadata", "idempotency-key"} {
+				for _, name := range []string{"objective", "input", "acceptance", "max-tool-calls", "max-steps", "parent", "max-attempts", "metadata", "idempotency-key",
+					"priority", "delay", "run-at", "unique-key", "unique-for", "after", "concurrency-key"} {
 					if cmd.Flags().Changed(name) {
 						return trellis.FieldError(name, "cannot be combined with --from: give it on each line of the file")
 					}
@@ -69,9 +71,21 @@ func (a *app) queueAdd() *cobra.Command {
 	f.IntVar(&req.MaxAttempts, "max-attempts", trellis.DefaultMaxAttempts, "claims before a worker pool declares the task dead")
 	f.StringArrayVar(&meta, "metadata", nil, "metadata key=value; repeatable")
 	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "repeat-safe key: a second add with the same key (within the duplicate window) returns the first task")
+	addSchedulingFlags(f, &req)
 	f.StringVar(&from, "from", "", "add every task of a JSONL file (one add request per line, queue_add's fields; - reads stdin), in calls of up to 1000")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// addSchedulingFlags adds the flags of an add's scheduling fields.
+func addSchedulingFlags(f *pflag.FlagSet, req *trellis.AddTaskRequest) {
+	f.IntVar(&req.Priority, "priority", trellis.DefaultPriority, fmt.Sprintf("1 (claimed first) to %d (last)", trellis.MaxPriority))
+	f.StringVar(&req.Delay, "delay", "", "scheduled until this long from now (30s, 10m, 2h)")
+	f.StringVar(&req.RunAt, "run-at", "", "scheduled until this RFC 3339 time (2026-12-01T09:00:00Z)")
+	f.StringVar(&req.UniqueKey, "unique-key", "", "while a task added with this key holds it, an add with the key returns that task (\"duplicate\": true)")
+	f.StringVar(&req.UniqueFor, "unique-for", "", "hold the unique key this long after the add (default: while the task is not finished)")
+	f.StringArrayVar(&req.After, "after", nil, "a prerequisite task id: waiting until it is done; repeatable")
+	f.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "a key the queue's per-key limit applies to (e.g. a repository)")
 }
 
 // parseMetadata turns k=v pairs into a map.
@@ -195,30 +209,36 @@ func (a *app) printFinished(dataDir string, t *trellis.Task) {
 
 func (a *app) queueList() *cobra.Command {
 	var req trellis.ListRequest
-	var status string
+	var status, asOf string
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List one page of tasks from the queue board, oldest first, with counts per queue",
 		Long: "List one page of tasks from the queue board in task id (creation) order, with the task counts per queue and status.\n" +
 			"A page holds at most --limit rows (default 100, at most 1000); when more match, the output ends with the\n" +
-			"next cursor (next_cursor in --json): pass it as --cursor for the next page.",
+			"next cursor (next_cursor in --json): pass it as --cursor for the next page.\n" +
+			"With --as-of TIME the board is the one the log held at TIME (rebuilt from the log, cached under <data>/asof/).",
 		Example: `  trellis queue list --status queued --json
+  trellis queue list --as-of 2026-01-02T09:30:00Z
   trellis queue list --queue ops --since 2026-01-02T15:04:05Z --limit 50
   trellis queue list --limit 50 --cursor dDE6MDFKLi4u`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Status = trellis.Status(status)
+			if asOf != "" {
+				return a.listAsOf(cmd, req, asOf, asJSON)
+			}
 			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.queue.List(ctx, req) },
 				func(v any) { printList(a.stdout, v.(*trellis.TaskList)) })
 		},
 	}
 	c.Flags().StringVar(&req.Queue, "queue", "", "only this queue")
-	c.Flags().StringVar(&status, "status", "", "only this status: queued, claimed, done, failed, dead")
+	c.Flags().StringVar(&status, "status", "", "only this status: scheduled, waiting, queued, claimed, done, failed, dead, cancelled")
 	c.Flags().StringVar(&req.Since, "since", "", "only tasks updated at or after this RFC 3339 time (e.g. 2026-01-02T15:04:05Z)")
 	c.Flags().IntVar(&req.Limit, "limit", trellis.DefaultListLimit, fmt.Sprintf("rows per page (at most %d)", trellis.MaxListLimit))
 	c.Flags().StringVar(&req.Cursor, "cursor", "", "continue after the previous page: its next cursor")
 	c.Flags().StringVar(&req.Text, "text", "", "only tasks whose objective contains this text (ignoring case) or whose id starts with it")
+	c.Flags().StringVar(&asOf, "as-of", "", "the board as the log stood at this time (RFC 3339, a date, or a duration ago), rebuilt from the log")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
@@ -253,7 +273,7 @@ func (a *app) queueExport() *cobra.Command {
 			}
 			defer s.close()
 			if out == "" {
-				_, err := handlers.ExportTasks(cmd.Context(), s.store, a.stdout)
+				_, err := s.exportTasks(cmd.Context(), a.stdout)
 				return err
 			}
 			n, err := exportToFile(cmd.Context(), s, out)
@@ -277,7 +297,7 @@ func exportToFile(ctx context.Context, s *session, out string) (int, error) {
 		return 0, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
 	}
 	defer func() { _ = os.Remove(f.Name()) }() // after the rename: nothing
-	n, err := handlers.ExportTasks(ctx, s.store, f)
+	n, err := s.exportTasks(ctx, f)
 	if err != nil {
 		_ = f.Close()
 		return n, err

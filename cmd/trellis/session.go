@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/natsapi"
@@ -27,12 +29,20 @@ type session struct {
 	vine    trellis.VineService
 	memory  trellis.MemoryService
 	code    trellis.CodeService
+	auditor trellis.AuditService
 	store   *events.Store
 	replay  func(context.Context) (*handlers.ReplayResult, error)
+	// embed embeds chunks without vectors (local sessions with an
+	// embedding model; a running server does it in the background).
+	embed   func(context.Context) (*handlers.EmbedSummary, error)
 	dataDir string // where checkpoints are written
 	remote  bool
 	ping    *natsapi.PingInfo // what the running server answered (remote only)
-	close   func()
+	// client is the NATS API client of a remote session. With a token
+	// (store nil) everything goes through it: a token holder may not
+	// read or append to the log directly.
+	client *natsapi.Client
+	close  func()
 }
 
 // pingTimeout bounds the discovery of a running server.
@@ -50,8 +60,12 @@ func (a *app) openSession(ctx context.Context) (*session, error) {
 		}
 		if info != nil {
 			url = info.NATSURL
-			if s, err := a.remoteSession(ctx, url); err == nil {
+			s, err := a.remoteSession(ctx, url)
+			if err == nil {
 				return s, nil
+			}
+			if trellis.ErrorCode(err) == trellis.CodeUnauthorized {
+				return nil, err // the server is there and refuses us
 			}
 			url = "" // stale serve.json: the server is gone
 		}
@@ -69,12 +83,18 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 	// Reconnect for as long as it takes: a long-running command (a worker)
 	// must survive a server restart; one-shot requests have their own
 	// timeouts.
-	nc, err := nats.Connect(url, nats.Name("trellis-cli"), nats.Timeout(pingTimeout),
-		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	nc, err := nats.Connect(url, a.natsOptions()...)
+	if errors.Is(err, nats.ErrAuthorization) || (err != nil && strings.Contains(err.Error(), "Authorization Violation")) {
+		msg := fmt.Sprintf("the NATS server at %s refused the connection: it needs a valid token (--token or TRELLIS_TOKEN)", url)
+		if a.token != "" {
+			msg = fmt.Sprintf("the NATS server at %s refused the token: it is unknown or revoked", url)
+		}
+		return nil, &trellis.Error{Code: trellis.CodeUnauthorized, Message: msg, Err: errors.Join(errNoNATS, err)}
+	}
 	if err != nil {
 		return nil, &trellis.Error{Code: trellis.CodeUnavailable, Message: fmt.Sprintf("connect to NATS %s: %v", url, err), Err: errors.Join(errNoNATS, err)}
 	}
-	client := natsapi.NewClient(nc, 0)
+	client := natsapi.NewClient(nc, 0).WithToken(a.token)
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	info, err := client.Ping(pctx)
@@ -82,17 +102,23 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		nc.Close()
 		return nil, err
 	}
-	store, err := events.NewStore(nc, events.StoreConfig{})
-	if err != nil {
-		nc.Close()
-		return nil, err
+	var store *events.Store
+	if a.token == "" {
+		// No token: a server without authentication, whose log this
+		// client may read (and a worker append to) directly.
+		if store, err = events.NewStore(nc, events.StoreConfig{}); err != nil {
+			nc.Close()
+			return nil, err
+		}
 	}
 	return &session{
+		client:  client,
 		queue:   client,
 		admin:   client,
 		vine:    client,
 		memory:  client,
 		code:    client,
+		auditor: client,
 		store:   store,
 		replay:  client.Replay,
 		dataDir: info.DataDir,
@@ -123,6 +149,9 @@ func (a *app) serverSession(ctx context.Context, who string) (*session, error) {
 		url, where = info.NATSURL, fmt.Sprintf("%s (pid %d)", server.InfoPath(a.dataDir), info.PID)
 	}
 	s, err := a.remoteSession(ctx, url)
+	if trellis.ErrorCode(err) == trellis.CodeUnauthorized {
+		return nil, err
+	}
 	if err != nil {
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "%s needs a running trellis server; the one at %s from %s does not answer (%s): %s",
 			who, url, where, trellis.AsError(err).Message, fix)
@@ -149,7 +178,12 @@ func (a *app) embeddedSession(ctx context.Context, log *slog.Logger) (*session, 
 
 // localSession runs Trellis in this process for one command.
 func (a *app) localSession(ctx context.Context, url string) (*session, error) {
+	code, err := a.models.codeConfig()
+	if err != nil {
+		return nil, err
+	}
 	s, _, err := a.startLocal(ctx, server.Config{
+		Code:       code,
 		DataDir:    a.dataDir,
 		NATSURL:    url,
 		NATSAddr:   "-",
@@ -182,9 +216,92 @@ func (a *app) startLocal(ctx context.Context, cfg server.Config) (*session, *ser
 		vine:    srv.Service(),
 		memory:  srv.Service(),
 		code:    srv.Service(),
+		auditor: srv.Service(),
 		store:   srv.Store(),
 		replay:  srv.Service().Replay,
+		embed:   srv.Service().EmbedPending,
 		dataDir: dataDir,
 		close:   srv.Close,
 	}, srv, nil
+}
+
+// natsOptions are the connection options of a client: reconnect for as
+// long as it takes (a long-running command such as a worker must survive
+// a server restart; one-shot requests have their own timeouts), the token
+// (the embedded server's credential; replies arrive under the token's own
+// inbox prefix, the only one it may subscribe to), the CA and the
+// credentials file.
+func (a *app) natsOptions() []nats.Option {
+	opts := []nats.Option{nats.Name("trellis-cli"), nats.Timeout(pingTimeout),
+		nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if a.token != "" {
+		if a.natsCreds == "" {
+			opts = append(opts, nats.Token(a.token))
+		}
+		opts = append(opts, nats.CustomInboxPrefix(auth.InboxPrefix(a.token)))
+	}
+	if a.natsCreds != "" {
+		opts = append(opts, nats.UserCredentials(a.natsCreds))
+	}
+	if a.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(a.tlsCA))
+	}
+	return opts
+}
+
+// audit returns an aggregate's events: from the log, or through the
+// server's API when this client may not read the log (a token).
+func (s *session) audit(ctx context.Context, id string) ([]events.Recorded, error) {
+	if s.store == nil {
+		return s.client.Audit(ctx, id)
+	}
+	return handlers.Audit(ctx, s.store, id)
+}
+
+// exportTasks writes the JSONL task-packet log and returns the number of
+// packets (counted from the lines when it comes through the API).
+func (s *session) exportTasks(ctx context.Context, w io.Writer) (int, error) {
+	if s.store == nil {
+		cw := &lineCounter{w: w}
+		err := s.client.Export(ctx, cw)
+		return cw.n, err
+	}
+	return handlers.ExportTasks(ctx, s.store, w)
+}
+
+// ingest ingests a directory: here, or with a token by the server, which
+// must be able to read the same path.
+func (s *session) ingest(ctx context.Context, cfg handlers.IngestConfig) (*handlers.IngestSummary, error) {
+	if s.store == nil {
+		root, err := filepath.Abs(cfg.Root)
+		if err != nil {
+			return nil, trellis.FieldError("path", "%v", err)
+		}
+		return s.client.Ingest(ctx, root, cfg.Repo)
+	}
+	return handlers.Ingest(ctx, s.store, cfg)
+}
+
+// lineCounter counts the lines written through it.
+type lineCounter struct {
+	w io.Writer
+	n int
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.n += strings.Count(string(p), "\n")
+	return c.w.Write(p)
+}
+
+// log returns the event log for a command that reads it directly (audit
+// verify and export, replay --until, queue list --as-of), or an error
+// saying why it cannot: a token holder reaches Trellis only through its
+// API, never the log.
+func (s *session) log(command string) (*events.Store, error) {
+	if s.store == nil {
+		return nil, &trellis.Error{Code: trellis.CodeUnauthorized, Field: "token",
+			Message: command + " reads the event log directly, which a token may not: run it where the server runs, " +
+				"without --token, with NATS credentials that may read the log's streams (the servers' user)"}
+	}
+	return s.store, nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,8 +90,29 @@ commands get --grace to finish, the rest are released back to the queue.`,
 			}
 			handler := &workers.Exec{Command: command}
 			defer handler.Close()
-			pool, err := workers.New(taskqueue.New(s.store, qcfg), handler, cfg)
-			if err != nil {
+			var pool *workers.Pool
+			if s.store == nil {
+				// With a token the server claims, decides and appends for
+				// this worker (retries are the server's backoff): the
+				// worker acts as the token's name or one of its slots.
+				who, err := s.client.Whoami(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if who != nil && cfg.Worker == "" {
+					// Pools of one token on several machines: each its own
+					// claimant, all acting as the token's name.
+					host, _ := os.Hostname()
+					if host == "" {
+						host = "worker"
+					}
+					cfg.Worker = fmt.Sprintf("%s/%s-%d", who.Name, host, os.Getpid())
+				}
+				pool, err = workers.NewWithSource(s.client.WorkerSource(), handler, cfg)
+				if err != nil {
+					return err
+				}
+			} else if pool, err = workers.New(taskqueue.New(s.store, qcfg), handler, cfg); err != nil {
 				return err
 			}
 			log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "lease", cfg.Lease)
@@ -103,7 +125,7 @@ commands get --grace to finish, the rest are released back to the queue.`,
 	f.StringVar(&command, "exec", "", "command run per task with sh -c (required)")
 	f.DurationVar(&cfg.Lease, "lease", 0, "how long a claim survives without a heartbeat: the queue's lease, shared by all its pools (0 keeps the queue's; 30s for a new queue; another value becomes the queue's lease)")
 	f.DurationVar(&cfg.Grace, "grace", 30*time.Second, "on SIGTERM, how long running commands may finish before their tasks are released")
-	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>)")
+	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>; with a token <token name>/<hostname>-<pid>, and an explicit one must start with <token name>/)")
 	f.DurationVar(&backoff, "backoff", time.Second, "first retry delay; doubles per attempt up to 5m, with jitter")
 	f.BoolVar(&embedded, "embedded", false, "run a Trellis server inside this worker instead of using a running one (it holds the data dir while the worker runs)")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:0", "serve Prometheus /metrics here (port 0 picks one; empty disables)")

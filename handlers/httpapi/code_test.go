@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/trellis/trellis"
@@ -29,10 +30,19 @@ func TestCodeSearchRoutes(t *testing.T) {
 	if chunk.Content == "" {
 		t.Fatal("chunk without content")
 	}
+	var ex trellis.ExplainResult
+	b.do(t, http.MethodPost, "/v1/code/explain", map[string]any{"question": "adds numbers", "k": 3}).expect(t, http.StatusOK, &ex)
+	if ex.NotFound || ex.Evidence[0].Name != "Sum" || ex.Evidence[0].Content == "" || !strings.Contains(ex.Configure, "--chat-url") || ex.Answer != "" {
+		t.Fatalf("explain = %+v", ex)
+	}
 	for _, c := range []struct {
 		method, path, body string
 		status             int
 	}{
+		{http.MethodPost, "/v1/code/explain", `{"question":""}`, http.StatusBadRequest},
+		{http.MethodPost, "/v1/code/explain", `{"question":"x","k":50}`, http.StatusBadRequest},
+		{http.MethodPost, "/v1/code/explain", `{"question":"x","mode":"hybrid"}`, http.StatusServiceUnavailable},
+		{http.MethodPost, "/v1/code/search", `{"query":"x","mode":"fuzzy"}`, http.StatusBadRequest},
 		{http.MethodPost, "/v1/code/search", `{"query":"x","k":1000}`, http.StatusBadRequest},
 		{http.MethodPost, "/v1/code/search", `{"query":"x","colour":"red"}`, http.StatusBadRequest},
 		{http.MethodPost, "/v1/code/search", `{"query":`, http.StatusBadRequest},

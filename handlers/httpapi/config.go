@@ -3,6 +3,8 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+
+	"github.com/trellis/trellis/auth"
 )
 
 // DefaultMaxBodyBytes is the request body limit used when
@@ -14,10 +16,23 @@ type Config struct {
 	// MaxBodyBytes bounds a request body; a larger body is answered with
 	// 413 (default DefaultMaxBodyBytes, 1 MiB).
 	MaxBodyBytes int64
-	// Mounts are extra handlers served as they are (no body limit, no error
-	// rewriting), keyed by their http.ServeMux pattern, e.g. "/mcp" or
-	// "GET /metrics". A pattern must not overlap a built-in route.
+	// Mounts are extra handlers served as they are (no error rewriting),
+	// keyed by their http.ServeMux pattern, e.g. "/mcp" or "GET /metrics".
+	// They pass the same checks as the routes first: the body cap, Host
+	// and Origin, the content type, and the token. A pattern must not
+	// overlap a built-in route.
 	Mounts map[string]http.Handler
+	// Auth, when set, requires a bearer token on every route but GET
+	// /healthz: 401 without a valid one, 403 when its role may not (see
+	// auth.Required and RouteOp). Nil: authentication off.
+	Auth auth.Verifier
+	// Loopback is true when the server listens on a loopback address
+	// only: requests must then name a loopback host (localhost,
+	// 127.0.0.0/8, [::1]), which defeats DNS rebinding.
+	Loopback bool
+	// Hosts are further host names clients reach this server by; when
+	// set, a request naming any other (non-loopback) host is refused.
+	Hosts []string
 	// Logger receives internal errors and recovered panics (default
 	// slog.Default()).
 	Logger *slog.Logger

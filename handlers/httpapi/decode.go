@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 )
 
 // decodeBody reads the request body into v, a pointer to a request struct,
@@ -35,9 +36,12 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, v any, allow
 		return &trellis.Error{Code: trellis.CodeInvalid, Field: "body", Message: fmt.Sprintf("could not be read: %v", err), Err: err}
 	}
 	if allowEmpty && len(bytes.TrimSpace(raw)) == 0 {
-		return nil
+		return auth.Bind(r.Context(), v)
 	}
-	return trellis.DecodeRequest(raw, v)
+	if err := trellis.DecodeRequest(raw, v); err != nil {
+		return err
+	}
+	return auth.Bind(r.Context(), v)
 }
 
 // queryParams parses the query string: only the allowed parameters, each

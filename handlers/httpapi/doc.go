@@ -19,8 +19,15 @@
 //	GET  /v1/queue/tasks?queue=&status=&since=&limit=&cursor=       200 trellis.TaskList (one page)
 //	GET  /v1/queue/tasks/{id}                                    200 task
 //	GET  /v1/queue/export                                        200 application/x-ndjson task packets
+//	GET  /v1/audit?queue=|graph=|stream=&since=&until=&actor=&type=&limit=&cursor=
+//	                                                             200 trellis.AuditPage (one page)
+//	GET  /v1/audit?...&format=jsonl                              200 application/x-ndjson trellis.AuditEvent, every one
 //	GET  /v1/audit/{id}                                          200 AuditResponse
 //	POST /v1/queue/tasks/{id}/retry {"actor"} or no body          200 task
+//	POST /v1/queue/tasks/{id}/cancel {"reason", "actor"} or no body 200 task (cancelled, or marked)
+//	POST /v1/schedules              trellis.ScheduleRequest      201 trellis.Schedule
+//	GET  /v1/schedules                                           200 {"schedules": [trellis.Schedule]}
+//	DELETE /v1/schedules/{name}                                  200 trellis.Schedule (removed)
 //	GET  /v1/queues/{queue}/controls                             200 trellis.QueueControls
 //	POST /v1/queues/{queue}/controls trellis.ControlRequest      200 trellis.QueueControls
 //	POST /v1/vine/next              trellis.VineFileRequest      200 vine.Frontier
@@ -38,6 +45,9 @@
 // Request bodies are decoded strictly: at most Config.MaxBodyBytes bytes of
 // valid UTF-8 holding exactly one JSON object, whose keys are the request
 // type's field names exactly (case-sensitive, each at most once); unknown
-// fields and trailing data are rejected. The Content-Type header is not
-// checked.
+// fields and trailing data are rejected. Before any route or mount runs,
+// every request passes the guard (guard.go): the body cap, the Host and
+// Origin checks against DNS rebinding and cross-site requests, an
+// application/json content type on bodies (415), and with Config.Auth a
+// bearer token (401) and a role that covers the route (403).
 package httpapi

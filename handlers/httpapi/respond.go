@@ -40,7 +40,7 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 // (or of a statusError), logging what the caller cannot act on.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	te := trellis.AsError(err)
-	status := trellis.HTTPStatus(te.Code)
+	status := statusOf(err, te)
 	var se *statusError
 	if errors.As(err, &se) {
 		status = se.status

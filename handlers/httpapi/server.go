@@ -15,6 +15,9 @@ type server struct {
 	cfg Config
 	log *slog.Logger
 	mux *http.ServeMux
+	// patterns are the registered routes and mounts (each must be in
+	// routeOps or openPatterns).
+	patterns []string
 }
 
 // apiFunc is a route's handler: it writes a successful response itself and
@@ -36,9 +39,14 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 	s.handle("GET /v1/queue/tasks", s.listTasks)
 	s.handle("GET /v1/queue/tasks/{id}", s.showTask)
 	s.handle("POST /v1/queue/tasks/{id}/retry", s.retryTask)
+	s.handle("POST /v1/queue/tasks/{id}/cancel", s.cancelTask)
+	s.handle("POST /v1/schedules", s.addSchedule)
+	s.handle("GET /v1/schedules", s.listSchedules)
+	s.handle("DELETE /v1/schedules/{name}", s.removeSchedule)
 	s.handle("GET /v1/queues/{queue}/controls", s.queueControls)
 	s.handle("POST /v1/queues/{queue}/controls", s.controlQueue)
 	s.handle("GET /v1/queue/export", s.exportTasks)
+	s.handle("GET /v1/audit", s.auditQuery)
 	s.handle("GET /v1/audit/{id}", s.audit)
 	s.handle("POST /v1/replay", s.replay)
 	s.handle("POST /v1/vine/next", s.vineNext)
@@ -55,6 +63,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 
 	for pattern, h := range cfg.Mounts {
 		s.mux.Handle(pattern, h)
+		s.patterns = append(s.patterns, pattern)
 	}
 	return s
 }
@@ -63,6 +72,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 // the error shape.
 func (s *server) handle(pattern string, fn apiFunc) {
 	s.mux.Handle(pattern, s.wrap(fn))
+	s.patterns = append(s.patterns, pattern)
 }
 
 // wrap turns an apiFunc into an http.Handler.
@@ -98,6 +108,11 @@ func (s *server) wrap(fn apiFunc) http.Handler {
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
+		r, err := s.guard(w, r, pattern)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		s.mux.ServeHTTP(w, r)
 		return
 	}

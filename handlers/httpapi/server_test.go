@@ -71,7 +71,8 @@ func TestHealthz(t *testing.T) {
 }
 
 // TestMountsAndBodyLimit: mounted handlers are served as they are, and a
-// configured body limit replaces the 1 MiB default.
+// configured body limit replaces the 1 MiB default, for every route and
+// mount alike.
 func TestMountsAndBodyLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, httpapi.Config{
@@ -82,9 +83,9 @@ func TestMountsAndBodyLimit(t *testing.T) {
 				_, _ = io.WriteString(w, "trellis_up 1\n")
 			}),
 			"/mcp": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body) // no body limit on mounts
+				body, _ := io.ReadAll(r.Body)
 				w.WriteHeader(http.StatusAccepted)
-				_, _ = io.WriteString(w, r.Method+" "+strings.Repeat("x", len(body)/1000))
+				_, _ = io.WriteString(w, r.Method+" "+strings.Repeat("x", len(body)/10))
 			}),
 		},
 	})
@@ -92,9 +93,14 @@ func TestMountsAndBodyLimit(t *testing.T) {
 	if res.status != http.StatusOK || string(res.body) != "trellis_up 1\n" || !strings.HasPrefix(res.header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("/metrics: %d %q %q", res.status, res.header.Get("Content-Type"), res.body)
 	}
-	res = b.do(t, http.MethodPost, "/mcp", strings.Repeat("y", 2000))
+	res = b.do(t, http.MethodPost, "/mcp", strings.Repeat("y", 20))
 	if res.status != http.StatusAccepted || string(res.body) != "POST xx" {
 		t.Fatalf("/mcp: %d %q", res.status, res.body)
+	}
+	// Mounts have the same body cap as every route (issue 11: /mcp had none).
+	res = b.do(t, http.MethodPost, "/mcp", strings.Repeat("y", 2000))
+	if res.status != http.StatusRequestEntityTooLarge || res.apiError(t).Field != "body" {
+		t.Fatalf("/mcp with 2000 bytes: %d %q", res.status, res.body)
 	}
 
 	before := b.lastSeq(t)

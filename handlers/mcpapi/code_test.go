@@ -41,3 +41,25 @@ func TestSearchChunksTool(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainCodeTool: without a chat model explain_code returns the
+// evidence and what to configure; bad arguments are invalid.
+func TestExplainCodeTool(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	repo := t.TempDir()
+	os.WriteFile(filepath.Join(repo, "reg.py"), []byte("class ToolRegistry:\n    \"\"\"Registry for managing tools.\"\"\"\n\n    def register(self, tool):\n        \"\"\"Add a tool.\"\"\"\n        self.tools.append(tool)\n"), 0o644)
+	if _, err := handlers.Ingest(ctx, b.nats.Store, handlers.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	cs := b.connect(t, ctx)
+	res := call(t, ctx, cs, "explain_code", map[string]any{"question": "how are tools registered?", "k": 2})
+	if got := text(res); res.IsError || !strings.Contains(got, "--chat-url") || !strings.Contains(got, "CHUNK_ID: chunk_") || !strings.Contains(got, "self.tools.append(tool)") {
+		t.Fatalf("explain_code = %s", got)
+	}
+	for _, args := range []map[string]any{{"question": ""}, {"question": "x", "k": 50}, {"k": 2}} {
+		if got := callErr(t, ctx, cs, "explain_code", args); !strings.HasPrefix(got, "invalid") {
+			t.Errorf("%v: %s", args, got)
+		}
+	}
+}

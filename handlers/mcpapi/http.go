@@ -1,6 +1,7 @@
 package mcpapi
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/events"
 )
 
 // SessionIdleTimeout is how long the streamable-HTTP handler keeps a
@@ -24,8 +27,11 @@ const SessionIdleTimeout = time.Hour
 // the request is refused with 400), else as "mcp:<client name>@<remote
 // host>", which survives reconnects. Idle sessions close after
 // SessionIdleTimeout; request bodies are limited to the SDK's default (4
-// MiB); requests reaching a loopback listener with a non-loopback Host
-// header are refused (the SDK's DNS-rebinding protection).
+// MiB), and to the HTTP API's cap when mounted under it; requests reaching
+// a loopback listener with a non-loopback Host header are refused (the
+// SDK's DNS-rebinding protection). Mounted under the HTTP API with
+// authentication on, the caller's identity (from the request's context)
+// comes first: see identity.of.
 func HTTPHandler(srv *mcp.Server) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return srv },
@@ -40,8 +46,21 @@ func HTTPHandler(srv *mcp.Server) http.Handler {
 		r = r.WithContext(r.Context())
 		r.Header = r.Header.Clone()
 		r.Header.Del(HeaderWorker)
+		r.Header.Del(identityHeader)
+		if caller, ok := auth.FromContext(r.Context()); ok {
+			if worker != "" && !events.ActsAs(caller.Name, worker) {
+				http.Error(w, fmt.Sprintf("unauthorized: %s acts only as %q or %q/<slot>, not as %q", caller, caller.Name, caller.Name, worker), http.StatusForbidden)
+				return
+			}
+			r.Header.Set(identityHeader, caller.Encode())
+		}
 		if worker != "" {
 			r.Header.Set(HeaderWorker, worker)
+		}
+		if r.Method == http.MethodGet {
+			// A GET is the server's event stream: it lives as long as the
+			// session, past the server's write timeout.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		}
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/handlers/mcpapi"
 )
 
 // TestInputSchemasHavePlainTypes walks every tool's input schema, as a
@@ -18,8 +21,8 @@ func TestInputSchemasHavePlainTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 24 {
-		t.Fatalf("tools/list has %d tools; want all 24 (queue, vine, memory, code)", len(res.Tools))
+	if len(res.Tools) != 27 {
+		t.Fatalf("tools/list has %d tools; want all 27 (queue, vine, memory, code, audit)", len(res.Tools))
 	}
 	containers := 0
 	for _, tool := range res.Tools {
@@ -77,4 +80,22 @@ func walkSchema(path string, s map[string]any, visit func(path string, s map[str
 func compact(v any) string {
 	data, _ := json.Marshal(v)
 	return string(data)
+}
+
+// TestEveryListedToolIsAuthorizedAsAnOperation: each tool a client sees
+// in tools/list maps to an operation the policy names, so a new tool
+// cannot fall silently to the admin-only default.
+func TestEveryListedToolIsAuthorizedAsAnOperation(t *testing.T) {
+	t.Parallel()
+	b, ctx := setupVine(t)
+	cs := b.connect(t, ctx)
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if op := mcpapi.ToolOp(tool.Name); !auth.Known(op) {
+			t.Errorf("tool %s is authorized as %q, which the policy does not name", tool.Name, op)
+		}
+	}
 }

@@ -50,7 +50,8 @@ func NewServer(svc trellis.QueueService, version string) *mcp.Server {
 // vine_write, vine_expand and vine_claim plus the resources
 // vine://spec/brief and vine://spec/full; when svc also implements
 // trellis.MemoryService, as seed 004's task_* and memory tools (see
-// registerMemoryTools). The server holds no state of its own: every call
+// registerMemoryTools); when svc also implements trellis.AuditService, as
+// the tool audit_query. The server holds no state of its own: every call
 // goes to svc, and one server may serve any number of sessions (see
 // HTTPHandler and ServeStdio). A cfg.Worker that is not a worker id is a
 // programming error and panics.
@@ -78,6 +79,10 @@ func NewServerWith(svc trellis.QueueService, cfg Config) *mcp.Server {
 	if isCode {
 		instr += "\n\n" + codeInstructions
 	}
+	as, isAudit := svc.(trellis.AuditService)
+	if isAudit {
+		instr += "\n\n" + auditInstructions
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "Trellis task queue", Version: version}, &mcp.ServerOptions{
 		Instructions: instr,
 		// Advertise only what is served: tools (inferred when they are
@@ -94,6 +99,9 @@ func NewServerWith(svc trellis.QueueService, cfg Config) *mcp.Server {
 	}
 	if isCode {
 		registerCodeTools(srv, cs)
+	}
+	if isAudit {
+		registerAuditTools(srv, as)
 	}
 	return srv
 }

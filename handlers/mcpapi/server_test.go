@@ -26,7 +26,9 @@ func TestToolsList(t *testing.T) {
 		output   bool
 	}{
 		"queue_add": {[]string{"objective", "inputs", "acceptance", "max_tool_calls", "max_steps",
-			"queue", "parent_id", "max_attempts", "metadata", "idempotency_key"}, []string{"objective"}, true},
+			"queue", "parent_id", "max_attempts", "metadata", "idempotency_key",
+			"priority", "delay", "run_at", "unique_key", "unique_for", "after", "concurrency_key"}, []string{"objective"}, true},
+		"queue_cancel":   {[]string{"task_id", "reason"}, []string{"task_id"}, true},
 		"queue_add_many": {[]string{"tasks"}, []string{"tasks"}, true},
 		"queue_next":     {[]string{"queue", "worker"}, nil, false},
 		"queue_done": {[]string{"task_id", "what_was_done", "what_changed", "what_next", "citations",
@@ -40,6 +42,7 @@ func TestToolsList(t *testing.T) {
 		"vine_write":    {[]string{"file", "operations"}, []string{"file", "operations"}, true},
 		"vine_expand":   {[]string{"file", "ref_id", "child_file"}, []string{"file", "ref_id", "child_file"}, true},
 		"search_chunks": {[]string{"query", "k", "filters", "content"}, []string{"query"}, false},
+		"explain_code":  {[]string{"question", "k", "filters"}, []string{"question"}, false},
 		"vine_claim":    {[]string{"file", "id", "agent"}, []string{"file"}, true},
 
 		"task_create":           {[]string{"name", "description", "objectives", "parent"}, []string{"name"}, true},
@@ -53,6 +56,7 @@ func TestToolsList(t *testing.T) {
 		"consolidate":           {[]string{"level", "session", "task", "agent_id", "merge"}, []string{"level"}, true},
 		"facts":                 {[]string{"branch", "status", "category", "query", "task"}, nil, true},
 		"consolidation_history": {[]string{"task"}, nil, true},
+		"audit_query":           {[]string{"queue", "graph", "stream", "since", "until", "actor", "type", "limit", "cursor"}, nil, true},
 	}
 	if len(res.Tools) != len(want) {
 		t.Errorf("got %d tools; want %d", len(res.Tools), len(want))

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 )
 
 // The tool names: seed 000's queue tools plus the board's read tools.
@@ -21,6 +23,8 @@ const (
 	ToolQueueFail    = "queue_fail"
 	ToolQueueList    = "queue_list"
 	ToolQueueShow    = "queue_show"
+	// ToolQueueCancel cancels a task.
+	ToolQueueCancel = "queue_cancel"
 )
 
 // showArgs is queue_show's input.
@@ -56,8 +60,15 @@ func (b boundTool[In]) register(srv *mcp.Server) {
 	t := *b.tool
 	t.InputSchema = schema
 	srv.AddTool(&t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, err := authorizeTool(ctx, req, t.Name)
+		if err != nil {
+			return errorResult(err), nil
+		}
 		var in In
 		if err := decodeArgs(t.Name, schema, req.Params.Arguments, &in); err != nil {
+			return errorResult(err), nil
+		}
+		if err := auth.Bind(ctx, &in); err != nil {
 			return errorResult(err), nil
 		}
 		res, err := b.call(ctx, req, &in)
@@ -97,12 +108,27 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 			{name: "max_attempts", desc: fmt.Sprintf("How many claims the task gets before a worker pool declares it dead (default %d).", trellis.DefaultMaxAttempts), refine: attemptsRange},
 			{name: "metadata", desc: "Free string labels, key to value (keys: 1-128 characters of A-Z a-z 0-9 _ . -)."},
 			{name: "idempotency_key", desc: "Client-chosen key (at most 256 bytes): an add repeating a key returns the task the key first created instead of adding another."},
+			{name: "priority", desc: fmt.Sprintf("1 (claimed first) to %d (last); default %d. Within a queue a claim takes the oldest task of the best priority present.", trellis.MaxPriority, trellis.DefaultPriority), refine: between(0, trellis.MaxPriority)},
+			{name: "delay", desc: "Run no sooner than this long from now, as a duration (30s, 10m, 2h): the task is scheduled until then. Not with run_at."},
+			{name: "run_at", desc: "Run no sooner than this RFC 3339 time (2026-12-01T09:00:00Z): the task is scheduled until then. Not with delay."},
+			{name: "unique_key", desc: "While a task added with this key holds it, an add with the same key (in this queue) returns that task with \"duplicate\": true instead of adding one."},
+			{name: "unique_for", desc: "How long the unique_key is held after the add, as a duration (1h); default: while the first task is not finished."},
+			{name: "after", desc: fmt.Sprintf("task_ids of existing tasks (at most %d) that must be done first: the task is waiting until then, and is cancelled if one fails, dies or is cancelled. Its packet then lists each one's checkpoint summary under prerequisites.", trellis.MaxAfter)},
+			{name: "concurrency_key", desc: "A key (e.g. a repository) the queue's per-key limit applies to: at most that many tasks with one key run at once."},
 		},
 		req: []string{"objective"},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AddTaskRequest) (*mcp.CallToolResult, error) {
 			t, err := svc.Add(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("queue_add: %w", err)
+			}
+			switch {
+			case t.Duplicate:
+				return taskResult(fmt.Sprintf("Not added: task %s (%s) holds unique key %q; it is returned with \"duplicate\": true.", t.TaskID, t.Status, t.UniqueKey), t), nil
+			case t.Status == trellis.StatusScheduled:
+				return taskResult(fmt.Sprintf("Added task %s to queue %s, scheduled until %s.", t.TaskID, t.Queue, t.RunAt.Format(time.RFC3339)), t), nil
+			case t.Status == trellis.StatusWaiting:
+				return taskResult(fmt.Sprintf("Added task %s to queue %s, waiting for %s.", t.TaskID, t.Queue, strings.Join(t.WaitingFor, ", ")), t), nil
 			}
 			return taskResult(fmt.Sprintf("Added task %s to queue %s. Claim it with queue_next.", t.TaskID, t.Queue), t), nil
 		},
@@ -113,7 +139,8 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 			Name:  ToolQueueAddMany,
 			Title: "Add many bounded tasks",
 			Description: fmt.Sprintf("Add up to %d tasks in one call (a plan broken into units): each element of tasks takes queue_add's arguments "+
-				"(objective required; inputs, acceptance, max_tool_calls, max_steps, queue, parent_id, max_attempts, metadata, idempotency_key). "+
+				"(objective required; inputs, acceptance, max_tool_calls, max_steps, queue, parent_id, max_attempts, metadata, idempotency_key, "+
+				"priority, delay, run_at, unique_key, unique_for, after, concurrency_key). "+
 				"Every task is checked first: one bad element refuses the whole call, naming tasks[i]. The tasks are stored together (far fewer "+
 				"synced writes than one queue_add each); the result lists each task packet in order, and errors for any that could not be stored.", trellis.MaxAddMany),
 			OutputSchema: outputSchema[trellis.AddManyResult](),
@@ -301,6 +328,38 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 			return taskResult("", t), nil
 		},
 	}.register(srv)
+
+	if admin, ok := svc.(trellis.QueueAdmin); ok {
+		boundTool[cancelArgs]{
+			tool: &mcp.Tool{
+				Name:  ToolQueueCancel,
+				Title: "Cancel a task",
+				Description: "Cancel a task by task_id: a scheduled, waiting or queued task is cancelled at once and never runs; a task a worker " +
+					"pool runs is marked, and the pool stops it at its next heartbeat (recording cancelled). Tasks added after it (after) are " +
+					"cancelled too. Cancelling a cancelled task again changes nothing; a finished task cannot be cancelled.",
+				OutputSchema: taskOut,
+				Annotations:  &mcp.ToolAnnotations{Title: "Cancel a task", DestructiveHint: jsonschema.Ptr(true), IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+			},
+			params: []param{{name: "task_id", desc: descTaskID}, {name: "reason", desc: "Why, recorded in the task's history."}},
+			req:    []string{"task_id"},
+			call: func(ctx context.Context, req *mcp.CallToolRequest, in *cancelArgs) (*mcp.CallToolResult, error) {
+				t, err := admin.Cancel(ctx, trellis.CancelRequest{TaskID: in.TaskID, Reason: in.Reason, Actor: who.worker(req, "")})
+				if err != nil {
+					return nil, fmt.Errorf("queue_cancel: %w", err)
+				}
+				if t.Status == trellis.StatusCancelled {
+					return taskResult(fmt.Sprintf("Task %s is cancelled.", t.TaskID), t), nil
+				}
+				return taskResult(fmt.Sprintf("Task %s is marked for cancellation: its worker stops it at the next heartbeat.", t.TaskID), t), nil
+			},
+		}.register(srv)
+	}
+}
+
+// cancelArgs are queue_cancel's arguments.
+type cancelArgs struct {
+	TaskID string `json:"task_id"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // outputSchema infers the JSON Schema of a tool's structured result.

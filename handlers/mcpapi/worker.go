@@ -8,6 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/events"
 )
 
 // HeaderWorker is the HTTP header with which a client of the streamable
@@ -19,6 +21,23 @@ const HeaderWorker = "X-Trellis-Worker"
 // the tool handlers, which see only the request's headers. HTTPHandler
 // replaces whatever a client sends in it.
 const remoteHostHeader = "X-Trellis-Remote-Host"
+
+// identityHeader carries the authenticated caller from HTTPHandler to the
+// tool handlers (auth.Identity.Encode). HTTPHandler replaces whatever a
+// client sends in it.
+const identityHeader = "X-Trellis-Identity"
+
+// callerOf returns the authenticated caller of a call over HTTP.
+func callerOf(req *mcp.CallToolRequest) (auth.Identity, bool) {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return auth.Identity{}, false
+	}
+	v := req.Extra.Header.Get(identityHeader)
+	if v == "" {
+		return auth.Identity{}, false
+	}
+	return auth.DecodeIdentity(v)
+}
 
 // Lengths of the parts of a derived identity, so that one always fits a
 // worker id (at most 128 characters).
@@ -64,9 +83,16 @@ func newIdentity(worker string) identity {
 //     client that started `trellis mcp`, so a server it restarts keeps the
 //     identity and the servers of two clients differ.
 //
-// Once tokens authenticate callers (issue 11), the token's name comes
-// first here.
+// With authentication on, the token's name comes first: a call over HTTP
+// acts as the token's name, or as the slot of it ("<name>/<slot>") the
+// client named with X-Trellis-Worker.
 func (id identity) of(req *mcp.CallToolRequest) string {
+	if caller, ok := callerOf(req); ok {
+		if w := req.Extra.Header.Get(HeaderWorker); w != "" && events.ActsAs(caller.Name, w) {
+			return w
+		}
+		return caller.Name
+	}
 	client := "client"
 	if req != nil && req.Session != nil {
 		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {

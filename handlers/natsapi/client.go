@@ -18,6 +18,7 @@ import (
 type Client struct {
 	nc      *nats.Conn
 	timeout time.Duration
+	token   string // sent as "Authorization: Bearer <token>" on every request
 	// watch is how often a call in flight checks that a server is still
 	// there to answer it.
 	watch time.Duration
@@ -42,6 +43,24 @@ func NewClient(nc *nats.Conn, timeout time.Duration) *Client {
 		timeout = 30 * time.Second
 	}
 	return &Client{nc: nc, timeout: timeout, watch: 500 * time.Millisecond}
+}
+
+// WithToken returns the client presenting token on every request (a
+// server with authentication on refuses requests without one).
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+// request builds the message of a request on subject, with the token.
+func (c *Client) request(subject string, data []byte) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = data
+	if c.token != "" {
+		m.Header.Set(HeaderAuthorization, "Bearer "+c.token)
+	}
+	return m
 }
 
 // errServerGone is the cause of a call abandoned because nothing can
@@ -78,7 +97,7 @@ func (c *Client) watchCall(ctx context.Context, op string) (context.Context, fun
 			}
 			lostSince = time.Time{}
 			pctx, pcancel := context.WithTimeout(ctx, c.watch)
-			_, err := c.nc.RequestWithContext(pctx, Prefix+OpPing, []byte("{}"))
+			_, err := c.nc.RequestMsgWithContext(pctx, c.request(Prefix+OpPing, []byte("{}")))
 			pcancel()
 			if errors.Is(err, nats.ErrNoResponders) {
 				cancel(fmt.Errorf("%w: no trellis server answers any more (the one handling %s stopped)", errServerGone, op))
@@ -102,7 +121,7 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 		defer cancel()
 	}
 	wctx, stopWatch := c.watchCall(ctx, op)
-	msg, err := c.nc.RequestWithContext(wctx, Prefix+op, data)
+	msg, err := c.nc.RequestMsgWithContext(wctx, c.request(Prefix+op, data))
 	cause := context.Cause(wctx)
 	stopWatch()
 	if err != nil && errors.Is(cause, errServerGone) {
@@ -215,6 +234,32 @@ func (c *Client) task(ctx context.Context, op string, req any) (*trellis.Task, e
 // Retry implements trellis.QueueAdmin.
 func (c *Client) Retry(ctx context.Context, req trellis.RetryRequest) (*trellis.Task, error) {
 	return c.task(ctx, OpRetry, req)
+}
+
+// Cancel implements trellis.QueueAdmin.
+func (c *Client) Cancel(ctx context.Context, req trellis.CancelRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpCancel, req)
+}
+
+var _ trellis.ScheduleService = (*Client)(nil)
+
+// AddSchedule implements trellis.ScheduleService.
+func (c *Client) AddSchedule(ctx context.Context, req trellis.ScheduleRequest) (*trellis.Schedule, error) {
+	return callInto[trellis.Schedule](ctx, c, OpScheduleAdd, req)
+}
+
+// Schedules implements trellis.ScheduleService.
+func (c *Client) Schedules(ctx context.Context) ([]*trellis.Schedule, error) {
+	var out []*trellis.Schedule
+	if err := c.call(ctx, OpScheduleList, struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RemoveSchedule implements trellis.ScheduleService.
+func (c *Client) RemoveSchedule(ctx context.Context, req trellis.RemoveScheduleRequest) (*trellis.Schedule, error) {
+	return callInto[trellis.Schedule](ctx, c, OpScheduleRemove, req)
 }
 
 // Control implements trellis.QueueAdmin.
@@ -357,6 +402,14 @@ func (c *Client) Search(ctx context.Context, req trellis.SearchRequest) (*trelli
 	ctx, cancel := context.WithTimeout(ctx, 150*time.Second)
 	defer cancel()
 	return callInto[trellis.SearchResult](ctx, c, OpSearch, req)
+}
+
+// Explain implements trellis.CodeService. It waits as long as the chat
+// model may take (the server's own limit is 5 minutes).
+func (c *Client) Explain(ctx context.Context, req trellis.ExplainRequest) (*trellis.ExplainResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 310*time.Second)
+	defer cancel()
+	return callInto[trellis.ExplainResult](ctx, c, OpExplain, req)
 }
 
 // Chunk implements trellis.CodeService.

@@ -117,7 +117,15 @@ func TestRawBadRequests(t *testing.T) {
 		op, body, field string
 	}{
 		{natsapi.OpQueueAdd, `{"objective":`, "body"},
-		{natsapi.OpQueueAdd, `{"objective":"x","priority":1}`, "priority"},
+		{natsapi.OpQueueAdd, `{"objective":"x","urgency":1}`, "urgency"},
+		{natsapi.OpQueueAdd, `{"objective":"x","priority":9}`, "priority"},
+		{natsapi.OpQueueAdd, `{"objective":"x","delay":"soon"}`, "delay"},
+		{natsapi.OpQueueAdd, `{"objective":"x","after":["01JB0000000000000000000000"]}`, "after"},
+		{natsapi.OpCancel, `{"task_id":"nope"}`, "task_id"},
+		{natsapi.OpScheduleAdd, `{"name":"n","cron":"61 * * * *","objective":"x"}`, "cron"},
+		{natsapi.OpScheduleAdd, `{"name":"n","every":"0s","objective":"x"}`, "every"},
+		{natsapi.OpScheduleRemove, `{"name":"no such"}`, "name"},
+		{natsapi.OpControl, `{"queue":"q","action":"rate","rate":"0/s"}`, "rate"},
 		{natsapi.OpQueueAdd, "{\"objective\":\"\xff\"}", "body"},
 		{natsapi.OpQueueAdd, `{"objective":""}`, "objective"},
 		{natsapi.OpQueueAdd, `{"objective":"x","max_steps":-3}`, "max_steps"},

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/handlers"
 )
 
@@ -29,6 +30,14 @@ type ServeConfig struct {
 	Timeout time.Duration
 	// Logger receives internal errors.
 	Logger *slog.Logger
+	// Auth, when set, turns authentication on: every request must carry
+	// a token in its Authorization header ("Bearer <token>"), the caller's
+	// role must cover the operation (auth.Required), and the request acts
+	// as the token's name (auth.Bind). Nil: every request is let in.
+	Auth auth.Verifier
+	// Tokens serves the token operations (token.create, token.list,
+	// token.revoke); nil: they answer unavailable.
+	Tokens *auth.Service
 }
 
 // Serve subscribes the API subjects on nc and answers them with svc.
@@ -43,53 +52,112 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 		cfg.Logger = slog.Default()
 	}
 	r := &Responder{sem: make(chan struct{}, cfg.Concurrency)}
+	for op, fn := range operations(nc, svc, cfg) {
+		op, fn := op, fn
+		if op == OpQueueExport {
+			continue // streamed: see serveExport
+		}
+		sub, err := nc.QueueSubscribe(Prefix+op, QueueGroup, func(m *nats.Msg) {
+			r.sem <- struct{}{}
+			go func() {
+				defer func() { <-r.sem }()
+				timeout := cfg.Timeout
+				switch m.Subject {
+				case Prefix + OpReplay, Prefix + OpIngest:
+					timeout = 10 * time.Minute
+				case Prefix + OpSearch, Prefix + OpChunk:
+					timeout = 150 * time.Second // the index may be catching up with a large ingest
+				case Prefix + OpExplain:
+					timeout = 5 * time.Minute // retrieval, then a chat model
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				ctx, err := authorize(ctx, cfg.Auth, m, op)
+				if err != nil {
+					respond(m, nil, err, cfg.Logger)
+					return
+				}
+				res, err := fn(ctx, m.Data)
+				respond(m, res, err, cfg.Logger)
+			}()
+		})
+		if err != nil {
+			r.Stop()
+			return nil, fmt.Errorf("subscribe %s: %w", Prefix+op, err)
+		}
+		r.subs = append(r.subs, sub)
+	}
+	sub, err := nc.QueueSubscribe(Prefix+OpQueueExport, QueueGroup, func(m *nats.Msg) {
+		r.sem <- struct{}{}
+		go func() {
+			defer func() { <-r.sem }()
+			serveExport(nc, svc, cfg, m)
+		}()
+	})
+	if err != nil {
+		r.Stop()
+		return nil, fmt.Errorf("subscribe %s: %w", Prefix+OpQueueExport, err)
+	}
+	r.subs = append(r.subs, sub)
+	// Make sure the server has the subscriptions before anyone is told the
+	// API is up: a request sent earlier would find no responders.
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		r.Stop()
+		return nil, fmt.Errorf("register API subscriptions: %w", err)
+	}
+	return r, nil
+}
+
+// operations returns every operation of the API but the streamed export,
+// by name.
+func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[string]func(context.Context, []byte) (any, error) {
 	ops := map[string]func(ctx context.Context, data []byte) (any, error){
 		OpPing: func(context.Context, []byte) (any, error) { return cfg.Info, nil },
 		OpQueueAdd: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.AddTaskRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.Add(ctx, req)
 		},
 		OpQueueAddMany: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.AddManyRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.AddMany(ctx, req)
 		},
 		OpQueueNext: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.NextRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.Next(ctx, req)
 		},
 		OpQueueDone: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.DoneRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.Done(ctx, req)
 		},
 		OpQueueFail: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.FailRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.Fail(ctx, req)
 		},
 		OpQueueShow: func(ctx context.Context, data []byte) (any, error) {
 			var req showRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.Show(ctx, req.TaskID)
 		},
 		OpQueueList: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.ListRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.List(ctx, req)
@@ -97,21 +165,27 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 		OpReplay: func(ctx context.Context, _ []byte) (any, error) { return svc.Replay(ctx) },
 		OpRetry: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.RetryRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.Retry(ctx, req)
 		},
 		OpControl: func(ctx context.Context, data []byte) (any, error) {
 			var req trellis.ControlRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.Control(ctx, req)
 		},
+		OpCancel:         handler(svc.Cancel),
+		OpScheduleAdd:    handler(svc.AddSchedule),
+		OpScheduleRemove: handler(svc.RemoveSchedule),
+		OpScheduleList: handler(func(ctx context.Context, _ struct{}) ([]*trellis.Schedule, error) {
+			return svc.Schedules(ctx)
+		}),
 		OpControls: func(ctx context.Context, data []byte) (any, error) {
 			var req controlsRequest
-			if err := trellis.DecodeRequest(data, &req); err != nil {
+			if err := decode(ctx, data, &req); err != nil {
 				return nil, err
 			}
 			return svc.Controls(ctx, req.Queue)
@@ -124,39 +198,19 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 		ops[op] = fn
 	}
 	ops[OpSearch] = handler(svc.Search)
+	ops[OpExplain] = handler(svc.Explain)
+	ops[OpAuditQuery] = handler(svc.AuditQuery)
 	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) { return svc.Chunk(ctx, r.ChunkID) })
-	for op, fn := range ops {
-		fn := fn
-		sub, err := nc.QueueSubscribe(Prefix+op, QueueGroup, func(m *nats.Msg) {
-			r.sem <- struct{}{}
-			go func() {
-				defer func() { <-r.sem }()
-				timeout := cfg.Timeout
-				switch m.Subject {
-				case Prefix + OpReplay:
-					timeout = 10 * time.Minute
-				case Prefix + OpSearch, Prefix + OpChunk:
-					timeout = 150 * time.Second // the index may be catching up with a large ingest
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				defer cancel()
-				res, err := fn(ctx, m.Data)
-				respond(m, res, err, cfg.Logger)
-			}()
-		})
-		if err != nil {
-			r.Stop()
-			return nil, fmt.Errorf("subscribe %s: %w", Prefix+op, err)
-		}
-		r.subs = append(r.subs, sub)
+	for op, fn := range leaseOps(svc, nc) {
+		ops[op] = fn
 	}
-	// Make sure the server has the subscriptions before anyone is told the
-	// API is up: a request sent earlier would find no responders.
-	if err := nc.FlushTimeout(10 * time.Second); err != nil {
-		r.Stop()
-		return nil, fmt.Errorf("register API subscriptions: %w", err)
+	for op, fn := range tokenOps(cfg.Tokens) {
+		ops[op] = fn
 	}
-	return r, nil
+	for op, fn := range logOps(svc) {
+		ops[op] = fn
+	}
+	return ops
 }
 
 func respond(m *nats.Msg, res any, err error, log *slog.Logger) {
@@ -191,7 +245,7 @@ func (r *Responder) Stop() {
 func handler[R any, T any](fn func(context.Context, R) (T, error)) func(context.Context, []byte) (any, error) {
 	return func(ctx context.Context, data []byte) (any, error) {
 		var req R
-		if err := trellis.DecodeRequest(data, &req); err != nil {
+		if err := decode(ctx, data, &req); err != nil {
 			return nil, err
 		}
 		return fn(ctx, req)

@@ -10,16 +10,20 @@ const (
 	OpPing     = "ping"
 	OpQueueAdd = "queue.add"
 	// OpQueueAddMany adds several tasks (trellis.AddManyRequest).
-	OpQueueAddMany = "queue.add_many"
-	OpQueueNext    = "queue.next"
-	OpQueueDone    = "queue.done"
-	OpQueueFail    = "queue.fail"
-	OpQueueShow    = "queue.show"
-	OpQueueList    = "queue.list"
-	OpReplay       = "replay"
-	OpRetry        = "queue.retry"
-	OpControl      = "queue.control"
-	OpControls     = "queue.controls"
+	OpQueueAddMany   = "queue.add_many"
+	OpQueueNext      = "queue.next"
+	OpQueueDone      = "queue.done"
+	OpQueueFail      = "queue.fail"
+	OpQueueShow      = "queue.show"
+	OpQueueList      = "queue.list"
+	OpReplay         = "replay"
+	OpRetry          = "queue.retry"
+	OpControl        = "queue.control"
+	OpControls       = "queue.controls"
+	OpCancel         = "queue.cancel"
+	OpScheduleAdd    = "schedule.add"
+	OpScheduleList   = "schedule.list"
+	OpScheduleRemove = "schedule.remove"
 
 	OpVineNext   = "vine.next"
 	OpVineRead   = "vine.read"
@@ -42,9 +46,31 @@ const (
 	OpFacts             = "memory.facts"
 	OpHistory           = "memory.history"
 
-	OpSearch = "code.search"
-	OpChunk  = "code.chunk"
+	OpSearch  = "code.search"
+	OpChunk   = "code.chunk"
+	OpExplain = "code.explain"
+	OpIngest  = "code.ingest"
+
+	// A remote worker pool's leased claims (see lease.go).
+	OpQueuePrepare   = "queue.prepare"
+	OpQueueClaim     = "queue.claim"
+	OpQueueHeartbeat = "queue.heartbeat"
+	OpQueueAck       = "queue.ack"
+	OpQueueRelease   = "queue.release"
+
+	// Reads of the log that a client without JetStream access needs.
+	OpAudit       = "audit"
+	OpQueueExport = "queue.export"
+
+	// Token management and who-am-I.
+	OpTokenCreate = "token.create"
+	OpTokenList   = "token.list"
+	OpTokenRevoke = "token.revoke"
+	OpWhoami      = "token.whoami"
 )
+
+// HeaderAuthorization carries a request's token: "Bearer <token>".
+const HeaderAuthorization = "Authorization"
 
 // reply is the body of every answer.
 type reply struct {

@@ -5,9 +5,13 @@ import { api, enc } from '../api.js';
 import { useLive } from '../live.js';
 import { href } from '../router.js';
 import { time } from '../format.js';
-import { Badge, ErrorBox, Loading, confirmAction, notify, useData } from '../components/common.jsx';
+import { Badge, ErrorBox, Loading, Payload, confirmAction, notify, useData } from '../components/common.jsx';
 import { Markdown } from '../components/Markdown.jsx';
 import { Timeline } from '../components/Timeline.jsx';
+
+// The statuses a task can be cancelled in (the server decides; a refusal
+// is shown).
+const CANCELLABLE = ['scheduled', 'waiting', 'queued', 'claimed'];
 
 async function loadTask(id) {
   const [task, audit] = await Promise.all([api(`/v1/queue/tasks/${enc(id)}`), api(`/v1/audit/${enc(id)}`)]);
@@ -43,6 +47,24 @@ export function Task({ id }) {
       notify(`Retry refused: ${e.message}`, 'error');
     }
   };
+  const cancel = async () => {
+    const yes = await confirmAction({
+      title: 'Cancel task',
+      message:
+        t.status === 'claimed'
+          ? `Cancel task ${t.task_id}? ${t.claimed_by} holds it: its pool stops the work at its next heartbeat. Tasks waiting for it are cancelled too.`
+          : `Cancel task ${t.task_id} (${t.status})? It will never run; tasks waiting for it are cancelled too.`,
+      confirmLabel: 'Cancel task',
+    });
+    if (!yes) return;
+    try {
+      await api(`/v1/queue/tasks/${enc(t.task_id)}/cancel`, { method: 'POST', body: {} });
+      notify(`Task ${t.task_id} cancelled.`, 'ok');
+      reload();
+    } catch (e) {
+      notify(`Cancel refused: ${e.message}`, 'error');
+    }
+  };
   return (
     <section aria-labelledby="task-title">
       <p class="crumbs">
@@ -56,6 +78,11 @@ export function Task({ id }) {
         {(t.status === 'failed' || t.status === 'dead') && (
           <button type="button" class="primary" onClick={retry} data-action="retry">
             {t.status === 'dead' ? 'Retry' : 'Requeue'}
+          </button>
+        )}
+        {CANCELLABLE.includes(t.status) && !t.cancel_requested && (
+          <button type="button" class="secondary" onClick={cancel} data-action="cancel">
+            Cancel
           </button>
         )}
       </div>
@@ -111,6 +138,12 @@ export function Task({ id }) {
                 <dd class="pre">{t.last_error}</dd>
               </>
             )}
+            {t.cancel_requested && (
+              <>
+                <dt>Cancel requested</dt>
+                <dd>its pool stops the work at its next heartbeat</dd>
+              </>
+            )}
             {t.retry_at && (
               <>
                 <dt>Retry at</dt>
@@ -144,6 +177,10 @@ export function Task({ id }) {
               </>
             )}
           </dl>
+          <details class="all-fields">
+            <summary>Every field of the packet</summary>
+            <Payload value={t} />
+          </details>
           <h2>Checkpoint</h2>
           {data.checkpoint ? <Markdown text={data.checkpoint} label="Checkpoint" /> : <p class="muted">No checkpoint yet: the task has not finished.</p>}
         </div>

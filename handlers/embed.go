@@ -1,0 +1,276 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
+	"github.com/trellis/trellis/embedding"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/explain"
+	"github.com/trellis/trellis/projections"
+)
+
+// CodeConfig configures code memory's hybrid search and explain.
+type CodeConfig struct {
+	// Embedder, when set, enables hybrid search: every chunk's contextual
+	// text is embedded once, recorded as a chunks_embedded event, and
+	// searched by the vector projection; queries fuse BM25 and vector
+	// results by Reciprocal Rank Fusion. Nil: lexical search only.
+	Embedder embedding.Embedder
+	// EmbedInterval > 0 runs a background embedder that embeds new chunks
+	// every interval (trellis serve: 2 s). One-shot commands call
+	// EmbedPending instead.
+	EmbedInterval time.Duration
+	// EmbedBatch is how many chunks one embedding round sends (default 256).
+	EmbedBatch int
+	// Chat, when set, answers explain requests; nil: explain returns the
+	// evidence it would send and says what to configure.
+	Chat explain.Chat
+}
+
+// codeMemory is the Service's hybrid-search state.
+type codeMemory struct {
+	vectors   *projections.Vectors
+	vectorRun *projections.Runner
+	embedMu   sync.Mutex
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// EmbedSummary reports an embedding round.
+type EmbedSummary struct {
+	Model    string  `json:"model"`
+	Embedded int     `json:"chunks_embedded"`
+	Events   int     `json:"events"`
+	Chunks   int     `json:"chunks"`
+	Vectors  int     `json:"chunks_with_vectors"`
+	Dims     int     `json:"dims"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// VectorSearch searches the vector projection alone (benchmarks measure
+// it apart from the fusion); it needs an embedder.
+func (s *Service) VectorSearch(vec []float32, n int, f projections.Filters) ([]projections.Scored, error) {
+	if s.code.vectors == nil {
+		return nil, trellis.Errorf(trellis.CodeUnavailable, "no embedding model is configured")
+	}
+	return s.code.vectors.Search(vec, n, f)
+}
+
+// Embedder returns the configured embedder, or nil.
+func (s *Service) Embedder() embedding.Embedder { return s.cfg.Code.Embedder }
+
+// maxEmbedEventBytes bounds the vectors of one chunks_embedded event.
+const maxEmbedEventBytes = 600 << 10
+
+// EmbedPending embeds every ingested chunk that has no vector of the
+// configured model yet, records the vectors as chunks_embedded events (one
+// repository and model per aggregate, appended with its expected last
+// sequence), and waits until the vector projection holds them. A chunk is
+// embedded once: its vector stays in the log and survives the chunk's
+// removal and return. Without an embedder it does nothing and returns nil.
+func (s *Service) EmbedPending(ctx context.Context) (*EmbedSummary, error) {
+	emb := s.cfg.Code.Embedder
+	if emb == nil {
+		return nil, nil
+	}
+	s.code.embedMu.Lock()
+	defer s.code.embedMu.Unlock()
+	start := time.Now()
+	sum := &EmbedSummary{Model: emb.Model()}
+	batch := s.cfg.Code.EmbedBatch
+	if batch <= 0 {
+		batch = 256
+	}
+	skipped := map[string]bool{}
+	for {
+		if err := s.searchCaughtUp(ctx); err != nil {
+			return sum, err
+		}
+		if err := s.waitProjection(ctx, s.code.vectorRun, 0, s.cfg.SearchTimeout); err != nil {
+			return sum, err
+		}
+		all, last := s.code.vectors.Pending(0)
+		var ids []string
+		for _, id := range all {
+			if !skipped[id] && len(ids) < batch {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			break
+		}
+		hits, err := s.search.Hits(ids)
+		if err != nil {
+			return sum, trellis.Errorf(trellis.CodeInternal, "embed: %w", err)
+		}
+		var texts []string
+		var chunks []projections.Hit
+		for _, id := range ids {
+			h, ok := hits[id]
+			if !ok {
+				skipped[id] = true // removed since: nothing to embed
+				continue
+			}
+			chunks = append(chunks, h)
+			texts = append(texts, embedding.ContextualText(h.Path, h.ChunkType, h.Name, h.Content))
+		}
+		if len(texts) == 0 {
+			continue
+		}
+		vecs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			return sum, providerError("embed chunks", err)
+		}
+		if len(vecs) != len(chunks) {
+			return sum, trellis.Errorf(trellis.CodeUnavailable, "embedding model %s returned %d vectors for %d chunks", emb.Model(), len(vecs), len(chunks))
+		}
+		byRepo := map[string][]events.ChunkVector{}
+		dims := len(vecs[0])
+		for i, h := range chunks {
+			if len(vecs[i]) != dims {
+				return sum, trellis.Errorf(trellis.CodeUnavailable, "embedding model %s returned vectors of dimensions %d and %d", emb.Model(), dims, len(vecs[i]))
+			}
+			byRepo[h.Repo] = append(byRepo[h.Repo], events.ChunkVector{ChunkID: h.ChunkID, Vector: events.EncodeVector(vecs[i])})
+		}
+		repos := make([]string, 0, len(byRepo))
+		for r := range byRepo {
+			repos = append(repos, r)
+		}
+		sort.Strings(repos)
+		conflict := false
+		for _, repo := range repos {
+			seq := last[repo]
+			for _, part := range splitVectors(byRepo[repo]) {
+				n, err := s.appendVectors(ctx, repo, emb.Model(), dims, part, seq)
+				if errors.Is(err, events.ErrWrongLastSequence) {
+					conflict = true // another embedder: reload and re-decide
+					break
+				}
+				if err != nil {
+					return sum, err
+				}
+				seq = n
+				sum.Events++
+				sum.Embedded += len(part)
+			}
+			if conflict {
+				break
+			}
+		}
+	}
+	if err := s.waitProjection(ctx, s.code.vectorRun, 0, s.cfg.SearchTimeout); err != nil {
+		return sum, err
+	}
+	sum.Chunks, sum.Vectors, sum.Dims = s.code.vectors.Stats()
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, nil
+}
+
+// appendVectors appends one chunks_embedded event to the (repo, model)
+// aggregate, expecting its last sequence to be seq.
+func (s *Service) appendVectors(ctx context.Context, repo, model string, dims int, vs []events.ChunkVector, seq uint64) (uint64, error) {
+	env, err := events.NewEnvelope(time.Now(), events.ChunksEmbedded, repo, "embedder", events.ChunksSchema,
+		events.ChunksEmbeddedPayload{Model: model, Dims: dims, Vectors: vs})
+	if err != nil {
+		return 0, err
+	}
+	h := sha256.New()
+	h.Write([]byte(model))
+	for _, v := range vs {
+		h.Write([]byte(v.ChunkID))
+	}
+	msgID := "emb-" + hex.EncodeToString(h.Sum(nil))[:32]
+	subject := events.EmbeddingSubject(repo, model)
+	filter := strings.TrimSuffix(subject, events.ChunksEmbedded) + ">"
+	ack, err := s.store.Append(ctx, subject, env, events.Expect{Filter: filter, LastSeq: seq}, msgID)
+	if errors.Is(err, events.ErrWrongLastSequence) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, command.StoreError("append chunks_embedded", err)
+	}
+	return ack.Seq, nil
+}
+
+// splitVectors groups vectors into parts that fit one event each.
+func splitVectors(vs []events.ChunkVector) [][]events.ChunkVector {
+	var parts [][]events.ChunkVector
+	var cur []events.ChunkVector
+	size := 0
+	for _, v := range vs {
+		n := len(v.Vector) + len(v.ChunkID) + 32
+		if size+n > maxEmbedEventBytes && len(cur) > 0 {
+			parts = append(parts, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, v)
+		size += n
+	}
+	if len(cur) > 0 {
+		parts = append(parts, cur)
+	}
+	return parts
+}
+
+// providerError maps an embedding or chat provider failure onto a coded
+// error: unavailable for anything the endpoint did, with its message.
+func providerError(what string, err error) error {
+	var te *trellis.Error
+	if errors.As(err, &te) {
+		return err
+	}
+	return trellis.Errorf(trellis.CodeUnavailable, "%s: %w", what, err)
+}
+
+// startEmbedLoop runs the background embedder when configured.
+func (s *Service) startEmbedLoop() {
+	if s.cfg.Code.Embedder == nil || s.cfg.Code.EmbedInterval <= 0 {
+		return
+	}
+	s.code.stop, s.code.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.code.done)
+		t := time.NewTicker(s.cfg.Code.EmbedInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.code.stop:
+				return
+			case <-t.C:
+			}
+			if ids, _ := s.code.vectors.Pending(1); len(ids) == 0 {
+				continue
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				select {
+				case <-s.code.stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			if _, err := s.EmbedPending(ctx); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("embedding new chunks", "model", s.cfg.Code.Embedder.Model(), "err", err)
+			}
+			cancel()
+		}
+	}()
+}
+
+func (s *Service) stopEmbedLoop() {
+	if s.code.stop == nil {
+		return
+	}
+	close(s.code.stop)
+	<-s.code.done
+	s.code.stop = nil
+}

@@ -1,0 +1,296 @@
+package natsapi
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
+	"github.com/trellis/trellis/workers"
+)
+
+// A remote worker pool works through the server: the server fetches the
+// queue's dispatch, decides and appends the claim, and hands the worker
+// the lease, which is the dispatch message's acknowledgement subject
+// ($JS.ACK.TRELLIS_QUEUE.queue-<q>....). Heartbeats and the final
+// acknowledgement go back through any server, which checks that the lease
+// is the dispatch the worker's claim holds before it touches it. So a
+// worker never appends events nor talks to JetStream, and a server that
+// dies takes no lease with it (another one answers the next heartbeat).
+
+// prepareRequest readies a queue for a pool.
+type prepareRequest struct {
+	Queue   string `json:"queue"`
+	LeaseMS int64  `json:"lease_ms"`
+}
+
+// claimRequest asks for one leased claim.
+type claimRequest struct {
+	Queue  string `json:"queue"`
+	Worker string `json:"worker"`
+	WaitMS int64  `json:"wait_ms"`
+}
+
+// claimResult is a leased claim (task null when none came).
+type claimResult struct {
+	Task  *trellis.Task `json:"task"`
+	Lease string        `json:"lease,omitempty"`
+}
+
+// leaseRequest names a task's lease (heartbeat, ack).
+type leaseRequest struct {
+	TaskID string `json:"task_id"`
+	Worker string `json:"worker"`
+	Lease  string `json:"lease"`
+}
+
+// releaseRequest gives a claimed task back.
+type releaseRequest struct {
+	TaskID string `json:"task_id"`
+	Worker string `json:"worker"`
+	Reason string `json:"reason"`
+}
+
+// maxClaimWait bounds how long one claim request waits for a dispatch.
+const maxClaimWait = 5 * time.Second
+
+func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Context, []byte) (any, error) {
+	q := svc.QueueHandler()
+	return map[string]func(context.Context, []byte) (any, error){
+		OpQueuePrepare: handler(func(ctx context.Context, r prepareRequest) (any, error) {
+			queue, err := workQueue(ctx, r.Queue)
+			if err != nil {
+				return nil, err
+			}
+			if r.LeaseMS < 0 || r.LeaseMS > int64(24*time.Hour/time.Millisecond) {
+				return nil, trellis.FieldError("lease_ms", "must be between 0 and one day, got %d", r.LeaseMS)
+			}
+			if _, err := q.EnsureConsumer(ctx, queue, time.Duration(r.LeaseMS)*time.Millisecond); err != nil {
+				return nil, err
+			}
+			return struct{}{}, nil
+		}),
+		OpQueueClaim: handler(func(ctx context.Context, r claimRequest) (any, error) {
+			queue, err := workQueue(ctx, r.Queue)
+			if err != nil {
+				return nil, err
+			}
+			worker, err := actingWorker(ctx, r.Worker)
+			if err != nil {
+				return nil, err
+			}
+			wait := time.Duration(r.WaitMS) * time.Millisecond
+			if wait <= 0 || wait > maxClaimWait {
+				wait = time.Second
+			}
+			return claimLeased(ctx, q, queue, worker, wait)
+		}),
+		OpQueueHeartbeat: handler(func(ctx context.Context, r leaseRequest) (any, error) {
+			task, _, err := checkLease(ctx, svc, r, true)
+			if err != nil {
+				return nil, err
+			}
+			if err := nc.Publish(r.Lease, []byte("+WPI")); err != nil {
+				return nil, trellis.Errorf(trellis.CodeUnavailable, "heartbeat of task %s: %w", task.TaskID, err)
+			}
+			return struct{}{}, nil
+		}),
+		OpQueueAck: handler(func(ctx context.Context, r leaseRequest) (any, error) {
+			task, _, err := checkLease(ctx, svc, r, false)
+			if err != nil {
+				return nil, err
+			}
+			if err := nc.Publish(r.Lease, []byte("+ACK")); err != nil {
+				return nil, trellis.Errorf(trellis.CodeUnavailable, "acknowledge the lease of task %s: %w", task.TaskID, err)
+			}
+			return struct{}{}, nc.Flush()
+		}),
+		OpQueueRelease: handler(func(ctx context.Context, r releaseRequest) (*trellis.Task, error) {
+			worker, err := actingWorker(ctx, r.Worker)
+			if err != nil {
+				return nil, err
+			}
+			if err := trellis.ValidateWorkerID(worker); err != nil {
+				return nil, err
+			}
+			return q.Release(ctx, r.TaskID, worker, r.Reason)
+		}),
+	}
+}
+
+// workQueue returns the queue a pool request names (default "default")
+// after checking the caller may work it.
+func workQueue(ctx context.Context, queue string) (string, error) {
+	if queue == "" {
+		queue = trellis.DefaultQueue
+	}
+	if err := trellis.ValidateQueueName(queue); err != nil {
+		return "", err
+	}
+	return queue, auth.MayWork(ctx, queue)
+}
+
+// actingWorker returns the worker a pool request acts as: the caller's
+// name or one of its slots (see auth.Bind).
+func actingWorker(ctx context.Context, worker string) (string, error) {
+	req := trellis.DoneRequest{Worker: worker}
+	if err := auth.Bind(ctx, &req); err != nil {
+		return "", err
+	}
+	if err := trellis.ValidateWorkerID(req.Worker); err != nil {
+		return "", err
+	}
+	return req.Worker, nil
+}
+
+// claimLeased fetches dispatches of queue until one yields a claim for
+// worker or wait is over.
+func claimLeased(ctx context.Context, q *taskqueue.Handler, queue, worker string, wait time.Duration) (*claimResult, error) {
+	cons, err := q.Consumer(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		left := time.Until(deadline)
+		if left < 10*time.Millisecond || ctx.Err() != nil {
+			return &claimResult{}, nil
+		}
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(left))
+		if err != nil {
+			if errors.Is(err, nats.ErrNoResponders) {
+				time.Sleep(50 * time.Millisecond) // the consumer is moving
+				continue
+			}
+			return nil, trellis.Errorf(trellis.CodeUnavailable, "fetch from queue %s: %w", queue, err)
+		}
+		for msg := range batch.Messages() {
+			task, err := q.ClaimDispatched(ctx, msg, worker, true)
+			if err != nil {
+				return nil, err
+			}
+			if task != nil {
+				return &claimResult{Task: task, Lease: msg.Reply()}, nil
+			}
+		}
+	}
+}
+
+// ackLease is a parsed dispatch acknowledgement subject.
+type ackLease struct {
+	stream, consumer string
+	seq              uint64
+}
+
+// parseLease parses a JetStream acknowledgement subject in either of its
+// forms ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<time>.<pending>,
+// or with a domain and account hash after ACK).
+func parseLease(s string) (ackLease, error) {
+	t := strings.Split(s, ".")
+	bad := trellis.FieldError("lease", "is not a lease this server handed out")
+	if len(t) < 9 || t[0] != "$JS" || t[1] != "ACK" || strings.ContainsAny(s, "*> \t\r\n") {
+		return ackLease{}, bad
+	}
+	i := 2
+	if len(t) >= 11 {
+		i = 4
+	}
+	seq, err := strconv.ParseUint(t[i+3], 10, 64)
+	if err != nil {
+		return ackLease{}, bad
+	}
+	return ackLease{stream: t[i], consumer: t[i+1], seq: seq}, nil
+}
+
+// checkLease checks that r.Lease is a dispatch of r.TaskID's queue
+// consumer whose claim r.Worker holds (held) or held and has since ended
+// (!held: the outcome is recorded, the lease may be acknowledged).
+func checkLease(ctx context.Context, svc *handlers.Service, r leaseRequest, held bool) (*trellis.Task, ackLease, error) {
+	worker, err := actingWorker(ctx, r.Worker)
+	if err != nil {
+		return nil, ackLease{}, err
+	}
+	l, err := parseLease(r.Lease)
+	if err != nil {
+		return nil, l, err
+	}
+	task, err := svc.Show(ctx, r.TaskID)
+	if err != nil {
+		return nil, l, err
+	}
+	if l.stream != events.StreamQueue || l.consumer != taskqueue.ConsumerName(task.Queue) {
+		return nil, l, trellis.FieldError("lease", "is not a dispatch of queue %s", task.Queue)
+	}
+	holds := task.Status == trellis.StatusClaimed && task.Lease != nil && task.Lease.DispatchSeq == l.seq
+	switch {
+	case held && (!holds || task.ClaimedBy != worker):
+		return nil, l, trellis.Errorf(trellis.CodeConflict, "task %s is not claimed by %q under this lease (it is %s, claimed by %q)", task.TaskID, worker, task.Status, task.ClaimedBy)
+	case !held && holds:
+		return nil, l, trellis.Errorf(trellis.CodeConflict, "task %s is still claimed under this lease: record its outcome first", task.TaskID)
+	case !held:
+		rec, err := svc.Store().Get(ctx, events.StreamQueue, l.seq)
+		if err != nil || rec.AggregateID != task.TaskID {
+			return nil, l, trellis.FieldError("lease", "is not a dispatch of task %s", task.TaskID)
+		}
+	}
+	return task, l, nil
+}
+
+// WorkerSource returns the Source of a worker pool that works through
+// this client's server: claims, heartbeats, outcomes and the lease's end
+// are API calls, so the worker needs nothing but a token with the worker
+// role (and its queue).
+func (c *Client) WorkerSource() workers.Source { return &remoteSource{c: c} }
+
+type remoteSource struct{ c *Client }
+
+func (s *remoteSource) Prepare(ctx context.Context, queue string, lease time.Duration) error {
+	return s.c.call(ctx, OpQueuePrepare, prepareRequest{Queue: queue, LeaseMS: lease.Milliseconds()}, nil)
+}
+
+func (s *remoteSource) Claim(ctx context.Context, queue, worker string, wait time.Duration) (*workers.Claim, error) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	var res claimResult
+	// The claim is not cancelled by the drain once sent: a claim the
+	// server made would otherwise be left to its lease.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+30*time.Second)
+	defer cancel()
+	if err := s.c.call(cctx, OpQueueClaim, claimRequest{Queue: queue, Worker: worker, WaitMS: wait.Milliseconds()}, &res); err != nil {
+		if trellis.ErrorCode(err) == trellis.CodeConflict {
+			return nil, &workers.ClaimError{Err: err} // a lost race: go on at once
+		}
+		return nil, err
+	}
+	if res.Task == nil {
+		return nil, nil
+	}
+	req := leaseRequest{TaskID: res.Task.TaskID, Worker: worker, Lease: res.Lease}
+	return &workers.Claim{
+		Task:      res.Task,
+		Heartbeat: func(ctx context.Context) error { return s.c.call(ctx, OpQueueHeartbeat, req, nil) },
+		Ack:       func(ctx context.Context) error { return s.c.call(ctx, OpQueueAck, req, nil) },
+	}, nil
+}
+
+func (s *remoteSource) Done(ctx context.Context, req trellis.DoneRequest) (*trellis.Task, error) {
+	return s.c.Done(ctx, req)
+}
+
+func (s *remoteSource) Fail(ctx context.Context, req trellis.FailRequest) (*trellis.Task, error) {
+	return s.c.Fail(ctx, req)
+}
+
+func (s *remoteSource) Release(ctx context.Context, taskID, worker, reason string) (*trellis.Task, error) {
+	return s.c.task(ctx, OpQueueRelease, releaseRequest{TaskID: taskID, Worker: worker, Reason: reason})
+}

@@ -1,0 +1,85 @@
+package natsapi
+
+import (
+	"context"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
+)
+
+// tokenCreateRequest asks for a new token.
+type tokenCreateRequest struct {
+	Name   string   `json:"name"`
+	Role   string   `json:"role"`
+	Queues []string `json:"queues,omitempty"`
+}
+
+// tokenNameRequest names a token.
+type tokenNameRequest struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// tokenOps are the token operations (admin only, see auth.Required) and
+// who-am-I (any role).
+func tokenOps(tokens *auth.Service) map[string]func(context.Context, []byte) (any, error) {
+	off := func() error {
+		return trellis.Errorf(trellis.CodeUnavailable, "authentication is off on this server: start it with `trellis serve --auth` to manage tokens")
+	}
+	return map[string]func(context.Context, []byte) (any, error){
+		OpTokenCreate: handler(func(ctx context.Context, r tokenCreateRequest) (*auth.Created, error) {
+			if tokens == nil {
+				return nil, off()
+			}
+			return tokens.Create(ctx, auth.CreateRequest{Name: r.Name, Role: r.Role, Queues: r.Queues})
+		}),
+		OpTokenList: handler(func(ctx context.Context, _ struct{}) ([]auth.Token, error) {
+			if tokens == nil {
+				return nil, off()
+			}
+			return tokens.List(ctx)
+		}),
+		OpTokenRevoke: handler(func(ctx context.Context, r tokenNameRequest) (*auth.Token, error) {
+			if tokens == nil {
+				return nil, off()
+			}
+			return tokens.Revoke(ctx, auth.RevokeRequest{Name: r.Name, Reason: r.Reason})
+		}),
+		OpWhoami: handler(func(ctx context.Context, _ struct{}) (*auth.Identity, error) {
+			id, ok := auth.FromContext(ctx)
+			if !ok {
+				return nil, nil
+			}
+			return &id, nil
+		}),
+	}
+}
+
+// CreateToken asks the server for a new token (admin only).
+func (c *Client) CreateToken(ctx context.Context, name, role string, queues []string) (*auth.Created, error) {
+	return callInto[auth.Created](ctx, c, OpTokenCreate, tokenCreateRequest{Name: name, Role: role, Queues: queues})
+}
+
+// ListTokens lists every token (admin only; never a secret).
+func (c *Client) ListTokens(ctx context.Context) ([]auth.Token, error) {
+	out, err := callInto[[]auth.Token](ctx, c, OpTokenList, struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+// RevokeToken revokes a token (admin only).
+func (c *Client) RevokeToken(ctx context.Context, name, reason string) (*auth.Token, error) {
+	return callInto[auth.Token](ctx, c, OpTokenRevoke, tokenNameRequest{Name: name, Reason: reason})
+}
+
+// Whoami returns the identity the server sees (nil when authentication is
+// off).
+func (c *Client) Whoami(ctx context.Context) (*auth.Identity, error) {
+	var out *auth.Identity
+	if err := c.call(ctx, OpWhoami, struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

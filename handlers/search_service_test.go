@@ -1,0 +1,87 @@
+package handlers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/handlers"
+)
+
+const jarPy = `class CookieJar:
+    """Stores cookies between requests."""
+
+    def add_cookie_header(self, request):
+        """Attach the stored cookies to an outgoing request."""
+        cookies = self._cookies_for_request(request)
+        if cookies:
+            request.add_header("Cookie", "; ".join(cookies))
+        if cookies:
+            request.add_header("Cookie", "; ".join(cookies))
+        return request
+`
+
+// TestSearchSnippetAndSuggestions: a snippet never repeats a line, and the
+// suggestions of a search that finds nothing are words of the indexed code
+// ("cookies"), never index stems ("cooki").
+func TestSearchSnippetAndSuggestions(t *testing.T) {
+	t.Parallel()
+	svc, b := setupMemory(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"jar.py": jarPy})
+	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Search(ctx, trellis.SearchRequest{Query: "add header", Repo: "demo"})
+	if err != nil || res.NotFound {
+		t.Fatalf("search = %+v, %v", res, err)
+	}
+	for _, h := range res.Results {
+		seen := map[string]bool{}
+		for _, l := range strings.Split(h.Snippet, "\n") {
+			if seen[l] {
+				t.Fatalf("snippet of %s repeats %q:\n%s", h.Name, l, h.Snippet)
+			}
+			seen[l] = true
+		}
+	}
+	res, err = svc.Search(ctx, trellis.SearchRequest{Query: "cokies reqests", Repo: "demo"})
+	if err != nil || !res.NotFound || len(res.Suggestions) == 0 {
+		t.Fatalf("not found = %+v, %v", res, err)
+	}
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(jarPy), func(r rune) bool { return !(r >= 'a' && r <= 'z') }) {
+		words[w] = true
+	}
+	for _, s := range res.Suggestions {
+		if s == "(drop the filters)" {
+			continue
+		}
+		real := true
+		for _, part := range strings.Split(s, ".") {
+			real = real && (words[strings.ToLower(part)] || strings.Contains(jarPy, part))
+		}
+		if !real {
+			t.Errorf("suggestion %q is not a word of the code (suggestions %v)", s, res.Suggestions)
+		}
+	}
+	if !contains(res.Suggestions, "cookie") && !contains(res.Suggestions, "cookies") {
+		t.Errorf("suggestions %v lack the word cookie(s)", res.Suggestions)
+	}
+	for _, s := range res.Suggestions {
+		if s == "cooki" {
+			t.Errorf("suggestion %q is an index stem", s)
+		}
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,116 @@
+package workers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/workers"
+)
+
+// A cancelled task a pool runs is stopped at the pool's next heartbeat:
+// the handler's context ends and the pool records cancelled; the history
+// is added, claimed, cancel_requested, cancelled.
+func TestPoolStopsCancelledTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := b.add(t, "cancel", 1, 3)
+	started := make(chan struct{})
+	stopped := make(chan error, 1)
+	stop := runPool(t, b, workers.HandlerFunc(func(ctx context.Context, _ *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
+		close(started)
+		<-ctx.Done()
+		stopped <- ctx.Err()
+		return nil, ctx.Err()
+	}), workers.Config{Queue: "cancel", Worker: "pool", Lease: 3 * time.Second})
+	defer stop()
+	<-started
+	marked, err := b.q.Cancel(ctx, trellis.CancelRequest{TaskID: ids[0], Reason: "wrong branch", Actor: "ops"})
+	if err != nil || marked.Status != trellis.StatusClaimed || marked.CancelRequested == nil {
+		t.Fatalf("cancel = %+v, %v; want claimed and marked", marked, err)
+	}
+	got := b.waitStatus(t, ids, 15*time.Second, trellis.StatusCancelled)[ids[0]]
+	if err := <-stopped; err == nil {
+		t.Fatal("the handler was not stopped")
+	}
+	if got.Cancellation == nil || got.Cancellation.Reason != "wrong branch" || got.Cancellation.By != "pool/0" {
+		t.Fatalf("cancellation = %+v", got.Cancellation)
+	}
+	recs, err := b.q.History(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range recs {
+		types = append(types, r.Type)
+	}
+	if fmt.Sprint(types) != "[added claimed cancel_requested cancelled]" {
+		t.Fatalf("history = %v", types)
+	}
+}
+
+// A flood of priority-4 tasks delays a priority-1 task by at most one
+// claim per slot: from the log, between the priority-1 task's add and its
+// claim, at most Concurrency other claims are recorded.
+func TestPoolPriorityBeatsFlood(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for i := 0; i < 60; i++ {
+		if _, err := b.q.Add(ctx, trellis.AddTaskRequest{Queue: "flood", Objective: fmt.Sprint("bulk ", i), Priority: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const slots = 3
+	stop := runPool(t, b, workers.HandlerFunc(func(ctx context.Context, _ *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
+		time.Sleep(20 * time.Millisecond)
+		return &trellis.Checkpoint{WhatWasDone: "ok"}, nil
+	}), workers.Config{Queue: "flood", Worker: "pool", Concurrency: slots})
+	defer stop()
+	// Let the flood start running, then add the urgent task.
+	b.waitStatusAny(t, "flood", 10)
+	urgent, err := b.q.Add(ctx, trellis.AddTaskRequest{Queue: "flood", Objective: "urgent", Priority: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.waitStatus(t, []string{urgent.TaskID}, 15*time.Second, trellis.StatusDone)
+	between := 0
+	seen := false
+	err = b.Store.Read(ctx, events.StreamQueue, "", 0, func(r events.Recorded) error {
+		switch {
+		case r.AggregateID == urgent.TaskID && r.Type == "added":
+			seen = true
+		case r.AggregateID == urgent.TaskID && r.Type == "claimed":
+			return errStop
+		case seen && r.Type == "claimed":
+			between++
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		t.Fatal(err)
+	}
+	if between > slots {
+		t.Fatalf("%d priority-4 claims went between the priority-1 task's add and its claim; at most %d (one per slot)", between, slots)
+	}
+}
+
+var errStop = errors.New("stop reading")
+
+// waitStatusAny waits until at least n tasks of the queue are done.
+func (b *bundle) waitStatusAny(t *testing.T, queue string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(b.countEvents(t, "completed")) >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("fewer than %d tasks of %s done", n, queue)
+}
