@@ -322,6 +322,16 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 		}
 		from = batch[len(batch)-1].Seq + 1
 	}
+	if len(out) == 0 && from == 1 && s.cfg.Replicas > 1 {
+		// Nothing at all, as a replica saw it: direct gets may be answered
+		// by a replica that has not applied the latest writes yet, and an
+		// aggregate just created elsewhere would look absent. The stream's
+		// leader has every acknowledged write.
+		var err error
+		if out, err = s.loadFromLeader(ctx, stream, filter); err != nil {
+			return nil, 0, err
+		}
+	}
 	if err := s.resolveAll(ctx, out); err != nil {
 		return nil, 0, err
 	}
@@ -330,6 +340,27 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 		last = out[len(out)-1].Seq
 	}
 	return out, last, nil
+}
+
+// loadFromLeader reads every event matching filter from the stream's
+// leader, one message per request: the slow path of a load that a lagging
+// replica answered with nothing.
+func (s *Store) loadFromLeader(ctx context.Context, stream, filter string) ([]Recorded, error) {
+	var out []Recorded
+	for seq := uint64(1); ; {
+		m, ok, err := s.leaderNext(ctx, stream, filter, seq, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		if m.Bad != nil {
+			return nil, m.Bad
+		}
+		out = append(out, m.Recorded)
+		seq = m.Seq + 1
+	}
 }
 
 // directBatch fetches up to loadBatch messages matching filter from seq on.
