@@ -56,21 +56,29 @@ type serveBundle struct {
 	client             *http.Client
 }
 
-// startServe builds the trellis binary and starts `trellis serve` on free
-// ports with a temporary data directory and workspace.
-func startServe(t *testing.T) *serveBundle {
+// buildTrellis builds the trellis binary from this tree.
+func buildTrellis(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "trellis")
+	bin := filepath.Join(t.TempDir(), "trellis")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/trellis").CombinedOutput(); err != nil {
 		t.Fatalf("build trellis: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// startServe starts `trellis serve` on free ports with a temporary data
+// directory and workspace, with extra serve flags and environment.
+func startServe(t *testing.T, bin string, env []string, flags ...string) *serveBundle {
+	t.Helper()
+	dir := t.TempDir()
 	b := &serveBundle{bin: bin, data: filepath.Join(dir, "data"), ws: filepath.Join(dir, "ws"), client: &http.Client{Timeout: 60 * time.Second}}
 	if err := os.MkdirAll(b.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", "--data", b.data, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--workspace", b.ws)
+	args := append([]string{"serve", "--data", b.data, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--workspace", b.ws}, flags...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = b.ws
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -290,12 +298,21 @@ func (br *browser) run(t *testing.T, what string, actions ...chromedp.Action[chr
 	}
 }
 
-// waitJS polls until the JavaScript expression is true.
+// waitJS polls until the JavaScript expression is true (across a page
+// load: a poll whose page went away starts again on the new one).
 func (br *browser) waitJS(t *testing.T, what, expr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(br.ctx, 45*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(br.ctx, 45*time.Second)
+		_, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(time.Until(deadline)), chromedp.WithPollingInterval(50*time.Millisecond)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if strings.Contains(err.Error(), "Cannot find context") && time.Now().Before(deadline) {
+			continue
+		}
 		br.screenshot(t, "failed-"+strings.ReplaceAll(what, " ", "-"))
 		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
 	}
@@ -458,7 +475,8 @@ func bigVine() string {
 // violation included).
 func TestDashboardInBrowser(t *testing.T) {
 	exe := findChromium(t)
-	srv := startServe(t)
+	bin := buildTrellis(t)
+	srv := startServe(t, bin, nil)
 	br := startBrowser(t, exe)
 	t.Logf("screenshots in %s", br.shots)
 
@@ -783,7 +801,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			br.screenshot(t, p.name)
 
 		}
-		br.run(t, "laptop screen", chromedp.EmulateReset())
+		br.run(t, "laptop screen", chromedp.EmulateViewport(1280, 900))
 	})
 
 	t.Run("keyboard", func(t *testing.T) {
@@ -795,6 +813,39 @@ func TestDashboardInBrowser(t *testing.T) {
 		if first != "Skip to content" || second != "Trellis" {
 			t.Errorf("tab order starts %q, %q; want the skip link, then the brand", first, second)
 		}
+	})
+
+	t.Run("with tokens", func(t *testing.T) {
+		// serve --auth: the page and its assets load without a token; the
+		// API answers the page's first call 401, the page asks for a
+		// token, and with it every call (the live feed included) works.
+		token := "trellis_dashboard-test-admin-token-0123456789abcdef"
+		secure := startServe(t, bin, []string{"TRELLIS_ADMIN_TOKEN=" + token}, "--auth")
+		res, err := http.Get(secure.url + "/v1/queue/tasks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("GET /v1/queue/tasks without a token: %d, want 401", res.StatusCode)
+		}
+		br.run(t, "open", chromedp.Navigate(secure.url+"/#/"))
+		br.waitJS(t, "token asked for", `document.querySelector('dialog[aria-labelledby="token-title"]')?.open === true`)
+		br.screenshot(t, "token")
+		br.run(t, "give the token", chromedp.SetValue(chromedp.CSS(`input[name=token]`), token),
+			chromedp.Click(chromedp.CSS(`dialog[aria-labelledby="token-title"] button[type=submit]`)))
+		br.waitJS(t, "overview with the token", `document.querySelector('main h1')?.textContent === 'Overview' && document.querySelector('[data-live]')?.dataset.live === 'live' && !document.querySelector('dialog[open]')`)
+		var added task
+		req, _ := http.NewRequest(http.MethodPost, secure.url+"/v1/queue/tasks", strings.NewReader(`{"objective":"seen with a token","queue":"secure"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err = http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != http.StatusCreated {
+			t.Fatalf("add with the token: %v %v", res, err)
+		}
+		_ = json.NewDecoder(res.Body).Decode(&added)
+		res.Body.Close()
+		br.waitJS(t, "live with a token", `!!document.querySelector('[data-queue="secure"]')`)
 	})
 
 	br.mu.Lock()

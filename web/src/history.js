@@ -5,11 +5,10 @@
 //   boardAsOf(at, params)        one page of the queue board as it stood
 //                                at time `at`, with its counts
 //
-// Both are served by this server's HTTP API today: the tail by
-// GET /v1/events/live, the board by GET /v1/queue/tasks?as_of= (a fold of
-// the queue stream up to `at`). A cross-aggregate audit query (window
-// since..until, paged) or a replay-based as-of can replace either here
-// without touching the page.
+// The tail is GET /v1/events/live; the board is GET /v1/queue/tasks?as_of=
+// (the board rebuilt from the log up to `at`, as `queue list --as-of`
+// does). A closed window (since..until, paged) could come from
+// GET /v1/audit without touching the page.
 
 import { api, query } from './api.js';
 import { openFeed, whileVisible } from './sse.js';
