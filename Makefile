@@ -10,7 +10,7 @@ VERSION ?=
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 LDFLAGS := -X main.commit=$(COMMIT) $(if $(VERSION),-X github.com/trellis/trellis/server.Version=$(VERSION))
 
-.PHONY: run test build vet bench fmt
+.PHONY: run test build vet bench fmt ui
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trellis
@@ -23,6 +23,10 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 14m ./...
+
+## ui: rebuild the dashboard (web/src -> web/dist, embedded in the binary) with Node and npm (exact versions in web/package.json); commit web/dist
+ui:
+	cd web && npm install --no-audit --no-fund && npm run build
 
 bench: build
 	./$(BIN) bench queue

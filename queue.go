@@ -648,10 +648,33 @@ type ListRequest struct {
 	Limit int `json:"limit,omitempty"`
 	// Cursor continues a listing: the next_cursor of the previous page.
 	Cursor string `json:"cursor,omitempty"`
+	// Text keeps only tasks whose objective contains it, ignoring case,
+	// or whose id starts with it (at most MaxListTextBytes). Like Since,
+	// it costs a scan of the rows it skips.
+	Text string `json:"text,omitempty"`
+}
+
+// MaxListTextBytes bounds ListRequest.Text.
+const MaxListTextBytes = 256
+
+// MatchText reports whether a task with this id and objective passes the
+// Text filter.
+func (r *ListRequest) MatchText(taskID, objective string) bool {
+	if r.Text == "" {
+		return true
+	}
+	return strings.HasPrefix(taskID, strings.ToUpper(r.Text)) ||
+		strings.Contains(strings.ToLower(objective), strings.ToLower(r.Text))
 }
 
 // Normalize fills the default limit and validates the request.
 func (r *ListRequest) Normalize() error {
+	if len(r.Text) > MaxListTextBytes {
+		return FieldError("text", "is %d bytes; at most %d allowed", len(r.Text), MaxListTextBytes)
+	}
+	if !utf8.ValidString(r.Text) {
+		return FieldError("text", "is not valid UTF-8")
+	}
 	if r.Queue != "" {
 		if err := ValidateQueueName(r.Queue); err != nil {
 			return err

@@ -73,6 +73,11 @@ type Service struct {
 	boardRunner *projections.Runner
 	metrics     *projections.Runner
 	reactor     *taskqueue.Reactor
+	// activity is the recent-activity fold, started by the first read
+	// that needs it (see Activity).
+	activity activityFold
+	// asOf serializes as-of reads (see ListAsOf).
+	asOf asOfBoards
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -154,6 +159,7 @@ func (s *Service) Close() error {
 	if s.metrics != nil {
 		_ = s.metrics.Stop()
 	}
+	s.activity.stop()
 	for _, r := range s.runners {
 		if err := r.Stop(); err != nil && first == nil {
 			first = err

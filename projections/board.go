@@ -575,7 +575,7 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 	}
 	matches := func(t *trellis.Task) bool {
 		return (req.Queue == "" || t.Queue == req.Queue) && (req.Status == "" || t.Status == req.Status) &&
-			!t.UpdatedAt.Before(since)
+			!t.UpdatedAt.Before(since) && req.MatchText(t.TaskID, t.Objective)
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -629,6 +629,9 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 					return fmt.Errorf("board: index names task %s that is not stored", fromFile)
 				}
 				k, v = c.Next()
+				if !req.MatchText(t.TaskID, t.Objective) {
+					continue
+				}
 			default:
 				return nil
 			}

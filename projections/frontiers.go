@@ -2,6 +2,8 @@ package projections
 
 import (
 	"fmt"
+
+	"github.com/trellis/trellis"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -204,4 +206,28 @@ func (f *Frontiers) GraphIDs() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Summaries returns every graph's summary, by graph id.
+func (f *Frontiers) Summaries() []trellis.VineGraphSummary {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]trellis.VineGraphSummary, 0, len(f.graphs))
+	for id, e := range f.graphs {
+		out = append(out, trellis.VineGraphSummary{GraphID: id, Path: e.path, Title: e.index.Graph().Title(), Progress: e.index.Progress()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GraphID < out[j].GraphID })
+	return out
+}
+
+// View returns a graph's path, a clone of its state and its frontier, read
+// together, and false for an unknown graph.
+func (f *Frontiers) View(graphID string) (string, vine.Graph, vine.Frontier, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e, ok := f.graphs[graphID]
+	if !ok {
+		return "", vine.Graph{}, vine.Frontier{}, false
+	}
+	return e.path, e.index.Graph().Clone(), e.index.Frontier(), true
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
@@ -26,6 +27,7 @@ import (
 	"github.com/trellis/trellis/handlers/httpapi"
 	"github.com/trellis/trellis/handlers/mcpapi"
 	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/web"
 )
 
 // Version is the release version, reported by ping, the MCP server and
@@ -266,11 +268,17 @@ func (s *Server) startHTTP() error {
 	}
 	s.httpLn = ln
 	mcpSrv := mcpapi.NewServer(s.svc, Version)
+	liveDone := make(chan struct{})
 	hcfg := httpapi.Config{
 		Logger: s.cfg.Logger,
+		Done:   liveDone,
 		Mounts: map[string]http.Handler{
 			"/mcp":     mcpapi.HTTPHandler(mcpSrv),
 			"/metrics": promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}),
+			// The dashboard: its page and assets (web/), which call the
+			// routes above.
+			"GET /{$}": web.Handler(),
+			"GET /ui/": web.Handler(),
 		},
 		Loopback: isLoopback(s.cfg.HTTPAddr),
 	}
@@ -286,6 +294,8 @@ func (s *Server) startHTTP() error {
 		TLSConfig:         s.tls,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
+	var once sync.Once
+	s.httpSrv.RegisterOnShutdown(func() { once.Do(func() { close(liveDone) }) })
 	scheme := "http://"
 	if s.tls != nil {
 		scheme = "https://"

@@ -127,6 +127,13 @@ func TestCLIQueueLifecycleInProcess(t *testing.T) {
 	if code != 0 || len(page2.Tasks) != 1 || page2.NextCursor != "" || page2.Tasks[0].TaskID <= page1.Tasks[1].TaskID {
 		t.Fatalf("page 2: exit %d, %+v", code, page2)
 	}
+	// Text: objective words, any case.
+	var byText trellis.TaskList
+	code, out, _ = cli(t, "queue", "list", d, "--text", "THIRD", "--json")
+	mustJSON(t, out, &byText)
+	if code != 0 || len(byText.Tasks) != 1 || byText.Tasks[0].Objective != "third" {
+		t.Fatalf("--text: exit %d, %+v", code, byText)
+	}
 }
 
 // TestCLIExitCodes: documented, distinct exit codes; bad input never
@@ -158,6 +165,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{"negative limit", []string{"queue", "list", d, "--limit", "-1"}, 2, "limit"},
 		{"limit over the maximum", []string{"queue", "list", d, "--limit", "1001"}, 2, "limit"},
 		{"limit not a number", []string{"queue", "list", d, "--limit", "many"}, 2, "limit"},
+		{"text too long", []string{"queue", "list", d, "--text", strings.Repeat("x", 257)}, 2, "text"},
 		{"malformed cursor", []string{"queue", "list", d, "--cursor", "junk"}, 2, "cursor"},
 		{"bad since", []string{"queue", "list", d, "--since", "2026-13-45"}, 2, "since"},
 		{"export into a missing directory", []string{"queue", "export", d, "--out", filepath.Join(data, "no", "such", "dir", "x.jsonl")}, 2, "write"},

@@ -237,6 +237,7 @@ func (a *app) queueList() *cobra.Command {
 	c.Flags().StringVar(&req.Since, "since", "", "only tasks updated at or after this RFC 3339 time (e.g. 2026-01-02T15:04:05Z)")
 	c.Flags().IntVar(&req.Limit, "limit", trellis.DefaultListLimit, fmt.Sprintf("rows per page (at most %d)", trellis.MaxListLimit))
 	c.Flags().StringVar(&req.Cursor, "cursor", "", "continue after the previous page: its next cursor")
+	c.Flags().StringVar(&req.Text, "text", "", "only tasks whose objective contains this text (ignoring case) or whose id starts with it")
 	c.Flags().StringVar(&asOf, "as-of", "", "the board as the log stood at this time (RFC 3339, a date, or a duration ago), rebuilt from the log")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c

@@ -56,6 +56,7 @@ func (a *app) serveCommand() *cobra.Command {
 			fmt.Fprintf(a.stdout, "  nats:  %s (%s)\n", info.NATSURL, mode)
 			if info.HTTPURL != "" {
 				fmt.Fprintf(a.stdout, "  http:  %s\n", info.HTTPURL)
+				fmt.Fprintf(a.stdout, "  dashboard: %s/\n", info.HTTPURL)
 				fmt.Fprintf(a.stdout, "  mcp:   %s\n", info.MCPURL)
 				fmt.Fprintf(a.stdout, "  metrics: %s/metrics\n", info.HTTPURL)
 			}

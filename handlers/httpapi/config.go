@@ -36,6 +36,11 @@ type Config struct {
 	// Logger receives internal errors and recovered panics (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// Done, when closed, ends the long-lived responses (the live feed of
+	// GET /v1/events/live), so that a graceful shutdown does not wait for
+	// open dashboards. Close it when the server begins to shut down
+	// (http.Server.RegisterOnShutdown). Nil: they end with their clients.
+	Done <-chan struct{}
 }
 
 func (c Config) withDefaults() Config {

@@ -58,14 +58,23 @@ var routeOps = map[string]string{
 	"GET /v1/memory/history":                      "memory.history",
 	"POST /v1/code/search":                        "code.search",
 	"GET /v1/code/chunks/{id}":                    "code.chunk",
+	"GET /v1/queue/activity":                      "queue.list",
+	"GET /v1/queue/workers":                       "queue.list",
+	"GET /v1/queue/tasks/{id}/checkpoint":         "queue.show",
+	"GET /v1/vine/graphs":                         "vine.read",
+	"GET /v1/vine/graphs/{id}":                    "vine.read",
+	"GET /v1/vine/graphs/{id}/nodes/{node}":       "vine.read",
+	"GET /v1/events/live":                         "audit.query",
 	"/mcp":                                        "mcp",
 	"/metrics":                                    "metrics",
 	"GET /metrics":                                "metrics",
 }
 
 // openPatterns are served without a token: a liveness probe says nothing
-// about the data.
-var openPatterns = []string{"GET /healthz"}
+// about the data, and neither do the dashboard's page and assets (a
+// browser cannot send a token when it opens a page; the page then sends
+// one with every call it makes).
+var openPatterns = []string{"GET /healthz", "GET /{$}", "GET /ui/"}
 
 // RouteOp returns the operation a route pattern is authorized as, and
 // whether the pattern is served without a token.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
@@ -119,18 +120,30 @@ func bodyTaskID(pathID, bodyID string) (string, error) {
 	return pathID, nil
 }
 
-// listTasks serves GET /v1/queue/tasks?queue=&status=&since=&limit=&cursor=:
-// one page of the board, with next_cursor when more rows match.
+// listTasks serves GET /v1/queue/tasks?queue=&status=&since=&text=&as_of=&limit=&cursor=:
+// one page of the board (as it stood at as_of, when given), with
+// next_cursor when more rows match.
 func (s *server) listTasks(w http.ResponseWriter, r *http.Request) error {
-	q, err := queryParams(r, "queue", "status", "since", "limit", "cursor")
+	q, err := queryParams(r, "queue", "status", "since", "text", "as_of", "limit", "cursor")
 	if err != nil {
 		return err
 	}
-	req := trellis.ListRequest{Queue: q["queue"], Status: trellis.Status(q["status"]), Since: q["since"], Cursor: q["cursor"]}
+	req := trellis.ListRequest{Queue: q["queue"], Status: trellis.Status(q["status"]), Since: q["since"], Text: q["text"], Cursor: q["cursor"]}
 	if v, ok := q["limit"]; ok {
 		if req.Limit, err = strconv.Atoi(v); err != nil {
 			return trellis.FieldError("limit", "%q is not an integer (0 or omitted: %d; at most %d)", truncateQuery(v), trellis.DefaultListLimit, trellis.MaxListLimit)
 		}
+	}
+	if v, ok := q["as_of"]; ok {
+		at, err := parseTimeArg("as_of", v, time.Now())
+		if err != nil {
+			return err
+		}
+		list, err := s.svc.ListAsOf(r.Context(), at, req)
+		if err != nil {
+			return fmt.Errorf("list tasks as of %s: %w", v, err)
+		}
+		return s.writeJSON(w, r, http.StatusOK, list)
 	}
 	list, err := s.svc.List(r.Context(), req)
 	if err != nil {

@@ -59,6 +59,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 	s.handle("GET /healthz", s.healthz)
 	s.memoryRoutes()
 	s.codeRoutes()
+	s.dashboardRoutes()
 
 	for pattern, h := range cfg.Mounts {
 		s.mux.Handle(pattern, h)
