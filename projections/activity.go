@@ -100,6 +100,16 @@ func (a *Activity) Apply(rec events.Recorded) error {
 	if !taskqueue.IsTaskSubject(rec.Subject) || rec.Type == "" || trellis.ValidateTaskID("task_id", rec.AggregateID) != nil {
 		return nil // controls, timers and anything that is not a task event
 	}
+	// A claim carried by its outcome (a pool's quick task) counts as a
+	// claim of its own, at its own time.
+	for _, step := range taskqueue.ExpandClaims([]events.Recorded{rec}) {
+		a.apply(step)
+	}
+	return nil
+}
+
+// apply folds one step of a task's history (a.mu held).
+func (a *Activity) apply(rec events.Recorded) {
 	queue := queueOf(rec.Subject)
 	var p activityPayload
 	if len(rec.Payload) > 0 && rec.Payload[0] == '{' {
@@ -149,7 +159,7 @@ func (a *Activity) Apply(rec events.Recorded) error {
 	}
 	worker := p.Worker
 	if worker == "" || rec.Type == taskqueue.Added {
-		return nil
+		return
 	}
 	w := a.workers[worker]
 	if w == nil {
@@ -163,7 +173,6 @@ func (a *Activity) Apply(rec events.Recorded) error {
 	if !rec.Time.Before(w.lastSeen) {
 		w.lastSeen, w.lastEvent, w.lastTask = rec.Time, rec.Type, id
 	}
-	return nil
 }
 
 // slot returns the ring slot of minute, clearing it when it held an older

@@ -157,3 +157,29 @@ func TestActivityWorkers(t *testing.T) {
 		t.Errorf("slow claims %d, want 2 (one without a decodable payload)", got)
 	}
 }
+
+// TestActivityCountsACarriedClaim: a completion carrying its claim (a
+// pool's quick task, one event) counts a claim at the claim's own time,
+// with its latency from the add, and a completion, both by the worker.
+func TestActivityCountsACarriedClaim(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 50, 0, time.UTC)
+	f := &activityFeed{t: t, a: projections.NewActivity(0)}
+	base := now.Add(-30 * time.Second)
+	id := taskAt(base)
+	f.apply("q", id, "added", base, map[string]any{"queue": "q"})
+	claimedAt := base.Add(300 * time.Millisecond)
+	f.apply("q", id, "completed", base.Add(time.Second), map[string]any{"worker": "w1", "what_was_done": "ok",
+		"claim": map[string]any{"worker": "w1", "attempt": 1, "leased": true, "at": claimedAt}})
+	s := f.a.Snapshot(now)
+	q := s.Queues["q"]
+	if total(q.Events["claimed"]) != 1 || total(q.Events["completed"]) != 1 || total(q.Claims) != 1 {
+		t.Fatalf("events %v, claims with a latency %v; want one claim and one completion", q.Events, q.Claims)
+	}
+	if p50 := q.ClaimP50Ms[59]; p50 == nil || *p50 < 300 || *p50 > 300*1.19 {
+		t.Fatalf("claim latency p50 %v ms; want about 300 (from the add to the claim's own time)", p50)
+	}
+	if len(s.Workers) != 1 || s.Workers[0].Worker != "w1" {
+		t.Fatalf("workers %+v", s.Workers)
+	}
+}
