@@ -27,8 +27,12 @@ import (
 // lone append keeps the latency of one write); beyond that it waits in the
 // committer's queue, and as soon as BatchMin or more wait (one event per
 // aggregate, bounded in count and bytes) they go as one atomic batch, up
-// to MaxBatches batches in flight. Waiting appends that are too few for a
-// batch go one by one as single writes finish.
+// to MaxBatches batches in flight. While a batch is in flight no single
+// write starts: the server stores the stream's writes one after the other,
+// so a single sent then only delays the batch and takes an event from the
+// next one; what arrives meanwhile waits and goes with the next batch (or,
+// too few for one, one by one once the batch is stored). Waiting appends
+// that are too few for a batch go one by one as single writes finish.
 //
 // Every event keeps its own Nats-Msg-Id (its ULID) and its own check of the
 // aggregate's last sequence. JetStream refuses a whole batch when one of its
@@ -284,9 +288,9 @@ func (c *committer) withdraw(r *request) bool {
 }
 
 // pumpLocked starts commits for waiting requests: a batch when enough
-// wait, else single appends while fewer than MaxSingles are in flight
-// (more would only queue at the server, which stores one message at a
-// time); the rest wait for a commit to finish. c.mu is held.
+// wait, else single appends while fewer than MaxSingles and no batch are
+// in flight (more would only queue at the server, which stores one message
+// at a time); the rest wait for a commit to finish. c.mu is held.
 func (c *committer) pumpLocked() {
 	for len(c.queue) > 0 {
 		if c.batches < c.s.cfg.MaxBatches && c.s.batchable(c.stream, c.batchableLocked()) {
@@ -295,7 +299,7 @@ func (c *committer) pumpLocked() {
 			go c.commitBatch(group)
 			continue
 		}
-		if c.singles >= c.s.cfg.MaxSingles {
+		if c.singles >= c.s.cfg.MaxSingles || c.batches > 0 {
 			return
 		}
 		group := c.takeLocked(1)

@@ -291,7 +291,8 @@ func (q *Handler) dispatchedState(ctx context.Context, rec events.Recorded, deli
 		if err != nil {
 			return taskState{}, trellis.Errorf(trellis.CodeInternal, "dispatch %s: %w", rec.Subject, err)
 		}
-		return taskState{ID: rec.AggregateID, Value: task, Seq: rec.Seq}, nil
+		// The add is the head of the task's hash chain: no read of it.
+		return taskState{ID: rec.AggregateID, Value: task, Seq: rec.Seq, Head: events.Hash(rec.Envelope)}, nil
 	}
 	return q.loadState(ctx, rec.AggregateID)
 }

@@ -3,6 +3,7 @@ package workers_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -285,4 +286,45 @@ func TestHoldIsRefusedForAnotherTaskOrWorker(t *testing.T) {
 		t.Fatalf("history %s, %v", historyTypes(recs), err)
 	}
 	_ = msg.Ack()
+}
+
+// TestPoolsShareDispatchesFetchedAhead: a pool fetches dispatches ahead of
+// its free slots, but gives back what its slow handlers could not start
+// within a quarter of the lease, so a second pool runs them: every task
+// runs exactly once, none waits out its lease in a buffer (no
+// lease_expired), and both pools work.
+func TestPoolsShareDispatchesFetchedAhead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.add(t, "shared", 12, 3)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	byPool := map[string]int{}
+	h := workers.HandlerFunc(func(_ context.Context, task *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
+		mu.Lock()
+		runs[task.TaskID]++
+		byPool[strings.SplitN(task.ClaimedBy, "/", 2)[0]]++
+		mu.Unlock()
+		time.Sleep(400 * time.Millisecond)
+		return &trellis.Checkpoint{WhatWasDone: "ok"}, nil
+	})
+	stopA := runPool(t, b, h, workers.Config{Queue: "shared", Worker: "a", Lease: time.Second})
+	time.Sleep(100 * time.Millisecond) // a fetches first, and ahead
+	stopB := runPool(t, b, h, workers.Config{Queue: "shared", Worker: "b", Lease: time.Second})
+	b.waitStatus(t, ids, 60*time.Second, trellis.StatusDone)
+	stopA()
+	stopB()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if runs[id] != 1 {
+			t.Errorf("task %s ran %d times", id, runs[id])
+		}
+	}
+	if byPool["a"] == 0 || byPool["b"] == 0 {
+		t.Errorf("runs by pool %v; want both pools to work", byPool)
+	}
+	if n := len(b.countEvents(t, taskqueue.LeaseExpired)); n != 0 {
+		t.Errorf("%d tasks had their lease expire", n)
+	}
 }

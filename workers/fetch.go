@@ -1,0 +1,225 @@
+package workers
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// fetchAhead bounds how many dispatches a pull asks for beyond the free
+// slots (Concurrency when larger): each round trip to the server then
+// serves several slots. The fetcher starts at Concurrency and adapts
+// (see fetch).
+const fetchAhead = 32
+
+// lane is the fetcher's view of one priority lane (a claim consumer).
+type lane struct {
+	c jetstream.Consumer
+	// buf holds dispatches fetched ahead of a free slot, oldest first.
+	buf []fetched
+	// waiting: a waiting pull is outstanding, sent when the lane was
+	// empty; the server hands it the lane's next dispatch.
+	waiting bool
+	// more: the lane may hold dispatches now (its last pull was filled,
+	// or a waiting pull just returned one); else it was empty when last
+	// asked and its waiting pull will tell.
+	more bool
+}
+
+// fetched is a dispatch the pool holds but has not started.
+type fetched struct {
+	msg jetstream.Msg
+	at  time.Time
+}
+
+// arrival is what a waiting pull returns.
+type arrival struct {
+	lane int
+	msg  jetstream.Msg
+	err  error
+}
+
+// fetch pulls dispatches for the free slots until ctx ends, handing each
+// to a slot of its own, best priority lane first.
+//
+// A lane that may hold dispatches is pulled without waiting for the free
+// slots and some more (one round trip serves several slots; what is
+// fetched ahead waits in the lane's buffer, unclaimed, at most a quarter
+// of the lease, then is given back for another pool). How many more
+// adapts: twice as many, up to max(Concurrency, fetchAhead), when the
+// slots drained every buffer, half as many when a dispatch had to be given
+// back (slow handlers: a pool then holds little that others could run). A lane found empty keeps one waiting pull
+// outstanding, even while no slot is free, so a dispatch arriving on it,
+// an urgent one say, is known at once and taken by the next free slot
+// before any dispatch of a lower lane; empty lanes cost no round trip.
+func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, wg *sync.WaitGroup) {
+	free := make(chan int, p.cfg.Concurrency)
+	for slot := 0; slot < p.cfg.Concurrency; slot++ {
+		free <- slot
+	}
+	lanes := make([]*lane, len(consumers))
+	for i, c := range consumers {
+		lanes[i] = &lane{c: c, more: true}
+	}
+	arrivals := make(chan arrival, len(lanes))
+	var waiters sync.WaitGroup
+	defer func() {
+		// Give back what was fetched ahead, and what the waiting pulls
+		// still get (they end within FetchWait).
+		for _, l := range lanes {
+			for _, f := range l.buf {
+				_ = f.msg.Nak()
+			}
+		}
+		go func() { waiters.Wait(); close(arrivals) }()
+		for a := range arrivals {
+			if a.msg != nil {
+				_ = a.msg.Nak()
+			}
+		}
+	}()
+	var slots []int
+	run := func(msg jetstream.Msg) {
+		slot := slots[len(slots)-1]
+		slots = slots[:len(slots)-1]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { free <- slot }()
+			p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
+		}()
+	}
+	maxAhead := max(p.cfg.Concurrency, fetchAhead)
+	ahead := p.cfg.Concurrency
+	backoff := 100 * time.Millisecond
+	staleEvery := func() time.Duration { return max(50*time.Millisecond, min(time.Second, p.lease()/8)) }
+	stale := time.NewTicker(staleEvery())
+	defer stale.Stop()
+	for ctx.Err() == nil {
+		select {
+		case s := <-free:
+			slots = append(slots, s)
+		case a := <-arrivals:
+			l := lanes[a.lane]
+			l.waiting = false
+			switch {
+			case a.err != nil:
+				p.log.Warn("fetch", "err", a.err)
+				sleepCtx(ctx, backoff)
+				backoff = min(2*backoff, 5*time.Second)
+			case a.msg != nil:
+				backoff = 100 * time.Millisecond
+				l.buf = append(l.buf, fetched{msg: a.msg, at: time.Now()})
+				l.more = true
+			}
+		case <-stale.C:
+			if p.giveBackStale(lanes) > 0 {
+				ahead /= 2
+			}
+			stale.Reset(staleEvery()) // the queue's lease may have changed
+		case <-ctx.Done():
+			return
+		}
+	more:
+		for {
+			select {
+			case s := <-free:
+				slots = append(slots, s)
+			default:
+				break more
+			}
+		}
+		// Free slots take the best lane's dispatches: what is buffered,
+		// else what a lane that may hold some returns now.
+		for len(slots) > 0 && ctx.Err() == nil {
+			var best *lane
+			for _, l := range lanes {
+				if len(l.buf) > 0 || l.more {
+					best = l
+					break
+				}
+			}
+			if best == nil {
+				break
+			}
+			if len(best.buf) == 0 {
+				if best.more && buffered(lanes) == 0 {
+					ahead = min(2*ahead+1, maxAhead) // the slots drained every buffer
+				}
+				want := len(slots) + ahead
+				batch, err := best.c.FetchNoWait(want)
+				if err != nil {
+					// NATS unreachable, the server restarting, a consumer
+					// moving: the waiting pulls below keep trying.
+					p.log.Warn("fetch", "err", err)
+					best.more = false
+					break
+				}
+				got := 0
+				for msg := range batch.Messages() {
+					best.buf = append(best.buf, fetched{msg: msg, at: time.Now()})
+					got++
+				}
+				best.more = got == want
+				continue
+			}
+			f := best.buf[0]
+			best.buf = best.buf[1:]
+			run(f.msg)
+		}
+		// Every lane found empty waits for its next dispatch.
+		for i, l := range lanes {
+			if l.waiting || l.more || len(l.buf) > 0 || ctx.Err() != nil {
+				continue
+			}
+			l.waiting = true
+			waiters.Add(1)
+			go func() {
+				defer waiters.Done()
+				batch, err := l.c.Fetch(1, jetstream.FetchMaxWait(p.cfg.FetchWait))
+				if err != nil {
+					arrivals <- arrival{lane: i, err: err}
+					return
+				}
+				var got jetstream.Msg
+				for msg := range batch.Messages() {
+					got = msg
+				}
+				arrivals <- arrival{lane: i, msg: got}
+			}()
+		}
+	}
+}
+
+// giveBackStale gives back (Nak) the dispatches fetched ahead that waited
+// a quarter of the lease for a slot (their lease would run out unheld) and
+// returns how many.
+func (p *Pool) giveBackStale(lanes []*lane) int {
+	limit := p.lease() / 4
+	n := 0
+	for _, l := range lanes {
+		keep := l.buf[:0]
+		for _, f := range l.buf {
+			if time.Since(f.at) > limit {
+				_ = f.msg.Nak()
+				n++
+				continue
+			}
+			keep = append(keep, f)
+		}
+		l.buf = keep
+	}
+	return n
+}
+
+// buffered counts the dispatches fetched ahead.
+func buffered(lanes []*lane) int {
+	n := 0
+	for _, l := range lanes {
+		n += len(l.buf)
+	}
+	return n
+}
