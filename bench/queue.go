@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/taskqueue"
+	"github.com/trellis/trellis/workers"
 )
 
 // QueueConfig sizes the queue benchmark.
@@ -61,6 +63,12 @@ type QueueReport struct {
 	WaitP50Ms          float64 `json:"queue_wait_p50_ms"`
 	WaitP99Ms          float64 `json:"queue_wait_p99_ms"`
 	Claimed            int     `json:"latency_phase_claimed"`
+	// PoolStartP50Ms and PoolStartP99Ms are the same offered load worked
+	// by a worker pool of Workers slots: from the add (the task's
+	// created_at) to its handler starting, as River's probe measures.
+	PoolStartP50Ms float64 `json:"pool_start_latency_p50_ms"`
+	PoolStartP99Ms float64 `json:"pool_start_latency_p99_ms"`
+	PoolStarted    int     `json:"pool_latency_phase_started"`
 }
 
 // Print writes the report as a table.
@@ -74,6 +82,10 @@ func (r *QueueReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "  claim latency at %d tasks/s offered (add acknowledged -> claim recorded): p50 %.2f ms, p99 %.2f ms (goal p99 < 5 ms); %d claims\n",
 			r.OfferedRate, r.WaitP50Ms, r.WaitP99Ms, r.Claimed)
 		fmt.Fprintf(w, "  queue next call duration (includes waiting for the next task to arrive): p50 %.2f ms, p99 %.2f ms\n", r.ClaimP50Ms, r.ClaimP99Ms)
+	}
+	if r.PoolStarted > 0 {
+		fmt.Fprintf(w, "  pool of %d at %d tasks/s offered (add -> handler started): p50 %.2f ms, p99 %.2f ms (goal p99 < 5 ms); %d tasks\n",
+			r.Workers, r.OfferedRate, r.PoolStartP50Ms, r.PoolStartP99Ms, r.PoolStarted)
 	}
 }
 
@@ -99,7 +111,69 @@ func RunQueue(ctx context.Context, store *events.Store, cfg QueueConfig) (*Queue
 	if err := claimLatency(ctx, store, cfg, rep); err != nil {
 		return nil, fmt.Errorf("claim latency: %w", err)
 	}
+	if err := poolLatency(ctx, store, cfg, rep); err != nil {
+		return nil, fmt.Errorf("pool latency: %w", err)
+	}
 	return rep, nil
+}
+
+// poolLatency offers tasks one add at a time at cfg.OfferedRate to a
+// worker pool of cfg.Workers no-op slots and measures, per task, the time
+// from its add (created_at) to its handler starting.
+func poolLatency(ctx context.Context, store *events.Store, cfg QueueConfig, rep *QueueReport) error {
+	queue := "plat-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	q := taskqueue.New(store, taskqueue.Config{})
+	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
+		return err
+	}
+	total := int(float64(cfg.OfferedRate) * cfg.LatencySeconds)
+	var mu sync.Mutex
+	var starts []time.Duration
+	done := make(chan struct{})
+	h := workers.HandlerFunc(func(_ context.Context, t *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
+		d := time.Since(t.CreatedAt)
+		mu.Lock()
+		starts = append(starts, d)
+		if len(starts) == total {
+			close(done)
+		}
+		mu.Unlock()
+		return &trellis.Checkpoint{WhatWasDone: "lat"}, nil
+	})
+	pool, err := workers.New(q, h, workers.Config{Queue: queue, Worker: "plat", Concurrency: cfg.Workers,
+		Logger: slog.New(slog.DiscardHandler), FetchWait: 200 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	pctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { _ = pool.Run(pctx); close(stopped) }()
+	defer func() { stop(); <-stopped }()
+	interval := time.Second / time.Duration(cfg.OfferedRate)
+	start := time.Now()
+	for i := 0; i < total; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "latency task"}); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		mu.Lock()
+		started := len(starts)
+		mu.Unlock()
+		return fmt.Errorf("only %d of %d tasks started within a minute", started, total)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	rep.PoolStarted = len(starts)
+	rep.PoolStartP50Ms, rep.PoolStartP99Ms = percentileMs(starts, 0.50), percentileMs(starts, 0.99)
+	return nil
 }
 
 // parallel runs fn(worker, i) for i in [0,n) spread over workers and

@@ -48,6 +48,13 @@ func TestSubmitCombinesARound(t *testing.T) {
 	outs := make([]out, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
+		if i == 1 {
+			// The first submitter leads and waits for the lock with its
+			// own command alone; only then do the other nine arrive, so
+			// they wait for the next round however the goroutines are
+			// scheduled.
+			waitFor(t, "the leader to take its round", func() bool { return r.Waiting(id) == 0 && !r.Idle(id) })
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -60,8 +67,6 @@ func TestSubmitCombinesARound(t *testing.T) {
 			outs[i] = out{st, err}
 		}()
 	}
-	// The first submitter leads and waits for the lock with its own
-	// command; the other nine wait for the next round.
 	waitFor(t, "nine waiting commands", func() bool { return r.Waiting(id) == n-1 })
 	before := b.Store.GroupCommitStats()
 	unlock()
