@@ -53,8 +53,9 @@ func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.T
 
 // nextDispatch returns one dispatch from the best priority lane that has
 // one: first what each lane holds now, best lane first; else the first
-// that arrives on any lane within wait (dispatches that arrive on the
-// other lanes meanwhile are given back at once), or nil.
+// that arrives on any lane within wait, returned as it arrives
+// (dispatches that the other lanes' pulls bring later are given back), or
+// nil.
 func nextDispatch(ctx context.Context, lanes []jetstream.Consumer, wait time.Duration) (jetstream.Msg, error) {
 	for _, lane := range lanes {
 		batch, err := lane.FetchNoWait(1)
@@ -76,23 +77,28 @@ func nextDispatch(ctx context.Context, lanes []jetstream.Consumer, wait time.Dur
 			arrivals <- arrival{msg, err}
 		}()
 	}
-	var got jetstream.Msg
 	var firstErr error
-	for range lanes {
+	for left := len(lanes); left > 0; left-- {
 		a := <-arrivals
-		switch {
-		case a.err != nil && firstErr == nil:
-			firstErr = a.err
-		case a.msg != nil && got == nil:
-			got = a.msg
-		case a.msg != nil:
-			_ = a.msg.Nak() // another lane's: someone else takes it
+		if a.msg == nil {
+			if a.err != nil && firstErr == nil {
+				firstErr = a.err
+			}
+			continue
 		}
+		// The first arrival is the caller's at once; the other lanes'
+		// pulls end within wait, and what they bring is given back so
+		// that someone else takes it.
+		go func(left int) {
+			for ; left > 0; left-- {
+				if a := <-arrivals; a.msg != nil {
+					_ = a.msg.Nak()
+				}
+			}
+		}(left - 1)
+		return a.msg, nil
 	}
-	if got == nil && firstErr != nil {
-		return nil, firstErr
-	}
-	return got, nil
+	return nil, firstErr
 }
 
 // fetchOne returns one dispatch message, waiting at most wait for one, or

@@ -245,3 +245,53 @@ func TestQueueNextSeesJustAddedTask(t *testing.T) {
 		}
 	}
 }
+
+// A next that waits on an empty queue returns a task as soon as it
+// arrives on one lane: it does not sit out the wait on the other, empty
+// lanes first (a lost wait, not a timing: NextWait is 20 s and the task
+// arrives at once).
+func TestQueueNextReturnsOnArrival(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := ctxT(t)
+	const wait = 20 * time.Second
+	q := taskqueue.New(b.Store, taskqueue.Config{NextWait: wait})
+	if _, err := q.Lanes(ctx, "arrive"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		task *trellis.Task
+		err  error
+		took time.Duration
+	}
+	got := make(chan result, 1)
+	go func() {
+		start := time.Now()
+		task, err := q.Next(ctx, trellis.NextRequest{Queue: "arrive", Worker: "w"})
+		got <- result{task, err, time.Since(start)}
+	}()
+	// Add only once the next is waiting on every lane (a no-wait pull
+	// would otherwise take the task).
+	time.Sleep(300 * time.Millisecond)
+	added, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "arrive", Objective: "arrives"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil || r.task == nil || r.task.TaskID != added.TaskID {
+		t.Fatalf("next = %v, %v; want task %s", r.task, r.err, added.TaskID)
+	}
+	if r.took >= wait {
+		t.Fatalf("next took %s: it waited out the empty lanes' %s before returning the task that arrived", r.took, wait)
+	}
+	// The other lanes' pulls still end; nothing is lost meanwhile: a task
+	// added now is the next one's.
+	second, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "arrive", Objective: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := q.Next(ctx, trellis.NextRequest{Queue: "arrive", Worker: "w"})
+	if err != nil || next == nil || next.TaskID != second.TaskID {
+		t.Fatalf("second next = %v, %v; want task %s", next, err, second.TaskID)
+	}
+}
