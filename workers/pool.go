@@ -67,7 +67,9 @@ const DefaultClaimWindow = 50 * time.Millisecond
 // outcomeBacklog is how many finished runs may wait for their outcomes to
 // be recorded, at least: the more wait, the larger the group commits they
 // share (each still holds its dispatch, unacknowledged, until recorded).
-const outcomeBacklog = 64
+// Measured with trellis bench workers at 8 handlers: 256 gave about 1.17x
+// the tasks/s of 64; 1024 no more than 256.
+const outcomeBacklog = 256
 
 func (c Config) withDefaults() Config {
 	if c.Queue == "" {
@@ -372,7 +374,7 @@ func (p *Pool) heartbeatEvery() time.Duration {
 // runs in the background, as River's completer does, so a slot's next
 // claim does not wait for its last finish, and outcomes finishing together
 // share group commits; the lease is heartbeated until the outcome is
-// recorded. At most max(64, 4 × Concurrency) outcomes wait to be recorded
+// recorded. At most max(256, 4 × Concurrency) outcomes wait to be recorded
 // at once (a slot waits for room), and a drain waits for all of them.
 func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg *sync.WaitGroup) {
 	start := time.Now()
