@@ -30,6 +30,12 @@ var ErrDuplicateMsgID = errors.New("a message id of the batch is already stored"
 // again until ctx ends. The first event must therefore carry a check
 // filter (its aggregate). A single event is an ordinary checked append.
 func (s *Store) AppendAtomic(ctx context.Context, ps []Pending) ([]Appended, error) {
+	return s.appendBatch(ctx, ps, "an atomic batch")
+}
+
+// appendBatch appends ps as one atomic batch on one stream, each event with
+// its own check (see AppendAtomic); what names the batch in errors.
+func (s *Store) appendBatch(ctx context.Context, ps []Pending, what string) ([]Appended, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -47,19 +53,19 @@ func (s *Store) AppendAtomic(ctx context.Context, ps []Pending) ([]Appended, err
 	}
 	stream := streamOf(ps[0].Subject)
 	if tr, ok := s.streamTraits(stream); !ok || !tr.atomic {
-		return nil, fmt.Errorf("append %s: an atomic batch of %d events needs a stream with atomic batches", ps[0].Subject, len(ps))
+		return nil, fmt.Errorf("append %s: %s of %d events needs a stream with atomic batches", ps[0].Subject, what, len(ps))
 	}
 	if len(ps) > s.cfg.BatchMax {
-		return nil, fmt.Errorf("append %s: an atomic batch of %d events is over the batch bound of %d", ps[0].Subject, len(ps), s.cfg.BatchMax)
+		return nil, fmt.Errorf("append %s: %s of %d events is over the batch bound of %d", ps[0].Subject, what, len(ps), s.cfg.BatchMax)
 	}
 	if ps[0].Expect.None {
-		return nil, fmt.Errorf("append %s: the first event of an atomic batch needs a check (it finds a batch whose acknowledgement was lost)", ps[0].Subject)
+		return nil, fmt.Errorf("append %s: the first event of %s needs a check (it finds a batch whose acknowledgement was lost)", ps[0].Subject, what)
 	}
 	msgs := make([]*nats.Msg, len(ps))
 	var first *request
 	for i, p := range ps {
 		if streamOf(p.Subject) != stream {
-			return nil, fmt.Errorf("append %s: an atomic batch must stay on stream %s", p.Subject, stream)
+			return nil, fmt.Errorf("append %s: %s must stay on stream %s", p.Subject, what, stream)
 		}
 		r, err := s.newRequest(ctx, p)
 		if err != nil {
