@@ -155,13 +155,21 @@ func (s *Store) Ensure(ctx context.Context) error {
 			AllowMsgSchedules:  spec.Schedules,
 			AllowRollup:        spec.Schedules,
 		}
-		st, err := s.js.CreateOrUpdateStream(ctx, cfg)
+		var st jetstream.Stream
+		err := s.whileClusterForms(ctx, func(ctx context.Context) (err error) {
+			st, err = s.js.CreateOrUpdateStream(ctx, cfg)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("create stream %s: %w", spec.Name, err)
 		}
 		s.learn(spec.Name, st.CachedInfo().Config)
 	}
-	b, err := s.ensureBlobs(ctx)
+	var b jetstream.ObjectStore
+	err := s.whileClusterForms(ctx, func(ctx context.Context) (err error) {
+		b, err = s.ensureBlobs(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("create blob bucket %s: %w", BlobBucket, err)
 	}

@@ -1,0 +1,64 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// JetStream API error codes of a cluster that is still forming.
+const (
+	// errCodeClusterUnavailable: "JetStream system temporarily
+	// unavailable" (no meta leader yet).
+	errCodeClusterUnavailable = 10008
+	// errCodeNoPeers: "no suitable peers for placement" (fewer nodes up
+	// than the stream's replicas).
+	errCodeNoPeers = 10005
+)
+
+// clusterFormWait bounds how long whileClusterForms waits for a cluster
+// (a cluster with fewer nodes than the replicas asked for never forms).
+const clusterFormWait = 60 * time.Second
+
+// whileClusterForms runs op, each try bounded by the request timeout,
+// and tries again while the error says the cluster is still forming (a
+// node not up yet: no JetStream meta leader, no peers for every replica,
+// a request that times out), for at most clusterFormWait or until ctx
+// ends. Starting Trellis beside a cluster that is starting too then waits
+// for it instead of failing.
+func (s *Store) whileClusterForms(ctx context.Context, op func(context.Context) error) error {
+	start := time.Now()
+	for {
+		tctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		err := op(tctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !clusterForming(err) {
+			return err
+		}
+		if waited := time.Since(start); waited >= clusterFormWait {
+			return fmt.Errorf("waited %s for the NATS cluster to have JetStream and %d node(s) for the replicas: %w", waited.Round(time.Second), s.cfg.Replicas, err)
+		}
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// clusterForming reports an error of a cluster that cannot answer yet.
+func clusterForming(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == errCodeClusterUnavailable || apiErr.ErrorCode == errCodeNoPeers
+	}
+	// No responders means no JetStream at all (a server without it), not
+	// one still forming: that fails at once.
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+}
