@@ -65,7 +65,8 @@ type aggQueue[S any] struct {
 // returns the state after cmd's event; or cmd's own refusal with the state
 // it was refused on; or an error of the round (a conflict after
 // MaxAttempts lost races, the store's error, a hook's error). hooks may be
-// nil.
+// nil; a round runs its leader's hooks, so every caller of one aggregate
+// kind must pass the same ones.
 func (r *Runner[S]) Submit(ctx context.Context, id string, cmd Command[S], hooks *Hooks[S]) (State[S], error) {
 	// The actor is the caller's, decided here: the round appends with its
 	// leader's context.
@@ -84,9 +85,7 @@ func (r *Runner[S]) Submit(ctx context.Context, id string, cmd Command[S], hooks
 	if lead {
 		// The leader works for every caller of its rounds: its own
 		// cancellation must not fail theirs.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.store.Config().AppendTimeout)
-		r.lead(rctx, id, q, hooks)
-		cancel()
+		r.lead(context.WithoutCancel(ctx), id, q, hooks)
 	}
 	select {
 	case <-s.done:
@@ -98,25 +97,31 @@ func (r *Runner[S]) Submit(ctx context.Context, id string, cmd Command[S], hooks
 	}
 }
 
-// lead runs rounds until no command waits for the aggregate.
-func (r *Runner[S]) lead(ctx context.Context, id string, q *aggQueue[S], hooks *Hooks[S]) {
-	for {
-		r.qmu.Lock()
-		if len(q.waiting) == 0 {
-			q.leading = false
-			delete(r.queues, id)
-			r.qmu.Unlock()
-			return
-		}
-		n := min(len(q.waiting), maxRound)
-		round := q.waiting[:n:n]
-		q.waiting = append([]*submitted[S](nil), q.waiting[n:]...)
-		r.qmu.Unlock()
-		r.round(ctx, id, round, hooks)
-		for _, s := range round {
-			close(s.done)
-		}
+// lead runs the next round (the leader's own command is in it), each
+// round bounded by the append timeout. When commands still wait after it,
+// a goroutine leads on for them: a leader's call returns once its own
+// command is decided, however busy the aggregate stays. Every round of a
+// run of leadership uses the first leader's hooks.
+func (r *Runner[S]) lead(base context.Context, id string, q *aggQueue[S], hooks *Hooks[S]) {
+	r.qmu.Lock()
+	n := min(len(q.waiting), maxRound)
+	round := q.waiting[:n:n]
+	q.waiting = append([]*submitted[S](nil), q.waiting[n:]...)
+	r.qmu.Unlock()
+	ctx, cancel := context.WithTimeout(base, r.store.Config().AppendTimeout)
+	r.round(ctx, id, round, hooks)
+	cancel()
+	for _, s := range round {
+		close(s.done)
 	}
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	if len(q.waiting) == 0 {
+		q.leading = false
+		delete(r.queues, id)
+		return
+	}
+	go r.lead(base, id, q, hooks)
 }
 
 // round decides and appends one round under the aggregate's lock.

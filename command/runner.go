@@ -230,7 +230,10 @@ func (r *Runner[S]) catchUp(ctx context.Context, st State[S]) (State[S], error) 
 		if v, err = r.kind.Fold(v, rec); err != nil {
 			return st, fmt.Errorf("fold %s %s at #%d: %w", r.kind.Name, st.ID, rec.Seq, err)
 		}
-		st.Seq, st.Head = rec.Seq, events.Hash(rec.Envelope)
+	}
+	if len(recs) > 0 {
+		last := recs[len(recs)-1]
+		st.Seq, st.Head = last.Seq, events.Hash(last.Envelope)
 	}
 	if err := r.learnHead(ctx, &st); err != nil {
 		return st, err

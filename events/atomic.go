@@ -77,7 +77,7 @@ func (s *Store) appendBatch(ctx context.Context, ps []Pending, what string) ([]A
 		msgs[i] = r.message()
 	}
 	out := make([]Appended, len(ps))
-	for {
+	for unanswered := false; ; unanswered = true {
 		actx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 		last, err := PublishBatch(actx, s.nc, msgs)
 		cancel()
@@ -91,13 +91,16 @@ func (s *Store) appendBatch(ctx context.Context, ps []Pending, what string) ([]A
 		}
 		var be *BatchError
 		refused := errors.As(err, &be)
-		// Refused or unanswered: an earlier attempt may be stored (its own
-		// message ids would then refuse this one as repeated).
-		if seq, ok := s.findOwn(ctx, first.p.Subject, first.p.Expect, first.p.Envelope.ID); ok {
-			for i := range out {
-				out[i] = Appended{Seq: seq + uint64(i), Duplicate: true}
+		// Refused or unanswered after an unanswered attempt: that attempt
+		// may be stored (its own message ids would then refuse this one as
+		// repeated). A first attempt has nothing to find.
+		if unanswered {
+			if seq, ok := s.findOwn(ctx, first.p.Subject, first.p.Expect, first.p.Envelope.ID); ok {
+				for i := range out {
+					out[i] = Appended{Seq: seq + uint64(i), Duplicate: true}
+				}
+				return out, nil
 			}
-			return out, nil
 		}
 		switch {
 		case refused && (be.ErrCode == int(jetstream.JSErrCodeStreamWrongLastSequence) || be.ErrCode == int(jetstream.JSErrCodeStreamWrongLastSequenceConstant)):

@@ -293,16 +293,17 @@ func (c *committer) withdraw(r *request) bool {
 // at a time); the rest wait for a commit to finish. c.mu is held.
 func (c *committer) pumpLocked() {
 	for len(c.queue) > 0 {
-		if c.batches < c.s.cfg.MaxBatches && c.s.batchable(c.stream, c.batchableLocked()) {
-			group := c.takeLocked(c.s.cfg.BatchMax)
-			c.batches++
-			go c.commitBatch(group)
-			continue
+		if min, ok := c.s.batchMin(c.stream); ok && c.batches < c.s.cfg.MaxBatches && len(c.queue) >= min {
+			if picked := c.pickLocked(c.s.cfg.BatchMax); len(picked) >= min {
+				c.batches++
+				go c.commitBatch(c.takeLocked(picked))
+				continue
+			}
 		}
 		if c.singles >= c.s.cfg.MaxSingles || c.batches > 0 {
 			return
 		}
-		group := c.takeLocked(1)
+		group := c.takeLocked(c.pickLocked(1))
 		if len(group) == 0 {
 			return // every waiting event's aggregate has one in flight
 		}
@@ -325,17 +326,9 @@ func (c *committer) doneLocked(r *request) {
 	delete(c.inflight, "id:"+r.msgID)
 }
 
-// batchableLocked counts the waiting requests one batch could take.
-func (c *committer) batchableLocked() int {
-	if len(c.queue) < 2 {
-		return len(c.queue)
-	}
-	return len(c.pickLocked(c.s.cfg.BatchMax))
-}
-
-// takeLocked removes up to max waiting requests that may share a batch.
-func (c *committer) takeLocked(max int) []*request {
-	picked := c.pickLocked(max)
+// takeLocked removes the waiting requests at the picked queue positions
+// (from pickLocked) and marks them in flight.
+func (c *committer) takeLocked(picked []int) []*request {
 	group := make([]*request, 0, len(picked))
 	rest := c.queue[:0:0]
 	j := 0
@@ -522,21 +515,25 @@ const (
 	batchCommitHdr = "Nats-Batch-Commit"
 )
 
-// batchable reports whether n waiting events on stream go as one batch:
-// the stream takes atomic batches and n reaches the batch minimum.
-func (s *Store) batchable(stream string, n int) bool {
-	if s.cfg.BatchMin < 0 || n < 2 {
-		return false
+// batchMin returns the fewest waiting events that go to stream as one
+// atomic batch, and whether batches go to it at all (batching on, the
+// stream known to take atomic batches). It reads only what the store has
+// learnt of the stream (AppendAll learns it before enqueueing), so the
+// committer never waits on the server under its lock.
+func (s *Store) batchMin(stream string) (int, bool) {
+	if s.cfg.BatchMin < 0 {
+		return 0, false
 	}
-	tr, ok := s.streamTraits(stream)
+	s.mu.Lock()
+	tr, ok := s.traits[stream]
+	s.mu.Unlock()
 	if !ok || !tr.atomic {
-		return false
+		return 0, false
 	}
-	min := s.cfg.BatchMin
-	if min == 0 {
-		min = DefaultBatchMin(tr.replicas)
+	if s.cfg.BatchMin > 0 {
+		return max(s.cfg.BatchMin, 2), true
 	}
-	return n >= min
+	return DefaultBatchMin(tr.replicas), true
 }
 
 // DefaultBatchMin is the batch minimum for a stream with the given

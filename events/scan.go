@@ -292,13 +292,10 @@ func (s *Store) SeqAtTime(ctx context.Context, stream string, t time.Time) (uint
 // StreamInfo returns the stream's configuration and state (first and last
 // sequence, message count, deleted messages).
 func (s *Store) StreamInfo(ctx context.Context, stream string) (*jetstream.StreamInfo, error) {
+	// Looking the stream up fetches its info: one request.
 	st, err := s.js.Stream(ctx, stream)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", stream, err)
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s info: %w", stream, err)
-	}
-	return info, nil
+	return st.CachedInfo(), nil
 }
