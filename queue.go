@@ -449,6 +449,8 @@ func (r *AddTaskRequest) normalizeScheduling() error {
 	case r.Priority < 1 || r.Priority > MaxPriority:
 		return FieldError("priority", "must be 1 (first) to %d (last), got %d", MaxPriority, r.Priority)
 	}
+	// Stored trimmed: DelayUntil and UniqueHold read them as validated.
+	r.Delay, r.RunAt, r.UniqueFor = strings.TrimSpace(r.Delay), strings.TrimSpace(r.RunAt), strings.TrimSpace(r.UniqueFor)
 	if r.Delay != "" && r.RunAt != "" {
 		return FieldError("run_at", "give delay or run_at, not both")
 	}

@@ -126,3 +126,46 @@ func stealLease(t *testing.T, b *authBundle, nc *nats.Conn, taskID string) {
 		}
 	}
 }
+
+// A remote pool claims from every priority lane, best first, and its
+// lease on a prioritized task is accepted for heartbeats and the ack.
+func TestRemoteClaimsEveryPriority(t *testing.T) {
+	t.Parallel()
+	b := startAuth(t, server.Config{})
+	admin, _, _ := b.natsClient(t, b.tokens["admin"])
+	client, _, err := b.natsClient(t, b.tokens["worker"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := client.WorkerSource()
+	if err := src.Prepare(b.ctx, "default", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, p := range []int{4, 2, 1, 3} {
+		task, err := admin.Add(b.ctx, trellis.AddTaskRequest{Objective: "p", Priority: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, task.TaskID)
+	}
+	order := []string{want[2], want[1], want[3], want[0]} // priorities 1, 2, 3, 4
+	for i, id := range order {
+		claim, err := src.Claim(b.ctx, "default", "worker/a", 2*time.Second)
+		if err != nil || claim == nil {
+			t.Fatalf("claim %d: %+v, %v", i, claim, err)
+		}
+		if claim.Task.TaskID != id {
+			t.Fatalf("claim %d took %s (priority %d); want %s", i, claim.Task.TaskID, claim.Task.Priority, id)
+		}
+		if err := claim.Heartbeat(b.ctx); err != nil {
+			t.Fatalf("heartbeat of a priority-%d lease: %v", claim.Task.Priority, err)
+		}
+		if _, err := client.Done(b.ctx, trellis.DoneRequest{TaskID: id, Worker: "worker/a", WhatWasDone: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := claim.Ack(b.ctx); err != nil {
+			t.Fatalf("ack of a priority-%d lease: %v", claim.Task.Priority, err)
+		}
+	}
+}

@@ -25,29 +25,52 @@ func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.T
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	lanes, err := q.Lanes(ctx, req.Queue)
-	if err != nil {
+	task, msg, err := q.ClaimNext(ctx, req.Queue, req.Worker, false, q.cfg.NextWait)
+	if task == nil || err != nil {
 		return nil, err
 	}
+	// The claim is recorded; a lost ack only means the dispatch is
+	// delivered again later and skipped as stale.
+	_ = msg.Ack()
+	return task, nil
+}
+
+// RetryClaimAfter is when a dispatch whose claim failed (the store
+// unavailable, a conflict after every retry) is offered again.
+const RetryClaimAfter = 250 * time.Millisecond
+
+// ClaimNext claims for worker the next claimable task of the queue, best
+// priority lane first, waiting at most wait for one to arrive; it returns
+// nil when none came. It returns the claim's dispatch message too: with
+// leased the caller holds it as the lease (see ClaimDispatched), else it
+// acknowledges it. Dispatches that yield no claim (stale, not due) are
+// handled and the wait goes on.
+func (q *Handler) ClaimNext(ctx context.Context, queue, worker string, leased bool, wait time.Duration) (*trellis.Task, jetstream.Msg, error) {
+	lanes, err := q.Lanes(ctx, queue)
+	if err != nil {
+		return nil, nil, err
+	}
+	deadline := time.Now().Add(wait)
 	for {
-		msg, err := nextDispatch(ctx, lanes, q.cfg.NextWait)
+		msg, err := nextDispatch(ctx, lanes, max(time.Until(deadline), time.Millisecond))
 		if err != nil {
-			return nil, command.StoreError("fetch from queue "+req.Queue, err)
+			return nil, nil, command.StoreError("fetch from queue "+queue, err)
 		}
 		if msg == nil {
-			return nil, nil
+			return nil, nil, nil
 		}
-		task, err := q.ClaimDispatched(ctx, msg, req.Worker, false)
+		task, err := q.ClaimDispatched(ctx, msg, worker, leased)
 		if err != nil {
-			return nil, err
+			// Offered again soon, not after the whole ack wait.
+			_ = msg.NakWithDelay(RetryClaimAfter)
+			return nil, nil, err
 		}
-		if task == nil {
-			continue // the dispatch was stale or not due yet; it is handled
+		if task != nil {
+			return task, msg, nil
 		}
-		// The claim is recorded; a lost ack only means the dispatch is
-		// delivered again later and skipped as stale.
-		_ = msg.Ack()
-		return task, nil
+		if time.Until(deadline) < time.Millisecond || ctx.Err() != nil {
+			return nil, nil, nil // the dispatch was stale or not due yet; it is handled
+		}
 	}
 }
 

@@ -124,21 +124,31 @@ func (q *Handler) SetLease(ctx context.Context, queue, actor string, lease time.
 	return c, err
 }
 
-// currentLease is the lease the queue's claim consumer holds now (the
-// default for a queue without one) and how many leased claims it holds.
+// currentLease is the lease the queue's claim consumers hold now (the
+// default for a queue without them) and how many leased claims they hold,
+// every priority lane counted.
 func (q *Handler) currentLease(ctx context.Context, queue string) (time.Duration, int, error) {
-	cur, err := q.store.JetStream().Consumer(ctx, events.StreamQueue, ConsumerName(queue))
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return q.cfg.ClaimAckWait, 0, nil
+	js := q.store.JetStream()
+	var lease time.Duration
+	held := 0
+	for p := 1; p <= trellis.MaxPriority; p++ {
+		cons, err := js.Consumer(ctx, events.StreamQueue, LaneName(queue, p))
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, 0, command.StoreError("claim consumer for queue "+queue, err)
+		}
+		info := cons.CachedInfo()
+		if p == trellis.DefaultPriority {
+			lease = info.Config.AckWait
+		}
+		held += info.NumAckPending
 	}
-	if err != nil {
-		return 0, 0, command.StoreError("claim consumer for queue "+queue, err)
+	if lease == 0 {
+		lease = q.cfg.ClaimAckWait
 	}
-	info, err := cur.Info(ctx)
-	if err != nil {
-		return 0, 0, command.StoreError("claim consumer for queue "+queue, err)
-	}
-	return info.Config.AckWait, info.NumAckPending, nil
+	return lease, held, nil
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {
@@ -276,10 +286,16 @@ func (q *Handler) Consumer(ctx context.Context, queue string) (jetstream.Consume
 func (q *Handler) Lanes(ctx context.Context, queue string) ([]jetstream.Consumer, error) {
 	// One lookup or creation at a time per process: concurrent first
 	// claims would otherwise race to create the consumers.
+	q.mu.Lock()
+	lanes, ok := q.lanes[queue]
+	q.mu.Unlock()
+	if ok {
+		return lanes, nil // the claim path: no wait behind a consumer update
+	}
 	q.consumerMu.Lock()
 	defer q.consumerMu.Unlock()
 	q.mu.Lock()
-	lanes, ok := q.lanes[queue]
+	lanes, ok = q.lanes[queue]
 	q.mu.Unlock()
 	if ok {
 		return lanes, nil
@@ -304,7 +320,6 @@ func (q *Handler) Lanes(ctx context.Context, queue string) ([]jetstream.Consumer
 	}
 	q.mu.Lock()
 	q.lanes[queue] = lanes
-	q.consumers[queue] = lanes[trellis.DefaultPriority-1]
 	q.mu.Unlock()
 	return lanes, nil
 }
@@ -395,7 +410,6 @@ func (q *Handler) ensureConsumer(ctx context.Context, queue string, lease time.D
 	}
 	q.mu.Lock()
 	q.lanes[queue] = lanes
-	q.consumers[queue] = lanes[trellis.DefaultPriority-1]
 	q.mu.Unlock()
 	return lanes[trellis.DefaultPriority-1], nil
 }
@@ -403,6 +417,16 @@ func (q *Handler) ensureConsumer(ctx context.Context, queue string, lease time.D
 // ConsumerName is the durable consumer name of a queue's claim dispatch
 // (its default priority lane).
 func ConsumerName(queue string) string { return "queue-" + queue }
+
+// IsLane reports whether consumer is one of the queue's priority lanes.
+func IsLane(consumer, queue string) bool {
+	for p := 1; p <= trellis.MaxPriority; p++ {
+		if consumer == LaneName(queue, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // LaneName is the durable consumer name of a queue's priority lane: the
 // default lane keeps ConsumerName.

@@ -80,7 +80,6 @@ type Handler struct {
 
 	consumerMu sync.Mutex // serializes consumer lookup and creation
 	mu         sync.Mutex
-	consumers  map[string]jetstream.Consumer
 	lanes      map[string][]jetstream.Consumer
 }
 
@@ -90,7 +89,7 @@ func New(store *events.Store, cfg Config) *Handler {
 	rc := cfg.Command
 	rc.CacheSize, rc.Now = cfg.CacheSize, cfg.Now
 	small := command.Config{MaxAttempts: rc.MaxAttempts, Backoff: rc.Backoff, Now: cfg.Now, CacheSize: 4096}
-	return &Handler{store: store, cfg: cfg, consumers: map[string]jetstream.Consumer{}, lanes: map[string][]jetstream.Consumer{},
+	return &Handler{store: store, cfg: cfg, lanes: map[string][]jetstream.Consumer{},
 		tasks:     command.New(store, taskKind, rc),
 		controls:  command.New(store, controlKind, command.Config{MaxAttempts: rc.MaxAttempts, Backoff: rc.Backoff, Now: cfg.Now, CacheSize: -1}),
 		gates:     command.New(store, gateKind, small),

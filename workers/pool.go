@@ -390,7 +390,8 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 	}
 	if err != nil {
 		p.log.Warn("claim", "worker", worker, "err", err)
-		return // the dispatch stays unacknowledged and comes back
+		_ = msg.NakWithDelay(taskqueue.RetryClaimAfter) // offered again soon
+		return
 	}
 	if task == nil {
 		return

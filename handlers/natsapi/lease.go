@@ -2,13 +2,11 @@ package natsapi
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
@@ -152,37 +150,14 @@ func actingWorker(ctx context.Context, worker string) (string, error) {
 	return req.Worker, nil
 }
 
-// claimLeased fetches dispatches of queue until one yields a claim for
-// worker or wait is over.
+// claimLeased claims the next task of queue for worker, best priority
+// lane first, holding its dispatch as the lease, or none within wait.
 func claimLeased(ctx context.Context, q *taskqueue.Handler, queue, worker string, wait time.Duration) (*claimResult, error) {
-	cons, err := q.Consumer(ctx, queue)
-	if err != nil {
-		return nil, err
+	task, msg, err := q.ClaimNext(ctx, queue, worker, true, wait)
+	if err != nil || task == nil {
+		return &claimResult{}, err
 	}
-	deadline := time.Now().Add(wait)
-	for {
-		left := time.Until(deadline)
-		if left < 10*time.Millisecond || ctx.Err() != nil {
-			return &claimResult{}, nil
-		}
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(left))
-		if err != nil {
-			if errors.Is(err, nats.ErrNoResponders) {
-				time.Sleep(50 * time.Millisecond) // the consumer is moving
-				continue
-			}
-			return nil, trellis.Errorf(trellis.CodeUnavailable, "fetch from queue %s: %w", queue, err)
-		}
-		for msg := range batch.Messages() {
-			task, err := q.ClaimDispatched(ctx, msg, worker, true)
-			if err != nil {
-				return nil, err
-			}
-			if task != nil {
-				return &claimResult{Task: task, Lease: msg.Reply()}, nil
-			}
-		}
-	}
+	return &claimResult{Task: task, Lease: msg.Reply()}, nil
 }
 
 // ackLease is a parsed dispatch acknowledgement subject.
@@ -227,7 +202,7 @@ func checkLease(ctx context.Context, svc *handlers.Service, r leaseRequest, held
 	if err != nil {
 		return nil, l, err
 	}
-	if l.stream != events.StreamQueue || l.consumer != taskqueue.ConsumerName(task.Queue) {
+	if l.stream != events.StreamQueue || !taskqueue.IsLane(l.consumer, task.Queue) {
 		return nil, l, trellis.FieldError("lease", "is not a dispatch of queue %s", task.Queue)
 	}
 	holds := task.Status == trellis.StatusClaimed && task.Lease != nil && task.Lease.DispatchSeq == l.seq
