@@ -129,6 +129,11 @@ func aggregateOf(subject string) (aggRef, bool) {
 			return aggRef{}, false
 		}
 		return aggRef{t[2], own, own}, true
+	case "auth": // trellis.auth.<token name>.<event>
+		if len(t) != 4 {
+			return aggRef{}, false
+		}
+		return aggRef{"token/" + t[2], own, own}, true
 	case "chunks":
 		if len(t) != 5 {
 			return aggRef{}, false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
@@ -23,7 +24,14 @@ var _ trellis.AuditService = (*Service)(nil)
 const auditScanBudget = 20000
 
 // AuditQuery implements trellis.AuditService.
+// The token stream is for admins: its events hold the tokens' hashes,
+// which token list keeps from everyone else.
 func (s *Service) AuditQuery(ctx context.Context, req trellis.AuditQuery) (*trellis.AuditPage, error) {
+	if stream, _, _, err := auditTarget(req); err == nil && stream == events.StreamAuth {
+		if err := auth.Allow(ctx, "token.list"); err != nil {
+			return nil, err
+		}
+	}
 	return AuditQueryPage(ctx, s.store, req)
 }
 
