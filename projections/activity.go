@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -307,7 +308,7 @@ func (a *Activity) Snapshot(now time.Time) *trellis.QueueActivity {
 		wa.PerMinuteRecent = math.Round(float64(recent)/5*100) / 100
 		out.Workers = append(out.Workers, wa)
 	}
-	slices.SortFunc(out.Workers, func(x, y trellis.WorkerActivity) int { return cmpString(x.Worker, y.Worker) })
+	slices.SortFunc(out.Workers, func(x, y trellis.WorkerActivity) int { return strings.Compare(x.Worker, y.Worker) })
 	return out
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,7 +236,7 @@ func (b *Board) Apply(rec events.Recorded) error {
 		_, err := taskqueue.Apply(nil, rec) // checks the schema
 		return err
 	}
-	prev, err := b.lookup(rec.AggregateID)
+	prev, err := b.Task(rec.AggregateID)
 	if err != nil {
 		return err
 	}
@@ -259,22 +260,6 @@ func (b *Board) Apply(rec events.Recorded) error {
 	b.dirty[next.TaskID] = next
 	b.count(next.Queue, next.Status, 1)
 	return nil
-}
-
-// lookup returns a private copy of a task's current state, or nil.
-func (b *Board) lookup(id string) (*trellis.Task, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if t, ok := b.dirty[id]; ok {
-		return t.Clone(), nil
-	}
-	var t *trellis.Task
-	err := b.db.View(func(tx *bolt.Tx) error {
-		var err error
-		t, err = getTask(tx, id)
-		return err
-	})
-	return t, err
 }
 
 func getTask(tx *bolt.Tx, id string) (*trellis.Task, error) {
@@ -322,7 +307,7 @@ func (b *Board) Save(seq uint64) error {
 		return ErrClosed
 	}
 	// In id order, so pages are filled in key order.
-	slices.SortFunc(changed, func(x, y *trellis.Task) int { return cmpString(x.TaskID, y.TaskID) })
+	slices.SortFunc(changed, func(x, y *trellis.Task) int { return strings.Compare(x.TaskID, y.TaskID) })
 	err = db.Update(func(tx *bolt.Tx) error {
 		tasks, index, meta := tx.Bucket(bucketTasks), tx.Bucket(bucketIndex), tx.Bucket(bucketMeta)
 		// Task ids are ULIDs: most writes append at the end.
@@ -588,7 +573,7 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 			over = append(over, t)
 		}
 	}
-	slices.SortFunc(over, func(x, y *trellis.Task) int { return cmpString(x.TaskID, y.TaskID) })
+	slices.SortFunc(over, func(x, y *trellis.Task) int { return strings.Compare(x.TaskID, y.TaskID) })
 	sinceNanos := since.UnixNano()
 	if since.IsZero() {
 		sinceNanos = 0
@@ -641,16 +626,6 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 			}
 		}
 	})
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Row is a task's board row.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -151,6 +152,11 @@ func (a *app) auditQuery(cmd *cobra.Command, q trellis.AuditQuery, asJSON, asJSO
 	defer w.Flush()
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
+	// --json writes each event as --jsonl does (no HTML escaping), then
+	// joins them into one array.
+	var one bytes.Buffer
+	oneEnc := json.NewEncoder(&one)
+	oneEnc.SetEscapeHTML(false)
 	n := 0
 	err = handlers.AuditAll(cmd.Context(), s.auditor, q, func(ev trellis.AuditEvent) error {
 		n++
@@ -162,11 +168,11 @@ func (a *app) auditQuery(cmd *cobra.Command, q trellis.AuditQuery, asJSON, asJSO
 			if n == 1 {
 				sep = "[\n  "
 			}
-			data, err := json.Marshal(ev)
-			if err != nil {
+			one.Reset()
+			if err := oneEnc.Encode(ev); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(w, "%s%s", sep, data)
+			_, err := fmt.Fprintf(w, "%s%s", sep, bytes.TrimRight(one.Bytes(), "\n"))
 			return err
 		}
 		actor := ev.Actor

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -258,12 +255,6 @@ func (a *app) benchIngest() *cobra.Command {
   trellis bench ingest --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text   # + embedding time and hybrid latency`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Root == "" {
-				out, err := exec.Command("go", "env", "GOROOT").Output()
-				if err == nil {
-					cfg.Root = filepath.Join(strings.TrimSpace(string(out)), "src")
-				}
-			}
 			code, err := a.models.codeConfig()
 			if err != nil {
 				return err
@@ -292,12 +283,6 @@ func (a *app) benchSearch() *cobra.Command {
   trellis bench search --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text   # adds the hybrid row`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.GoSrc == "" {
-				out, err := exec.Command("go", "env", "GOROOT").Output()
-				if err == nil {
-					cfg.GoSrc = filepath.Join(strings.TrimSpace(string(out)), "src")
-				}
-			}
 			code, err := a.models.codeConfig()
 			if err != nil {
 				return err

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -288,32 +288,14 @@ func (a *app) queueExport() *cobra.Command {
 	return c
 }
 
-// exportToFile streams the export into a temporary file beside out and
-// renames it over out once complete, so out is either the old file or a
-// whole export, and memory does not grow with the log.
+// exportToFile streams the export into out through writeAtomic: out is
+// either the old file or a whole export, and memory does not grow with
+// the log.
 func exportToFile(ctx context.Context, s *session, out string) (int, error) {
-	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
-	if err != nil {
-		return 0, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
-	}
-	defer func() { _ = os.Remove(f.Name()) }() // after the rename: nothing
-	n, err := s.exportTasks(ctx, f)
-	if err != nil {
-		_ = f.Close()
-		return n, err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
-	}
-	if err := f.Close(); err != nil {
-		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
-	}
-	if err := os.Rename(f.Name(), out); err != nil {
-		return n, trellis.Errorf(trellis.CodeInvalid, "write %s: %w", out, err)
-	}
-	return n, nil
+	var n int
+	err := writeAtomic(out, func(w io.Writer) (err error) {
+		n, err = s.exportTasks(ctx, w)
+		return err
+	})
+	return n, err
 }

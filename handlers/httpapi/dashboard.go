@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/trellis/trellis"
 )
@@ -119,17 +118,4 @@ func (s *server) vineNode(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("graph %s node %s: %w", truncateQuery(id), truncateQuery(node), err)
 	}
 	return s.writeJSON(w, r, http.StatusOK, n)
-}
-
-// parseTimeArg reads a point in time given as RFC 3339
-// (2026-01-02T15:04:05Z), or as a positive duration meaning that long
-// before now (90m, 36h).
-func parseTimeArg(field, v string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, trellis.FieldError(field, "%q is not a time: give RFC 3339 (2026-01-02T15:04:05Z) or a positive duration ago (90m, 36h)", truncateQuery(v))
 }

@@ -136,7 +136,7 @@ func parseLive(q map[string]string, now time.Time) (trellis.LiveRequest, error) 
 		}
 	}
 	if v, ok := q["since"]; ok {
-		t, err := parseTimeArg("since", v, now)
+		t, err := trellis.ParseTimeArg("since", v, now)
 		if err != nil {
 			return req, err
 		}

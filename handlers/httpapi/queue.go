@@ -135,7 +135,7 @@ func (s *server) listTasks(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if v, ok := q["as_of"]; ok {
-		at, err := parseTimeArg("as_of", v, time.Now())
+		at, err := trellis.ParseTimeArg("as_of", v, time.Now())
 		if err != nil {
 			return err
 		}
