@@ -36,8 +36,10 @@ type decision struct {
 // on a lost race or on a refusal from a state that may be stale. It
 // returns the new state.
 func (q *Handler) decide(ctx context.Context, st taskState, actor string, fn func(*trellis.Task) (decision, error)) (taskState, error) {
+	var refusal error // the decision's own refusal, returned as it is
 	next, err := q.tasks.Run(ctx, st, actor, func(t *trellis.Task) (command.Decision, error) {
 		d, err := fn(t)
+		refusal = err
 		if err != nil {
 			return command.Decision{}, err
 		}
@@ -48,7 +50,7 @@ func (q *Handler) decide(ctx context.Context, st taskState, actor string, fn fun
 		return next, trellis.Errorf(trellis.CodeConflict, "task %s keeps changing concurrently; try again", st.ID)
 	}
 	var te *trellis.Error
-	if err != nil && !errors.As(err, &te) && !errors.As(err, new(notYet)) && !errors.Is(err, errNotClaimable) && !errors.Is(err, errGated) && !errors.Is(err, errNothing) && !errors.Is(err, errAlreadyCancelled) {
+	if err != nil && (refusal == nil || !errors.Is(err, refusal)) && !errors.As(err, &te) {
 		return next, command.StoreError("append", err)
 	}
 	return next, err
