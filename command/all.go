@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/trellis/trellis/events"
@@ -36,7 +35,6 @@ func (r *Runner[S]) RunAll(ctx context.Context, cmds []Independent[S]) []Outcome
 	out := make([]Outcome[S], len(cmds))
 	var pending []events.Pending
 	var idx []int
-	var envs []events.Envelope
 	var retry []int
 	for i, c := range cmds {
 		d, err := c.Decide(c.State.Value)
@@ -48,19 +46,13 @@ func (r *Runner[S]) RunAll(ctx context.Context, cmds []Independent[S]) []Outcome
 			}
 			continue
 		}
-		st := c.State
-		env, err := r.envelope(ctx, &st, d, c.Actor)
+		p, err := r.Pending(ctx, c.State, c.Actor, d)
 		if err != nil {
 			out[i] = Outcome[S]{State: c.State, Err: err}
 			continue
 		}
-		filter := r.kind.Filter(c.State.ID)
-		if d.Check != "" {
-			filter = d.Check
-		}
-		pending = append(pending, events.Pending{Subject: d.Subject, Envelope: env, Expect: events.Expect{Filter: filter, LastSeq: c.State.Seq}, MsgID: d.MsgID, Header: d.Header})
+		pending = append(pending, p)
 		idx = append(idx, i)
-		envs = append(envs, env)
 	}
 	for j, res := range r.store.AppendAll(ctx, pending) {
 		i, c, p := idx[j], cmds[idx[j]], pending[j]
@@ -72,14 +64,8 @@ func (r *Runner[S]) RunAll(ctx context.Context, cmds []Independent[S]) []Outcome
 		case res.Duplicate && p.MsgID != "":
 			out[i] = Outcome[S]{State: c.State, Err: &DuplicateError{Seq: res.Seq}}
 		default:
-			next, err := r.kind.Fold(r.clone(c.State.Value), events.Recorded{Envelope: envs[j], Stream: r.kind.Stream, Subject: p.Subject, Seq: res.Seq})
-			if err != nil {
-				out[i] = Outcome[S]{State: c.State, Err: fmt.Errorf("fold the appended %s event: %w", p.Envelope.Type, err)}
-				continue
-			}
-			st := State[S]{ID: c.State.ID, Value: next, Seq: res.Seq, Fresh: true, Head: events.Hash(envs[j])}
-			r.cache.put(st.ID, r.clone(next), st.Seq, st.Head)
-			out[i] = Outcome[S]{State: st}
+			st, err := r.Appended(c.State, p, res.Seq)
+			out[i] = Outcome[S]{State: st, Err: err}
 		}
 	}
 	var wg sync.WaitGroup

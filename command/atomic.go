@@ -56,11 +56,17 @@ func (r *Runner[S]) Pending(ctx context.Context, st State[S], actor string, d De
 	if err != nil {
 		return events.Pending{}, err
 	}
+	return events.Pending{Subject: d.Subject, Envelope: env, Expect: r.expect(st, d), MsgID: d.MsgID, Header: d.Header}, nil
+}
+
+// expect is the check of decision d's event on st: the aggregate's filter
+// (or the decision's own Check) at st's sequence.
+func (r *Runner[S]) expect(st State[S], d Decision) events.Expect {
 	filter := r.kind.Filter(st.ID)
 	if d.Check != "" {
 		filter = d.Check
 	}
-	return events.Pending{Subject: d.Subject, Envelope: env, Expect: events.Expect{Filter: filter, LastSeq: st.Seq}, MsgID: d.MsgID, Header: d.Header}, nil
+	return events.Expect{Filter: filter, LastSeq: st.Seq}
 }
 
 // Appended folds an event an atomic command stored at seq into st and

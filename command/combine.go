@@ -198,11 +198,7 @@ func (r *Runner[S]) decideRound(ctx context.Context, st State[S], cmds []*submit
 				s.err = fmt.Errorf("fold the decided %s event: %w", d.Type, err)
 				continue
 			}
-			filter := r.kind.Filter(st.ID)
-			if d.Check != "" {
-				filter = d.Check
-			}
-			chain = append(chain, events.Pending{Subject: d.Subject, Envelope: env, Expect: events.Expect{Filter: filter, LastSeq: st.Seq}, MsgID: d.MsgID, Header: d.Header})
+			chain = append(chain, events.Pending{Subject: d.Subject, Envelope: env, Expect: r.expect(st, d), MsgID: d.MsgID, Header: d.Header})
 			owners = append(owners, s)
 			states = append(states, next)
 			prev = events.Hash(env)

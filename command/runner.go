@@ -276,15 +276,11 @@ func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide f
 			}
 			continue
 		}
-		env, err := r.envelope(ctx, &st, d, actor)
+		p, err := r.Pending(ctx, st, actor, d)
 		if err != nil {
 			return st, err
 		}
-		filter := r.kind.Filter(st.ID)
-		if d.Check != "" {
-			filter = d.Check
-		}
-		ack, err := r.store.AppendWithHeaders(ctx, d.Subject, env, events.Expect{Filter: filter, LastSeq: st.Seq}, d.MsgID, d.Header)
+		ack, err := r.store.AppendWithHeaders(ctx, p.Subject, p.Envelope, p.Expect, p.MsgID, p.Header)
 		if errors.Is(err, events.ErrWrongLastSequence) {
 			r.cache.drop(st.ID)
 			if attempt >= r.cfg.MaxAttempts {
@@ -306,13 +302,7 @@ func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide f
 			// (an idempotency key).
 			return st, &DuplicateError{Seq: ack.Seq}
 		}
-		next, err := r.kind.Fold(r.clone(st.Value), events.Recorded{Envelope: env, Stream: r.kind.Stream, Subject: d.Subject, Seq: ack.Seq})
-		if err != nil {
-			return st, fmt.Errorf("fold the appended %s event: %w", d.Type, err)
-		}
-		out := State[S]{ID: st.ID, Value: next, Seq: ack.Seq, Fresh: true, Head: events.Hash(env)}
-		r.cache.put(st.ID, r.clone(next), ack.Seq, out.Head)
-		return out, nil
+		return r.Appended(st, p, ack.Seq)
 	}
 }
 
