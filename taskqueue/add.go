@@ -333,8 +333,7 @@ func clipList(l []string) []string {
 // idempotency key: a repeated add is refused whole by the stream (its
 // message id is stored), and finds the first task there.
 func idempotencyMarker(queue, key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "trellis.queue." + queue + "._idem." + hex.EncodeToString(sum[:16]) + ".task"
+	return "trellis.queue." + queue + "._idem." + keyHash(key) + ".task"
 }
 
 // idempotent returns the task an earlier add with req's idempotency key

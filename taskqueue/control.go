@@ -305,7 +305,7 @@ func (q *Handler) Lanes(ctx context.Context, queue string) ([]jetstream.Consumer
 	for p := 1; p <= trellis.MaxPriority; p++ {
 		c, err := js.Consumer(ctx, events.StreamQueue, LaneName(queue, p))
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			if _, err := q.ensureConsumer(ctx, queue, 0); err != nil {
+			if _, err := q.ensureConsumer(ctx, queue); err != nil {
 				return nil, err
 			}
 			q.mu.Lock()
@@ -349,18 +349,19 @@ func (q *Handler) EnsureConsumer(ctx context.Context, queue string, lease time.D
 	}
 	q.consumerMu.Lock()
 	defer q.consumerMu.Unlock()
-	return q.ensureConsumer(ctx, queue, 0)
+	return q.ensureConsumer(ctx, queue)
 }
 
-func (q *Handler) ensureConsumer(ctx context.Context, queue string, lease time.Duration) (jetstream.Consumer, error) {
+// ensureConsumer creates or updates the queue's lanes from its controls
+// (the lease the controls set, else the default lane's current one, else
+// the default). q.consumerMu is held.
+func (q *Handler) ensureConsumer(ctx context.Context, queue string) (jetstream.Consumer, error) {
 	controls, _, err := q.Controls(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
 	js := q.store.JetStream()
-	if lease <= 0 {
-		lease = controls.Lease(q.cfg.Now())
-	}
+	lease := controls.Lease(q.cfg.Now())
 	if lease <= 0 {
 		lease = q.cfg.ClaimAckWait
 		if cur, err := js.Consumer(ctx, events.StreamQueue, ConsumerName(queue)); err == nil {

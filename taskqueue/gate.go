@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -126,7 +127,7 @@ var gateKind = command.Kind[*Gate]{
 		if len(p.Freed) > 0 {
 			kept := g.Holders[:0:0]
 			for _, h := range g.Holders {
-				if !contains(p.Freed, h.TaskID) {
+				if !slices.Contains(p.Freed, h.TaskID) {
 					kept = append(kept, h)
 				}
 			}
@@ -175,15 +176,6 @@ var uniqueKind = command.Kind[*UniqueHold]{
 		return &c
 	},
 	Schema: Schema,
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // flowCache keeps each queue's controls as this process last read them.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -205,7 +206,7 @@ func (q *Handler) ResolveDependants(ctx context.Context, taskID string) error {
 			return err
 		}
 		next, err := q.decide(ctx, dst, "trellis", func(d *trellis.Task) (decision, error) {
-			if d.Status != trellis.StatusWaiting || !contains(d.WaitingFor, p.TaskID) {
+			if d.Status != trellis.StatusWaiting || !slices.Contains(d.WaitingFor, p.TaskID) {
 				return decision{}, errNothing
 			}
 			if p.Status == trellis.StatusDone {
