@@ -30,7 +30,7 @@ const spillBatch = 4096
 var bucketHeads = []byte("heads")
 
 func newHeadStore(size int) *headStore {
-	h := &headStore{mem: newLRU[string, *chainHead](size, nil), pending: map[string]*chainHead{}, batch: max(1, min(spillBatch, size))}
+	h := &headStore{mem: newLRU[string, *chainHead](size), pending: map[string]*chainHead{}, batch: max(1, min(spillBatch, size))}
 	h.mem.evicted = func(k string, v *chainHead) {
 		h.pending[k] = v
 		if len(h.pending) >= h.batch {

@@ -1,9 +1,6 @@
 package handlers
 
-import (
-	"container/list"
-	"sync"
-)
+import "container/list"
 
 // Cache bounds of the per-process aggregate caches. An evicted entry is
 // simply loaded again from the log when next used; the concurrency check
@@ -26,10 +23,6 @@ type lru[K comparable, V any] struct {
 	size  int
 	order *list.List // front: most recently used; values are *lruItem
 	items map[K]*list.Element
-	// busy, when set, tells an entry that must not be dropped now (one in
-	// use); such entries are passed over, so the cache may exceed size
-	// while they are busy.
-	busy func(V) bool
 	// evicted, when set, is called with each entry put drops.
 	evicted func(K, V)
 }
@@ -39,11 +32,11 @@ type lruItem[K comparable, V any] struct {
 	val V
 }
 
-func newLRU[K comparable, V any](size int, busy func(V) bool) *lru[K, V] {
+func newLRU[K comparable, V any](size int) *lru[K, V] {
 	if size < 1 {
 		size = 1
 	}
-	return &lru[K, V]{size: size, order: list.New(), items: map[K]*list.Element{}, busy: busy}
+	return &lru[K, V]{size: size, order: list.New(), items: map[K]*list.Element{}}
 }
 
 // get returns the entry of k and marks it used.
@@ -58,7 +51,7 @@ func (c *lru[K, V]) get(k K) (V, bool) {
 }
 
 // put stores v under k as the most recently used entry, then drops the
-// least recently used entries that are not busy while over size.
+// least recently used entries while over size.
 func (c *lru[K, V]) put(k K, v V) {
 	if el, ok := c.items[k]; ok {
 		el.Value.(*lruItem[K, V]).val = v
@@ -66,36 +59,16 @@ func (c *lru[K, V]) put(k K, v V) {
 		return
 	}
 	c.items[k] = c.order.PushFront(&lruItem[K, V]{key: k, val: v})
-	for el := c.order.Back(); el != nil && c.order.Len() > c.size; {
-		prev := el.Prev()
+	for c.order.Len() > c.size {
+		el := c.order.Back()
 		it := el.Value.(*lruItem[K, V])
-		if it.key != k && (c.busy == nil || !c.busy(it.val)) {
-			c.order.Remove(el)
-			delete(c.items, it.key)
-			if c.evicted != nil {
-				c.evicted(it.key, it.val)
-			}
-		}
-		el = prev
-	}
-}
-
-// drop removes the entry of k, if any (without calling evicted).
-func (c *lru[K, V]) drop(k K) {
-	if el, ok := c.items[k]; ok {
 		c.order.Remove(el)
-		delete(c.items, k)
+		delete(c.items, it.key)
+		if c.evicted != nil {
+			c.evicted(it.key, it.val)
+		}
 	}
 }
 
 // len returns the number of entries.
 func (c *lru[K, V]) len() int { return c.order.Len() }
-
-// busy reports whether mu is held (by a command using the entry).
-func busy(mu *sync.Mutex) bool {
-	if mu.TryLock() {
-		mu.Unlock()
-		return false
-	}
-	return true
-}

@@ -369,7 +369,7 @@ func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, er
 // events up to the current one (one direct read of the task's events), so
 // memory does not grow with the log while the output stays the same.
 func ExportTasksCached(ctx context.Context, store *events.Store, w io.Writer, cacheTasks int) (int, error) {
-	tasks := newLRU[string, *trellis.Task](cacheTasks, nil)
+	tasks := newLRU[string, *trellis.Task](cacheTasks)
 	n := 0
 	enc := newJSONLWriter(w)
 	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
