@@ -412,19 +412,18 @@ func (s *Search) Query(text string, k int, f Filters) ([]Hit, error) {
 	for i, r := range top {
 		ids[i] = r.ChunkID
 	}
-	full := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery(ids), len(ids), 0, false)
-	full.Fields = []string{"*"}
-	fres, err := s.idx.Search(full)
+	byID, err := s.hitsLocked(ids)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	byID := make(map[string]map[string]any, len(fres.Hits))
-	for _, h := range fres.Hits {
-		byID[h.ID] = h.Fields
-	}
 	hits := make([]Hit, 0, len(top))
 	for _, r := range top {
-		hits = append(hits, hitOf(r.ChunkID, r.Score, byID[r.ChunkID]))
+		h, ok := byID[r.ChunkID]
+		if !ok {
+			h = hitOf(r.ChunkID, 0, nil)
+		}
+		h.Score = r.Score
+		hits = append(hits, h)
 	}
 	return hits, nil
 }
@@ -534,6 +533,16 @@ func (s *Search) Hits(ids []string) (map[string]Hit, error) {
 	if err := s.flushLocked(0); err != nil {
 		return nil, err
 	}
+	out, err := s.hitsLocked(ids)
+	if err != nil {
+		return nil, fmt.Errorf("chunks: %w", err)
+	}
+	return out, nil
+}
+
+// hitsLocked loads the stored fields of the chunks with the given ids
+// (those that exist), by id, with a zero score. s.mu is held.
+func (s *Search) hitsLocked(ids []string) (map[string]Hit, error) {
 	out := make(map[string]Hit, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -542,7 +551,7 @@ func (s *Search) Hits(ids []string) (map[string]Hit, error) {
 	req.Fields = []string{"*"}
 	res, err := s.idx.Search(req)
 	if err != nil {
-		return nil, fmt.Errorf("chunks: %w", err)
+		return nil, err
 	}
 	for _, h := range res.Hits {
 		out[h.ID] = hitOf(h.ID, 0, h.Fields)
