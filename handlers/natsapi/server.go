@@ -3,6 +3,7 @@ package natsapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -228,7 +229,14 @@ func respond(m *nats.Msg, res any, err error, log *slog.Logger) {
 	if mErr != nil {
 		data, _ = json.Marshal(reply{Error: &replyError{Code: string(trellis.CodeInternal), Message: mErr.Error()}})
 	}
-	if err := m.Respond(data); err != nil {
+	err = m.Respond(data)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// Tell the caller, who would otherwise wait out its timeout.
+		data, _ = json.Marshal(reply{Error: &replyError{Code: string(trellis.CodeInternal),
+			Message: fmt.Sprintf("the reply (%d bytes) is larger than the NATS server's max_payload: ask for less (a page, a filter) or raise max_payload", len(data))}})
+		err = m.Respond(data)
+	}
+	if err != nil {
 		log.Warn("api respond", "subject", m.Subject, "err", err)
 	}
 }
