@@ -26,7 +26,7 @@ test:
 
 ## ui: rebuild the dashboard (web/src -> web/dist, embedded in the binary) with Node and npm (exact versions in web/package.json); commit web/dist
 ui:
-	cd web && npm install --no-audit --no-fund && npm run build
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 bench: build
 	./$(BIN) bench queue

@@ -252,7 +252,7 @@ func startBrowser(t *testing.T, exe string) *browser {
 			// left out; anything else at error level is a problem: a
 			// script or style blocked by the Content-Security-Policy, ...
 			if e.Entry.Level == log.EntryLevelError && e.Entry.Source != log.EntrySourceNetwork {
-				br.report(fmt.Sprintf("%s: %s", e.Entry.Source, e.Entry.Text))
+				br.report(fmt.Sprintf("%s: %s%s", e.Entry.Source, e.Entry.Text, where(e.Entry)))
 			}
 		}
 	}))
@@ -265,6 +265,25 @@ func startBrowser(t *testing.T, exe string) *browser {
 		t.Fatalf("start Chromium %s: %v", exe, err)
 	}
 	return br
+}
+
+// where says where a logged problem came from (the script and line, and
+// the stack when Chromium gives one), so a report such as a
+// Content-Security-Policy violation names the code that caused it.
+func where(e *log.Entry) string {
+	var parts []string
+	if e.URL != "" {
+		parts = append(parts, fmt.Sprintf("%s:%d", e.URL, e.LineNumber))
+	}
+	if e.StackTrace != nil {
+		for _, f := range e.StackTrace.CallFrames {
+			parts = append(parts, fmt.Sprintf("%s (%s:%d:%d)", f.FunctionName, f.URL, f.LineNumber, f.ColumnNumber))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " [at " + strings.Join(parts, " <- ") + "]"
 }
 
 // take removes the first problem reported that contains s, and says
@@ -598,6 +617,12 @@ func TestDashboardInBrowser(t *testing.T) {
 			Expanded bool `json:"expanded"`
 		}
 		br.run(t, "expand an event", chromedp.Click(chromedp.CSS(`.timeline li[data-type="completed"] summary`)))
+		// Raw HTML in a checkpoint is shown as text: it never becomes an
+		// element, not even in a document the sanitizer parses (where an
+		// inline handler would still be reported by the page's CSP).
+		if text := eval[string](t, br, `document.querySelector('.markdown').textContent`); !strings.Contains(text, `<img src=x onerror="window.__xss=1">`) || !strings.Contains(text, "<script>") {
+			t.Errorf("the checkpoint's raw HTML is not shown as text: %q", text)
+		}
 		r := eval[rendering](t, br, `({xss: window.__xss ?? null, dangers: document.querySelectorAll('.markdown img, .markdown script, .markdown [onerror]').length,
 			bold: !!document.querySelector('.markdown strong'), jsLinks: document.querySelectorAll('.markdown a[href^="javascript"]').length,
 			expanded: document.querySelector('.timeline li[data-type="completed"] details').open && document.querySelector('.timeline li[data-type="completed"] .payload').textContent.includes('what_was_done')})`)

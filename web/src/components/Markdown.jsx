@@ -1,7 +1,10 @@
-// Markdown from the log (checkpoints written by workers) rendered as HTML
-// only after DOMPurify has removed scripts, event handlers, styles, forms
-// frames and media (an image URL would make the browser send a request):
-// anything read from the log is untrusted.
+// Markdown from the log (checkpoints written by workers) rendered as HTML.
+// Anything read from the log is untrusted: raw HTML inside the Markdown is
+// never parsed as HTML, it is shown as the text it is (so no element with
+// an inline handler exists at any moment, not even in the document the
+// sanitizer parses), and DOMPurify then removes what Markdown itself can
+// produce that is unwanted (javascript: links, images: an image URL would
+// make the browser send a request).
 
 import { Marked } from 'marked';
 import DOMPurify from 'dompurify';
@@ -13,12 +16,24 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
-// Headings start at h3: the page has its own h1 and h2.
+const escapes = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHTML(s) {
+  return String(s).replace(/[&<>"']/g, (c) => escapes[c]);
+}
+
+// Headings start at h3: the page has its own h1 and h2. Raw HTML (block or
+// inline) is rendered as escaped text.
 const md = new Marked({
   async: false,
   gfm: true,
   walkTokens(token) {
     if (token.type === 'heading') token.depth = Math.min(6, token.depth + 2);
+  },
+  renderer: {
+    html(token) {
+      return escapeHTML(token.text);
+    },
   },
 });
 
