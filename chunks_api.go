@@ -6,7 +6,7 @@ import (
 )
 
 // CodeService searches the code memory built from ingested repositories
-// (seeds 000, 002, 003: VectorGit and the ChunkManager).
+// (VectorGit and the ChunkManager).
 type CodeService interface {
 	// Search returns the chunks that best match a query (BM25 over content,
 	// names and paths), or "not found" with suggestions for the next search.
@@ -15,7 +15,7 @@ type CodeService interface {
 	Chunk(ctx context.Context, chunkID string) (*ChunkHit, error)
 	// Explain retrieves the chunks that answer a question and asks the
 	// configured chat model to answer from them with checked citations
-	// (seed 000's explain mode); without a model it returns the evidence
+	// (the explain mode); without a model it returns the evidence
 	// and the prompt it would send.
 	Explain(ctx context.Context, req ExplainRequest) (*ExplainResult, error)
 }

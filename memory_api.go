@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// MemoryService is seed 004's TaskEngine and ConsolidationEngine as an
+// MemoryService is the TaskEngine and ConsolidationEngine as an
 // event-sourced service: tasks with agents and objectives, observations,
 // and three-level consolidation of observations into facts.
 type MemoryService interface {

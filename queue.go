@@ -20,7 +20,7 @@ const (
 	// DefaultQueue is the queue used when a request names none.
 	DefaultQueue = "default"
 	// DefaultMaxToolCalls is the tool-call budget of a task added without one
-	// (seed 000's example packet).
+	// (the example packet).
 	DefaultMaxToolCalls = 20
 	// DefaultMaxSteps is the step budget of a task added without one.
 	DefaultMaxSteps = 10

@@ -68,7 +68,7 @@ func (u Usage) Exceeds(b Budget) bool {
 }
 
 // Checkpoint is the resume-friendly record a worker leaves when it finishes
-// or fails a task (seed 000's checkpoint format).
+// or fails a task (the checkpoint format).
 type Checkpoint struct {
 	WhatWasDone     string    `json:"what_was_done"`
 	WhatChanged     []string  `json:"what_changed"`
@@ -81,7 +81,7 @@ type Checkpoint struct {
 	CreatedAt       time.Time `json:"created_at"`
 }
 
-// Task is the task packet: seed 000's fields plus what a distributed queue
+// Task is the task packet: the packet's fields plus what a distributed queue
 // needs (queue, attempts, claimant).
 type Task struct {
 	TaskID          string            `json:"task_id"`

@@ -9,7 +9,7 @@ import (
 // VineService runs VINE task graphs as event-sourced aggregates: every
 // mutation batch, claim, expansion and detected hand edit is an event, and
 // the .vine file is rewritten from the log after each change. Tools and
-// argument names follow seed 001 (vine_next, vine_read, vine_write,
+// argument names follow the VINE tool set (vine_next, vine_read, vine_write,
 // vine_expand). The in-process service and the NATS client implement it.
 type VineService interface {
 	// VineNext returns the execution frontier of the graph in file.

@@ -52,7 +52,7 @@ func errorf(kind error, status int, format string, args ...any) *Error {
 	return &Error{Kind: kind, Status: status, Message: fmt.Sprintf(format, args...)}
 }
 
-// ContextualText is the text a chunk is embedded as (seed 002, priority
+// ContextualText is the text a chunk is embedded as (priority
 // 3): its file, type and name above its content, so the vector knows where
 // the code lives and what it is.
 func ContextualText(path, chunkType, name, content string) string {

@@ -1,6 +1,6 @@
 // Package explain answers a question about code from retrieved chunks
-// (seed 000's explain mode, seed 002 priority 4): it builds the prompt
-// (seed 002's instructions, the chunks with their ids), asks a chat model
+// (the explain mode): it builds the prompt
+// (the explain instructions, the chunks with their ids), asks a chat model
 // through the [Chat] interface ([OpenAIChat] speaks to any
 // OpenAI-compatible /v1/chat/completions endpoint), and checks the answer's
 // citations ("[CITATION chunk_id]") against the chunks it was given.

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// SystemPrompt is seed 002's instruction to the model.
+// SystemPrompt is the instruction to the model.
 const SystemPrompt = "You are an expert coding assistant analyzing retrieved code chunks.\n\n" +
 	"INSTRUCTIONS:\n" +
 	"1. Evaluate if the provided chunks actually answer the user's question\n" +
@@ -37,7 +37,7 @@ type Chunk struct {
 // MaxChunkBytes cuts each chunk's content in the prompt.
 const MaxChunkBytes = 8 << 10
 
-// UserPrompt is seed 002's user message: the question and the chunks.
+// UserPrompt is the user message: the question and the chunks.
 func UserPrompt(question string, chunks []Chunk) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Question: %s\n\nRetrieved Chunks (%d total):\n\n", question, len(chunks))

@@ -76,7 +76,7 @@ func initScenario(sc *godog.ScenarioContext, cfg steps.Config) {
 	workerSteps(sc, w)
 	sc.Step(`^I add (\d+) tasks "([^"]*)" with a budget of (\d+) tool calls and (\d+) steps$`, w.addNumbered)
 	sc.Step(`^a worker "([^"]*)" runs the loop (\d+) times: take the next task, then finish it with "([^"]*)" and next step "([^"]*)"$`, w.workerLoop)
-	sc.Step(`^every done task has a Markdown checkpoint with the sections of the seed$`, w.checkpointsHaveSections)
+	sc.Step(`^every done task has a Markdown checkpoint with every checkpoint section$`, w.checkpointsHaveSections)
 	sc.Step(`^worker "([^"]*)" fails it with error "([^"]*)" and blockers "([^"]*)" and "([^"]*)"$`, w.failsWith)
 	sc.Step(`^its checkpoint lists "([^"]*)", "([^"]*)" and "([^"]*)" under Blockers/Errors$`, w.checkpointBlockers)
 	sc.Step(`^its checkpoint file says the budget was exhausted$`, w.checkpointExhausted)

@@ -6,11 +6,11 @@ Feature: Bounded tasks on a shared queue
   Background:
     Given a Trellis server
 
-  Scenario: The seed's 20-task workflow
+  Scenario: A 20-task workflow run by one agent
     When I add 20 tasks "Process batch N" with a budget of 10 tool calls and 5 steps
     And a worker "agent-1" runs the loop 20 times: take the next task, then finish it with "Batch processed" and next step "Next batch"
     Then queue "default" has 20 tasks "done"
-    And every done task has a Markdown checkpoint with the sections of the seed
+    And every done task has a Markdown checkpoint with every checkpoint section
     And worker "agent-2" finds no task in queue "default"
 
   Scenario: A task fails with blockers

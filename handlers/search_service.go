@@ -212,7 +212,7 @@ func (s *Service) searchCaughtUp(ctx context.Context) error {
 const noChatModel = "no chat model is configured: set --chat-url and --chat-model (or TRELLIS_CHAT_URL and TRELLIS_CHAT_MODEL, key in TRELLIS_CHAT_KEY) to an OpenAI-compatible endpoint (Ollama, llama.cpp server, vLLM, OpenAI) to get an answer; below is the evidence it would be given"
 
 // Explain implements trellis.CodeService: retrieval, then the chat model
-// with seed 002's instructions; the answer's [CITATION chunk_id] citations
+// with the explain instructions; the answer's [CITATION chunk_id] citations
 // are checked against the retrieved chunks.
 func (s *Service) Explain(ctx context.Context, req trellis.ExplainRequest) (*trellis.ExplainResult, error) {
 	if err := req.Normalize(); err != nil {

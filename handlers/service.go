@@ -356,7 +356,7 @@ func Audit(ctx context.Context, store *events.Store, id string) ([]events.Record
 	return recs, nil
 }
 
-// ExportTasks writes seed 000's JSONL task-packet log: one line per queue
+// ExportTasks writes the JSONL task-packet log: one line per queue
 // event, holding the task packet as it stood after that event, in log order.
 // It streams: each line is written as its event is read, and it keeps at
 // most ExportCacheSize task packets in memory (see ExportTasksCached).

@@ -12,7 +12,7 @@ import (
 	"github.com/trellis/trellis/events"
 )
 
-// Memory is the command side of seed 004: agent tasks (TRELLIS_TASKS,
+// Memory is the command side of agent memory: agent tasks (TRELLIS_TASKS,
 // one aggregate per task name) and agent memory (TRELLIS_MEMORY, one
 // aggregate per memory scope). It keeps a per-process cache of the
 // aggregates it touched and catches up on newer events before deciding.

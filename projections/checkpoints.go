@@ -14,7 +14,7 @@ import (
 	"github.com/trellis/trellis/taskqueue"
 )
 
-// Checkpoints writes seed 000's Markdown checkpoint of every finished task
+// Checkpoints writes the Markdown checkpoint of every finished task
 // to <dir>/<task_id>.md. Rendering depends only on the finishing event, so
 // applying an event twice rewrites the same bytes.
 type Checkpoints struct {
@@ -139,7 +139,7 @@ func (c *Checkpoints) Reset() error {
 	return nil
 }
 
-// RenderCheckpoint renders a checkpoint in seed 000's Markdown format.
+// RenderCheckpoint renders a checkpoint in the Markdown checkpoint format.
 func RenderCheckpoint(taskID string, status trellis.Status, worker string, cp trellis.Checkpoint) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Checkpoint: %s\n\n", taskID)

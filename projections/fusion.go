@@ -2,7 +2,7 @@ package projections
 
 import "sort"
 
-// RRFK is the Reciprocal Rank Fusion constant (seed 002: k = 60).
+// RRFK is the Reciprocal Rank Fusion constant (k = 60).
 const RRFK = 60
 
 // Fused is a chunk id with its fused score.

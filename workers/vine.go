@@ -31,7 +31,7 @@ func (f VineWorkFunc) Work(ctx context.Context, task *vine.TaskContext) ([]strin
 	return f(ctx, task)
 }
 
-// VineAgent runs seed 001's sub-agent loop on one graph until its root is
+// VineAgent runs the VINE sub-agent loop on one graph until its root is
 // complete: next → expand references → complete what is ready to complete
 // → claim ONE ready task (atomically, across all agents) → work → record
 // decisions → set reviewing → repeat. Many agents, in many processes, can
@@ -49,7 +49,7 @@ type VineAgent struct {
 	// (default 50 ms).
 	Poll time.Duration
 	// MaxTasks ends the run after this many claimed tasks (0 = until the
-	// root is complete): 1 makes the agent one of seed 001's sub-agents,
+	// root is complete): 1 makes the agent one of the VINE sub-agents,
 	// which do one task and report back.
 	MaxTasks int
 	// Idle ends the run with ErrStalled when nothing is ready for this long

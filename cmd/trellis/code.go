@@ -166,7 +166,7 @@ func (a *app) printExplain(r *trellis.ExplainResult) {
 	}
 }
 
-// printSearch writes results in seed 003's citation format.
+// printSearch writes results in the citation format.
 func (a *app) printSearch(r *trellis.SearchResult, content bool) {
 	if r.NotFound {
 		fmt.Fprintf(a.stdout, "not found: no chunk matches %q.\n", r.Query)

@@ -18,7 +18,7 @@ func (a *app) withMemory(cmd *cobra.Command, asJSON bool, fn func(ctx context.Co
 func (a *app) taskCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "task",
-		Short: "Agent tasks (seed 004): create, join, objectives, complete agents and tasks with consolidation",
+		Short: "Agent tasks: create, join, objectives, complete agents and tasks with consolidation",
 	}
 	c.AddCommand(a.taskCreate(), a.taskJoin(), a.taskObjective(), a.taskCompleteAgent(), a.taskComplete(),
 		a.taskShow(), a.taskList(), a.taskContext())

@@ -447,7 +447,7 @@ func (a *app) vineRun() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run FILE --agent A [--exec CMD]",
 		Short: "Run the sub-agent loop on a graph until its root is complete (many agents may run it at once)",
-		Long: `Runs seed 001's loop: next -> expand references -> complete what is ready to complete -> claim ONE
+		Long: `Runs the VINE agent loop: next -> expand references -> complete what is ready to complete -> claim ONE
 ready task (atomic across agents) -> work -> record decisions -> set reviewing -> repeat, until the root
 is complete. With --exec, CMD (sh -c) does each task: the task and its resolved dependencies as JSON on
 stdin, TRELLIS_VINE_FILE and TRELLIS_VINE_TASK set; every stdout line starting with "> " is recorded as

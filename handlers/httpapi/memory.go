@@ -7,7 +7,7 @@ import (
 	"github.com/trellis/trellis"
 )
 
-// Seed 004's task routes and the memory routes:
+// The agent task routes and the memory routes:
 //
 //	POST  /tasks                                   trellis.TaskCreateRequest      201 task
 //	GET   /tasks?status=                                                           200 [task]

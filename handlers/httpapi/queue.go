@@ -176,7 +176,7 @@ func (s *server) showTask(w http.ResponseWriter, r *http.Request) error {
 	return s.writeJSON(w, r, http.StatusOK, task)
 }
 
-// exportTasks serves GET /v1/queue/export: seed 000's JSONL task log, one
+// exportTasks serves GET /v1/queue/export: the JSONL task log, one
 // task packet per queue event, streamed as application/x-ndjson. A failure
 // before the first byte is answered in the error shape; a failure later
 // cuts the response, so a client never mistakes a partial export for a

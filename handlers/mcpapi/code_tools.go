@@ -11,10 +11,10 @@ import (
 	"github.com/trellis/trellis"
 )
 
-// ToolSearchChunks is seed 003's retrieval tool.
+// ToolSearchChunks is the retrieval tool.
 const ToolSearchChunks = "search_chunks"
 
-// ToolExplainCode is seed 000's explain mode: retrieval, then an answer
+// ToolExplainCode is the explain mode: retrieval, then an answer
 // from a chat model with checked citations.
 const ToolExplainCode = "explain_code"
 
@@ -31,7 +31,7 @@ type searchFilters struct {
 	Repo       string   `json:"repo,omitempty"`
 }
 
-// searchArgs is search_chunks' input (seed 003: query, k, filters).
+// searchArgs is search_chunks' input (query, k, filters).
 type searchArgs struct {
 	Query   string         `json:"query"`
 	K       int            `json:"k,omitempty"`
@@ -146,7 +146,7 @@ func renderExplain(r *trellis.ExplainResult) string {
 	return b.String()
 }
 
-// renderSearch writes results in seed 003's citation format.
+// renderSearch writes results in the citation format.
 func renderSearch(r *trellis.SearchResult) string {
 	var b strings.Builder
 	if r.NotFound {

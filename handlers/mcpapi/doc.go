@@ -2,7 +2,7 @@
 // queue_next, queue_done, queue_fail, queue_list, queue_show) over the
 // official MCP Go SDK, as a thin transport over a trellis.QueueService.
 //
-// The tools keep seed 000's names and argument names. Every result carries
+// The tools keep stable names and argument names. Every result carries
 // the task packet (or the board listing) as structured content plus a text
 // rendering an agent can read. A failure the service reports is a tool
 // error (IsError) whose text starts with its stable error code, for example
@@ -18,7 +18,7 @@
 // name>@<host>:<parent pid>". identity.of decides it, in one place.
 //
 // When the service also implements trellis.VineService, the server adds
-// seed 001's VINE tools (vine_next, vine_read, vine_write, vine_expand, and
+// the VINE tools (vine_next, vine_read, vine_write, vine_expand, and
 // Trellis's atomic vine_claim) and the resources vine://spec/brief and
 // vine://spec/full.
 //

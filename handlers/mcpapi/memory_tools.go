@@ -12,7 +12,7 @@ import (
 	"github.com/trellis/trellis/events"
 )
 
-// The memory tool names: seed 004's TaskEngine and ConsolidationEngine.
+// The memory tool names: the TaskEngine and ConsolidationEngine.
 const (
 	ToolTaskCreate           = "task_create"
 	ToolTaskJoin             = "task_join"
@@ -28,8 +28,8 @@ const (
 )
 
 // memoryInstructions is appended to the server instructions when the
-// service runs agent tasks and memory: seed 004's workflow in a few lines.
-const memoryInstructions = `Agent tasks and memory (seed 004; task_* tools, not the queue): multi-agent work whose observations are distilled into facts.
+// service runs agent tasks and memory: the whole workflow in a few lines.
+const memoryInstructions = `Agent tasks and memory (task_* tools, not the queue): multi-agent work whose observations are distilled into facts.
 1. task_create (name, objectives, parent branch, default main): the task gets the branch task/<name>.
 2. Each agent calls task_join (agent_id, role): its branch is task/<name>/<agent_id>. A joining agent reads task_context first.
 3. While working, record observations with observe (task, agent_id, type insight|decision|discovery, text; the session defaults to this client's identity) and move objectives with task_objective (todo → active → done | blocked; done is final).
@@ -101,7 +101,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 		tool: &mcp.Tool{
 			Name:  ToolTaskCreate,
 			Title: "Create an agent task",
-			Description: "Start long-running multi-agent work (seed 004): create an agent task with a name unique among open tasks, a description and objectives (each starts todo, ids obj-1, obj-2, ...). " +
+			Description: "Start long-running multi-agent work: create an agent task with a name unique among open tasks, a description and objectives (each starts todo, ids obj-1, obj-2, ...). " +
 				"The task gets the memory branch task/<name>, under the parent branch (default main) that its durable facts are merged into at the end. " +
 				"Workflow: task_create → agents task_join → observe insights, decisions and discoveries while working → task_complete_agent per agent (consolidation into the task branch) → task_complete (durable vs ephemeral, merge to the parent). " +
 				"Returns the task with its task_id. Not the queue: queue_add is for bounded queue tasks.",
@@ -261,7 +261,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 		tool: &mcp.Tool{
 			Name:  ToolTaskList,
 			Title: "List agent tasks",
-			Description: "List the agent tasks (seed 004's multi-agent tasks, not queue tasks), each with its branch, status (open or completed), objectives, agents and progress counts. " +
+			Description: "List the agent tasks (multi-agent tasks, not queue tasks), each with its branch, status (open or completed), objectives, agents and progress counts. " +
 				"Filter by status. Use task_context for one task's full context and key facts. Read-only.",
 			OutputSchema: outputSchema[taskListResult](),
 			Annotations:  &mcp.ToolAnnotations{Title: "List agent tasks", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},

@@ -11,7 +11,7 @@ import (
 )
 
 // renderTask writes the task packet as text an agent can act on: a header
-// line, the packet's fields in seed 000's order, and the checkpoint (in the
+// line, the packet's fields in the packet's order, and the checkpoint (in the
 // seed's checkpoint sections) once the task has one.
 func renderTask(b *strings.Builder, t *trellis.Task) {
 	fmt.Fprintf(b, "Task %s [%s] in queue %s\n", t.TaskID, t.Status, t.Queue)

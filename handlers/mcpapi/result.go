@@ -55,7 +55,7 @@ func errorResult(err error) *mcp.CallToolResult {
 	return res
 }
 
-// packet returns t as seed 000's packet format has it: empty lists and
+// packet returns t as the task-packet format has it: empty lists and
 // maps instead of nulls (inputs [], metadata {}, the checkpoint's lists []),
 // whichever path produced t (trellis.Task.Clone, for one, turns empty lists
 // into nil). t itself is not modified; the copy shares t's elements.

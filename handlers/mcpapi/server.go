@@ -11,7 +11,7 @@ import (
 // ServerName is the implementation name the server reports to clients.
 const ServerName = "trellis"
 
-// instructions tells a connecting agent how to use the tools: seed 000's
+// instructions tells a connecting agent how to use the tools: the
 // workflow, the worker rule and the error convention.
 const instructions = `Trellis task queue: bounded tasks with checkpoints, so long work survives across runs.
 
@@ -49,7 +49,7 @@ func NewServer(svc trellis.QueueService, version string) *mcp.Server {
 // also implements trellis.VineService, as the tools vine_next, vine_read,
 // vine_write, vine_expand and vine_claim plus the resources
 // vine://spec/brief and vine://spec/full; when svc also implements
-// trellis.MemoryService, as seed 004's task_* and memory tools (see
+// trellis.MemoryService, as the task_* and memory tools (see
 // registerMemoryTools); when svc also implements trellis.AuditService, as
 // the tool audit_query. The server holds no state of its own: every call
 // goes to svc, and one server may serve any number of sessions (see

@@ -13,7 +13,7 @@ import (
 	"github.com/trellis/trellis/auth"
 )
 
-// The tool names: seed 000's queue tools plus the board's read tools.
+// The tool names: the queue tools plus the board's read tools.
 const (
 	ToolQueueAdd = "queue_add"
 	// ToolQueueAddMany adds several tasks in one call.

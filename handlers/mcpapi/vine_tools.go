@@ -16,7 +16,7 @@ import (
 	"github.com/trellis/trellis/vine"
 )
 
-// The VINE tool names: seed 001's four tools plus Trellis's atomic claim.
+// The VINE tool names: the four VINE tools plus Trellis's atomic claim.
 const (
 	ToolVineNext   = "vine_next"
 	ToolVineRead   = "vine_read"

@@ -1,5 +1,5 @@
 // Code search: a query over the chunk index with filters, results in the
-// citation format (seed 003), and a chunk page with its source.
+// citation format, and a chunk page with its source.
 
 import { api, enc } from '../api.js';
 import { href, navigate } from '../router.js';
