@@ -168,7 +168,7 @@ func (r *SearchReport) Print(w io.Writer) {
 			f.ByKind[KindLiteral].MRR, f.ByKind[KindParaphrased].MRR, f.ByKind[KindConceptual].MRR)
 	}
 	if r.EmbedModel == "" {
-		fmt.Fprintln(w, "Trellis hybrid: no embedding endpoint configured (--embed-url, --embed-model); the built-in embedders tried did not raise the held-out MRR (README)")
+		fmt.Fprintln(w, "Trellis hybrid: no embedding endpoint configured (--embed-url, --embed-model); the built-in embedders tried did not raise the held-out MRR (docs/code-memory.md)")
 	} else {
 		fmt.Fprintf(w, "Trellis hybrid: %s, RRF k=%d over BM25 and vector top %d\n", r.EmbedModel, projections.RRFK, 50)
 	}

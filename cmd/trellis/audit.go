@@ -347,7 +347,7 @@ func printVerify(w io.Writer, rep *handlers.VerifyReport) {
 		fmt.Fprintf(w, "digest %s\n", rep.Digest)
 	}
 	if rep.OK {
-		fmt.Fprintf(w, "OK: no removed, altered, reordered, duplicated or malformed events (%d unchained links; see README, Auditing)\n", unchained)
+		fmt.Fprintf(w, "OK: no removed, altered, reordered, duplicated or malformed events (%d unchained links; see docs/audit.md)\n", unchained)
 		return
 	}
 	fmt.Fprintf(w, "TAMPERED: %d finding(s)\n", rep.Findings)
