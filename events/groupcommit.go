@@ -117,6 +117,9 @@ type request struct {
 	res    AppendResult
 	// taken is guarded by the committer's mutex.
 	taken bool
+	// inDoubt marks a request that was sent before and whose answer was
+	// lost: it may be stored, or being stored, already.
+	inDoubt bool
 }
 
 func (s *Store) newRequest(ctx context.Context, p Pending) (*request, error) {
@@ -409,8 +412,12 @@ func (c *committer) commitBatch(group []*request) {
 	if err != nil {
 		c.s.stats.fallbacks.Add(1)
 		c.s.stats.singles.Add(uint64(len(group)))
+		// A batch whose answer was lost (not one the server refused) may
+		// be committing while its events are sent again.
+		lost := !errors.Is(err, ErrBatchRefused)
 		var wg sync.WaitGroup
 		for _, r := range group {
+			r.inDoubt = lost
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

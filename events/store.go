@@ -239,7 +239,7 @@ func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			if seq, ok := s.findOwn(ctx, r.p.Subject, r.p.Expect, r.p.Envelope.ID); ok {
+			if seq, ok := s.findOwnInDoubt(ctx, r); ok {
 				return Appended{Seq: seq, Duplicate: true}, nil
 			}
 			return Appended{}, fmt.Errorf("append %s: %w", r.p.Subject, ErrWrongLastSequence)
@@ -247,6 +247,9 @@ func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 		if !retryable(err) || ctx.Err() != nil {
 			return Appended{}, fmt.Errorf("append %s: %w", r.p.Subject, err)
 		}
+		// Sent, answer lost: the next attempt may race the first one's
+		// commit.
+		r.inDoubt = true
 		select {
 		case <-ctx.Done():
 			return Appended{}, fmt.Errorf("append %s: %w (last error: %v)", r.p.Subject, ctx.Err(), err)
@@ -255,6 +258,28 @@ func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 		if backoff < time.Second {
 			backoff *= 2
 		}
+	}
+}
+
+// findOwnInDoubt looks for r's own event after a wrong-last-sequence
+// answer. An append sent before whose answer was lost may still be being
+// committed (a batch is stored before its message ids are known to the
+// deduplication, and a busy server makes that window long): for such an
+// append the search is repeated for up to a second before the append is
+// called stale. A first attempt looks once.
+func (s *Store) findOwnInDoubt(ctx context.Context, r *request) (uint64, bool) {
+	wait := 25 * time.Millisecond
+	deadline := time.Now().Add(time.Second)
+	for {
+		if seq, ok := s.findOwn(ctx, r.p.Subject, r.p.Expect, r.p.Envelope.ID); ok || !r.inDoubt || time.Now().After(deadline) {
+			return seq, ok
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-time.After(wait):
+		}
+		wait *= 2
 	}
 }
 

@@ -8,6 +8,8 @@ Feature: A quick task costs one write
 
   Scenario: Short tasks are each recorded in two events
     Given a Trellis server
+    And queue "thumbnails" has a lease of 20 seconds
+    And queue "thumbnails" has a claim window of 5 seconds
     When I add 60 tasks to queue "thumbnails" in one call with objective "Resize one image"
     And I start 3 workers "resizer" on queue "thumbnails" running "true"
     Then wait up to 60 seconds until queue "thumbnails" has 60 tasks "done"

@@ -40,6 +40,14 @@ func workerSteps() []Definition {
 			run: func(w *World) any { return w.setLease },
 		},
 		{
+			Pattern: `^queue "([^"]*)" has a claim window of (\d+) seconds?$`,
+			Example: `Given queue "thumbnails" has a claim window of 5 seconds`,
+			Doc: "Sets the claim window of the worker pools the scenario starts on the queue afterwards (default 50 ms): a task " +
+				"whose handler ends within it is recorded with one event, its outcome carrying its claim. At most a quarter of " +
+				"the queue's lease (set a lease first).",
+			run: func(w *World) any { return w.setClaimWindow },
+		},
+		{
 			Pattern: `^I start (\d+) workers? "([^"]*)" on queue "([^"]*)" running "([^"]*)"$`,
 			Example: `When I start 3 workers "batch" on queue "jobs" running "./export.sh"`,
 			Doc: "Starts an in-process worker pool (`trellis worker --exec`) of N slots, NAME/0 ... NAME/N-1. The command runs " +
@@ -125,6 +133,21 @@ func (w *World) setLease(_ context.Context, queue string, secs int) error {
 	return nil
 }
 
+func (w *World) setClaimWindow(_ context.Context, queue string, secs int) error {
+	window := time.Duration(secs) * time.Second
+	if secs < 1 {
+		return fmt.Errorf("a claim window of %d seconds: give at least 1", secs)
+	}
+	if g := w.groupOn(queue); g != nil {
+		return fmt.Errorf("%s %q already run on queue %q: set the claim window before starting workers", g.kind(), g.name, queue)
+	}
+	if l := w.lease(queue); window > l/4 {
+		return fmt.Errorf("a claim window of %s on queue %q with a lease of %s: the window is at most a quarter of the lease; set a lease of at least %d seconds first", window, queue, l, 4*secs)
+	}
+	w.windows[queue] = window
+	return nil
+}
+
 func (w *World) lease(queue string) time.Duration {
 	if l, ok := w.leases[queue]; ok {
 		return l
@@ -181,7 +204,7 @@ func (w *World) startPool(n int, name, queue, command string) error {
 	h := &workers.Exec{Command: command, Dir: w.featureDir, Env: []string{"TRELLIS_SCENARIO_DIR=" + w.dir}, KillDelay: workerGrace}
 	pool, err := workers.New(q, h, workers.Config{
 		Queue: queue, Worker: name, Concurrency: n, Lease: w.lease(queue), Grace: workerGrace,
-		FetchWait: 500 * time.Millisecond, Logger: w.cfg.Logger,
+		FetchWait: 500 * time.Millisecond, Logger: w.cfg.Logger, ClaimWindow: w.windows[queue],
 	})
 	if err != nil {
 		return err

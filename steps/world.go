@@ -91,6 +91,7 @@ type World struct {
 	named    map[string]*trellis.Task
 	held     map[string]*trellis.Task
 	leases   map[string]time.Duration
+	windows  map[string]time.Duration // claim windows of pools started on a queue (0: the default)
 	workers  map[string]*workerGroup
 	closeMu  sync.Mutex
 	closers  []func()
@@ -107,6 +108,7 @@ func Register(sc *godog.ScenarioContext, cfg Config) *World {
 		named:    map[string]*trellis.Task{},
 		held:     map[string]*trellis.Task{},
 		leases:   map[string]time.Duration{},
+		windows:  map[string]time.Duration{},
 		workers:  map[string]*workerGroup{},
 		undefSet: map[string]bool{},
 	}

@@ -244,21 +244,34 @@ func TestWorkerProcessesSurviveSIGKILL(t *testing.T) {
 		}
 		recs = taskqueue.ExpandClaims(recs)
 		var hist []string
-		heldByW0 := false
-		for _, r := range recs {
+		heldByW0, starved := false, 0
+		for i, r := range recs {
 			hist = append(hist, r.Type+"/"+r.Actor)
-			if r.Type == taskqueue.Claimed {
-				heldByW0 = strings.HasPrefix(r.Actor, "w0/")
+			if r.Type == taskqueue.Claimed && strings.HasPrefix(r.Actor, "w0/") {
+				heldByW0 = true
+				// The killed worker's claim ends in an expired lease,
+				// never in an outcome of its own.
+				if i+1 >= len(recs) || recs[i+1].Type != taskqueue.LeaseExpired {
+					t.Fatalf("history of a task w0 held when it was killed: %v (its claim must end in lease_expired)", hist)
+				}
+			}
+			if r.Type == taskqueue.LeaseExpired && i > 0 && !strings.HasPrefix(recs[i-1].Actor, "w0/") {
+				starved++
 			}
 		}
-		if !heldByW0 && counts[taskqueue.LeaseExpired][id] == 0 {
+		if !heldByW0 {
+			if starved > 0 {
+				// A live worker starved of CPU for a whole lease (a
+				// loaded machine) loses its claim like a dead one:
+				// at-least-once, still one completion.
+				t.Logf("a live worker's lease expired (a busy machine): %v", hist)
+			}
 			continue
 		}
 		takenOver++
-		// claim by the killed w0, lease expired, claim by B, done by B.
-		if len(hist) != 5 || !strings.HasPrefix(hist[1], "claimed/w0/") || !strings.HasPrefix(hist[2], "lease_expired") ||
-			!strings.HasPrefix(hist[3], "claimed/w") || strings.HasPrefix(hist[3], "claimed/w0/") || hist[4] != "completed/"+recs[3].Actor {
-			t.Fatalf("history of a task w0 held when it was killed: %v", hist)
+		last := recs[len(recs)-1]
+		if last.Type != taskqueue.Completed || strings.HasPrefix(last.Actor, "w0/") {
+			t.Fatalf("history of a task w0 held when it was killed: %v (want it completed by another worker)", hist)
 		}
 	}
 	if takenOver == 0 {
