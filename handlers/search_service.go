@@ -209,7 +209,7 @@ func (s *Service) searchCaughtUp(ctx context.Context) error {
 }
 
 // noChatModel says what to configure for explain to answer.
-const noChatModel = "no chat model is configured: set --chat-url and --chat-model (or TRELLIS_CHAT_URL and TRELLIS_CHAT_MODEL, key in TRELLIS_CHAT_KEY) to an OpenAI-compatible endpoint (Ollama, llama.cpp server, vLLM, OpenAI) to get an answer; below is the evidence it would be given"
+const noChatModel = "no chat model is configured: to get an answer, give --chat-url and --chat-model (or TRELLIS_CHAT_URL and TRELLIS_CHAT_MODEL, key in TRELLIS_CHAT_KEY) of an OpenAI-compatible endpoint (Ollama, llama.cpp server, vLLM, OpenAI) to trellis serve when a server runs, else to this command; below is the evidence it would be given"
 
 // Explain implements trellis.CodeService: retrieval, then the chat model
 // with the explain instructions; the answer's [CITATION chunk_id] citations

@@ -89,7 +89,12 @@ func (a *app) queryCommand() *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Query = strings.Join(args, " ")
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.code.Search(ctx, req) },
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				if err := a.models.unusedOnServer(s); err != nil {
+					return nil, err
+				}
+				return s.code.Search(ctx, req)
+			},
 				func(v any) { a.printSearch(v.(*trellis.SearchResult), req.Content) })
 		},
 	}
@@ -117,7 +122,12 @@ func (a *app) explainCommand() *cobra.Command {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Question = strings.Join(args, " ")
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.code.Explain(ctx, req) },
+			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+				if err := a.models.unusedOnServer(s); err != nil {
+					return nil, err
+				}
+				return s.code.Explain(ctx, req)
+			},
 				func(v any) { a.printExplain(v.(*trellis.ExplainResult)) })
 		},
 	}

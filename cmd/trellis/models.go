@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,4 +59,32 @@ func (m *modelFlags) codeConfig() (handlers.CodeConfig, error) {
 		cfg.Chat = c
 	}
 	return cfg, nil
+}
+
+// unusedOnServer refuses model flags (or TRELLIS_CHAT_*, TRELLIS_EMBED_*)
+// given to a command that a running server answers: the server searches
+// and explains with the models it was started with, so the flags would be
+// silently ignored. The message says where to set them.
+func (m *modelFlags) unusedOnServer(s *session) error {
+	if !s.remote {
+		return nil
+	}
+	var given []string
+	if m.chatURL != "" || m.chatModel != "" {
+		given = append(given, "--chat-url/--chat-model (TRELLIS_CHAT_URL, TRELLIS_CHAT_MODEL)")
+	}
+	if m.embedURL != "" || m.embedModel != "" {
+		given = append(given, "--embed-url/--embed-model (TRELLIS_EMBED_URL, TRELLIS_EMBED_MODEL)")
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	where := "a running Trellis server"
+	if s.ping != nil {
+		where = fmt.Sprintf("the running Trellis server (pid %d, data %s)", s.ping.PID, s.ping.DataDir)
+	}
+	return &trellis.Error{Code: trellis.CodeInvalid, Field: "chat-url", Message: fmt.Sprintf(
+		"%s answers this with the models it was started with, so %s given to this command would not be used: "+
+			"start the server with them (trellis serve --chat-url URL --chat-model MODEL, or the same environment), "+
+			"or run the command without them", where, strings.Join(given, " and "))}
 }
