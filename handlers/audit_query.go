@@ -143,7 +143,7 @@ func AuditQueryPage(ctx context.Context, store *events.Store, req trellis.AuditQ
 	err = store.Scan(ctx, stream, r, func(m events.Message) error {
 		scanned++
 		lastSeq = m.Seq
-		if m.ID != "" && (req.Actor == "" || m.Actor == req.Actor) && (req.Type == "" || m.Type == req.Type) {
+		if m.ID != "" && actorMatches(m.Actor, req.Actor) && (req.Type == "" || m.Type == req.Type) {
 			ev := auditEventOf(m)
 			bytes += len(ev.Payload) + len(ev.Subject) + len(ev.Prev) + len(ev.Hash) + len(ev.Actor) + 256
 			page.Events = append(page.Events, ev)
@@ -206,4 +206,11 @@ func AuditAll(ctx context.Context, svc trellis.AuditService, req trellis.AuditQu
 		}
 		req.Cursor = page.NextCursor
 	}
+}
+
+// actorMatches reports whether an event's actor is the one asked for: the
+// same actor, or one of its slots (a worker pool "wB" runs its tasks as
+// "wB/0", "wB/1", ...; a token's pool as "token/host-pid/0").
+func actorMatches(actor, want string) bool {
+	return want == "" || actor == want || strings.HasPrefix(actor, want+"/")
 }

@@ -168,3 +168,25 @@ func TestAuditQueryBadInput(t *testing.T) {
 		}
 	}
 }
+
+// An actor filter naming a worker pool finds the events of its slots
+// (wB finds wB/2's claim and completion), not those of another worker
+// whose name merely starts the same (wBx/0).
+func TestAuditQueryActorMatchesSlots(t *testing.T) {
+	t.Parallel()
+	svc, _ := setupMemory(t)
+	runTask(t, svc, "jobs", "wB/2")
+	runTask(t, svc, "jobs", "wBx/0")
+	got := auditAll(t, svc, trellis.AuditQuery{Queue: "jobs", Actor: "wB"})
+	if len(got) != 2 {
+		t.Fatalf("actor wB: %d events %+v; want the claim and completion of wB/2", len(got), got)
+	}
+	for _, ev := range got {
+		if ev.Actor != "wB/2" {
+			t.Errorf("actor wB matched %q", ev.Actor)
+		}
+	}
+	if got := auditAll(t, svc, trellis.AuditQuery{Queue: "jobs", Actor: "wB/2"}); len(got) != 2 {
+		t.Errorf("actor wB/2: %d events; want 2", len(got))
+	}
+}

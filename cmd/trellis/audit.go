@@ -78,7 +78,7 @@ func (a *app) auditCommand() *cobra.Command {
 	c.Flags().StringVar(&q.Stream, "stream", "", "every event of this stream: TRELLIS_QUEUE, TRELLIS_VINE, TRELLIS_CHUNKS, TRELLIS_MEMORY, TRELLIS_TASKS (or queue, vine, ...)")
 	c.Flags().StringVar(&q.Since, "since", "", "only events the log stored at or after this time (RFC 3339, a date, or a duration ago: 90m)")
 	c.Flags().StringVar(&q.Until, "until", "", "only events the log stored at or before this time (same forms; not before --since)")
-	c.Flags().StringVar(&q.Actor, "actor", "", "only events this actor caused")
+	c.Flags().StringVar(&q.Actor, "actor", "", "only events this actor caused (a worker pool's name also matches its slots: wB finds wB/0, wB/1, ...)")
 	c.Flags().StringVar(&q.Type, "type", "", "only events of this type (added, claimed, completed, ...)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON list of events")
 	c.Flags().BoolVar(&asJSONL, "jsonl", false, "print one JSON event per line")

@@ -48,7 +48,7 @@ func registerAuditTools(srv *mcp.Server, svc trellis.AuditService) {
 			{name: "stream", desc: "A whole stream: TRELLIS_QUEUE, TRELLIS_VINE, TRELLIS_CHUNKS, TRELLIS_MEMORY, TRELLIS_TASKS (or queue, vine, chunks, memory, tasks)."},
 			{name: "since", desc: "Only events stored at or after this time: RFC 3339 (2026-01-02T15:04:05Z), a date (2026-01-02) or a duration ago (90m)."},
 			{name: "until", desc: "Only events stored at or before this time (same forms as since); not before since."},
-			{name: "actor", desc: "Only events this actor (worker, agent, operator) caused."},
+			{name: "actor", desc: "Only events this actor (worker, agent, operator) caused; a worker pool's name also matches its slots (wB finds wB/0, wB/1)."},
 			{name: "type", desc: "Only events of this type (added, claimed, completed, failed, paused, batch_applied, observed, ...)."},
 			{name: "limit", desc: fmt.Sprintf("Page size (default %d, at most %d).", trellis.DefaultAuditLimit, trellis.MaxAuditLimit), refine: between(0, trellis.MaxAuditLimit)},
 			{name: "cursor", desc: "The next_cursor of the previous page, to continue."},
