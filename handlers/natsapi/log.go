@@ -110,7 +110,7 @@ func serveExport(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig, m *nats.
 		respond(m, nil, err, cfg.Logger)
 		return
 	}
-	if m.Reply == "" {
+	if replyRefusal(m) != "" {
 		return
 	}
 	w := &chunkWriter{nc: nc, reply: m.Reply}

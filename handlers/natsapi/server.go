@@ -59,6 +59,9 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 			continue // streamed: see serveExport
 		}
 		sub, err := nc.QueueSubscribe(Prefix+op, QueueGroup, func(m *nats.Msg) {
+			if refused(m, cfg.Logger) {
+				return
+			}
 			r.sem <- struct{}{}
 			go func() {
 				defer func() { <-r.sem }()
@@ -89,6 +92,9 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 		r.subs = append(r.subs, sub)
 	}
 	sub, err := nc.QueueSubscribe(Prefix+OpQueueExport, QueueGroup, func(m *nats.Msg) {
+		if refused(m, cfg.Logger) {
+			return
+		}
 		r.sem <- struct{}{}
 		go func() {
 			defer func() { <-r.sem }()
@@ -214,7 +220,24 @@ func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[strin
 	return ops
 }
 
+// refused reports (and logs) a request the API neither runs nor answers
+// because of its reply subject (see replyRefusal). It is decided before
+// the request is run, in the subscription's own order.
+func refused(m *nats.Msg, log *slog.Logger) bool {
+	why := replyRefusal(m)
+	if why == "" {
+		return false
+	}
+	log.Warn("api request refused: not answered", "subject", m.Subject, "reply", m.Reply, "reason", why)
+	return true
+}
+
+// respond answers m (only ever on a reply subject replyRefusal accepts).
 func respond(m *nats.Msg, res any, err error, log *slog.Logger) {
+	if why := replyRefusal(m); why != "" {
+		log.Warn("api reply refused", "subject", m.Subject, "reply", m.Reply, "reason", why)
+		return
+	}
 	var body reply
 	if err != nil {
 		te := trellis.AsError(err)
