@@ -240,17 +240,15 @@ func respond(m *nats.Msg, res any, err error, log *slog.Logger) {
 	}
 	var body reply
 	if err != nil {
-		te := trellis.AsError(err)
-		if te.Code == trellis.CodeInternal {
-			log.Error("api request failed", "subject", m.Subject, "err", err)
-		}
+		te := trellis.PublicError(log, err, "transport", "nats", "subject", m.Subject)
 		body.Error = &replyError{Code: string(te.Code), Field: te.Field, Message: te.Message}
 	} else {
 		body.Result = res
 	}
 	data, mErr := json.Marshal(body)
 	if mErr != nil {
-		data, _ = json.Marshal(reply{Error: &replyError{Code: string(trellis.CodeInternal), Message: mErr.Error()}})
+		te := trellis.PublicError(log, fmt.Errorf("encode reply: %w", mErr), "transport", "nats", "subject", m.Subject)
+		data, _ = json.Marshal(reply{Error: &replyError{Code: string(te.Code), Message: te.Message}})
 	}
 	err = m.Respond(data)
 	if errors.Is(err, nats.ErrMaxPayload) {
