@@ -135,6 +135,31 @@ func (v *Vine) resolve(file string) (vineFile, error) {
 	return vineFile{}, trellis.FieldError("file", "%s", v.outsideRoots(abs))
 }
 
+// Inside resolves path (absolute, or relative to the first root) through
+// symbolic links and checks that it lies inside a workspace root: every
+// other path a request names (an ingest root) is judged as VINE files
+// are. field names the request field in the error.
+func (v *Vine) Inside(field, path string) (string, error) {
+	if strings.TrimSpace(path) == "" || !utf8.ValidString(path) || strings.ContainsRune(path, 0) {
+		return "", trellis.FieldError(field, "is not a valid path")
+	}
+	abs := filepath.Clean(path)
+	if !filepath.IsAbs(abs) {
+		if len(v.cfg.Roots) == 0 {
+			return "", trellis.FieldError(field, "%s is relative and no workspace root is configured", path)
+		}
+		abs = filepath.Join(v.cfg.Roots[0], abs)
+	}
+	real, err := realPath(abs)
+	if err != nil {
+		return "", trellis.FieldError(field, "%v", err)
+	}
+	if _, ok := v.inRoots(real); !ok {
+		return "", trellis.FieldError(field, "%s", v.outsideRoots(abs))
+	}
+	return real, nil
+}
+
 // inRoots returns real's path relative to the workspace root holding it
 // (slash-separated), or false when none does. real is resolved through
 // symbolic links (realPath), as the roots are.
