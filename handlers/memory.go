@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/memory"
@@ -109,7 +110,8 @@ func taskBranchObservation(ctx context.Context, req *trellis.ObserveRequest) err
 		return trellis.FieldError("branch", "%q is a task's branch, which only consolidation writes: observe with --task and --agent (or on task/<name>/<agent>)", req.Branch)
 	}
 	if caller := events.ActorFrom(ctx); caller != "" && !events.ActsAs(caller, parts[1]) {
-		return trellis.Errorf(trellis.CodeUnauthorized, "token %q may not observe on agent %s's branch %s", caller, parts[1], req.Branch)
+		return &trellis.Error{Code: trellis.CodeUnauthorized, Field: "branch", Err: auth.ErrForbidden,
+			Message: fmt.Sprintf("token %q may not observe on agent %s's branch %s", caller, parts[1], req.Branch)}
 	}
 	req.Branch, req.Task, req.Agent = "", parts[0], parts[1]
 	return nil
