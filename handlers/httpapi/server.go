@@ -199,3 +199,14 @@ func pathID(r *http.Request) (string, error) {
 	}
 	return id, nil
 }
+
+// Patterns lists the route and mount patterns h (a handler New returned)
+// serves, as registered: a suite that must cover each one enumerates them
+// here.
+func Patterns(h http.Handler) []string {
+	s, ok := h.(*server)
+	if !ok {
+		return nil
+	}
+	return append([]string(nil), s.patterns...)
+}

@@ -314,3 +314,14 @@ func memoryOps(svc trellis.MemoryService) map[string]func(context.Context, []byt
 		OpHistory:           handler(svc.History),
 	}
 }
+
+// Operations lists every operation the API serves (the streamed export
+// included), as registered: a suite that must cover each one enumerates
+// them here.
+func Operations() []string {
+	out := []string{OpQueueExport}
+	for op := range operations(nil, &handlers.Service{}, ServeConfig{}) {
+		out = append(out, op)
+	}
+	return out
+}
