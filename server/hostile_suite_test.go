@@ -378,4 +378,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
