@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/handlers"
 )
 
@@ -112,6 +113,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			s.writeError(w, r, err)
 			return
+		}
+		// A call made with a token ends when the token is revoked.
+		if rv, ok := s.cfg.Auth.(auth.Revocable); ok {
+			if id, ok := auth.FromContext(r.Context()); ok {
+				ctx, stop := rv.WhileValid(r.Context(), id.Name)
+				defer stop()
+				r = r.WithContext(ctx)
+			}
 		}
 		s.mux.ServeHTTP(w, r)
 		return
