@@ -95,6 +95,7 @@ func (a *NATSAuth) Check(c natsserver.ClientAuthentication) bool {
 		set = map[uint64]struct{}{}
 		a.clients[id.Name] = set
 	}
+	a.forgetClosed(set)
 	set[c.GetID()] = struct{}{}
 	a.mu.Unlock()
 	// A revoke that landed while this connection was being let in would
@@ -106,6 +107,22 @@ func (a *NATSAuth) Check(c natsserver.ClientAuthentication) bool {
 		return false
 	}
 	return true
+}
+
+// forgetClosed drops from set the ids of connections the server no
+// longer has (closed ones), so a token's set holds its open connections
+// and the one being let in, however often its holder reconnects. A
+// connection is registered with the server before it is authenticated,
+// so no connection being let in is dropped. a.mu is held.
+func (a *NATSAuth) forgetClosed(set map[uint64]struct{}) {
+	if a.srv == nil {
+		return
+	}
+	for id := range set {
+		if a.srv.GetClient(id) == nil {
+			delete(set, id)
+		}
+	}
 }
 
 // disconnect closes every connection made with the token named name.

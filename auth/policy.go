@@ -90,6 +90,14 @@ func Bind(ctx context.Context, req any) error {
 		return actAs(id, "actor", &r.Actor)
 	case *trellis.ControlRequest:
 		return actAs(id, "actor", &r.Actor)
+	case *trellis.CancelRequest:
+		return actAs(id, "actor", &r.Actor)
+	case *trellis.ScheduleRequest:
+		return actAs(id, "actor", &r.Actor)
+	case *trellis.RemoveScheduleRequest:
+		return actAs(id, "actor", &r.Actor)
+	case *trellis.VineFileRequest:
+		return actAs(id, "agent", &r.Agent)
 	case *trellis.VineWriteRequest:
 		return actAs(id, "agent", &r.Agent)
 	case *trellis.VineClaimRequest:

@@ -24,6 +24,8 @@ type Registry struct {
 
 	hookMu    sync.Mutex
 	onRevoked []func(name string)
+
+	calls calls // the running calls of each token (see WhileValid)
 }
 
 // NewRegistry returns an empty registry; run it with a projections.Runner.
@@ -90,6 +92,7 @@ func (r *Registry) Apply(rec events.Recorded) error {
 		for _, fn := range hooks {
 			fn(name)
 		}
+		r.calls.end(name)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/memory"
@@ -55,6 +56,9 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
+	if err := taskBranchObservation(ctx, &req); err != nil {
+		return nil, err
+	}
 	branch, taskID, agent := req.Branch, "", ""
 	if branch == "" {
 		if err := trellis.ValidateAgentID("agent_id", req.Agent); err != nil {
@@ -88,6 +92,29 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 	o := e.m.Observations[len(e.m.Observations)-1]
 	c := *o
 	return &c, nil
+}
+
+// taskBranchObservation turns an observation named by an agent's branch
+// (task/<name>/<agent>) into one named by task and agent, so it gets the
+// same checks (the agent joined the open task and has not completed),
+// and checks that the caller is that agent. Task branches are written by
+// consolidation only: an observation on task/<name> or below an agent's
+// branch is refused.
+func taskBranchObservation(ctx context.Context, req *trellis.ObserveRequest) error {
+	rest, ok := strings.CutPrefix(req.Branch, "task/")
+	if !ok {
+		return nil
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 2 {
+		return trellis.FieldError("branch", "%q is a task's branch, which only consolidation writes: observe with --task and --agent (or on task/<name>/<agent>)", req.Branch)
+	}
+	if caller := events.ActorFrom(ctx); caller != "" && !events.ActsAs(caller, parts[1]) {
+		return &trellis.Error{Code: trellis.CodeUnauthorized, Field: "branch", Err: auth.ErrForbidden,
+			Message: fmt.Sprintf("token %q may not observe on agent %s's branch %s", caller, parts[1], req.Branch)}
+	}
+	req.Branch, req.Task, req.Agent = "", parts[0], parts[1]
+	return nil
 }
 
 // toMemoryFacts converts active facts for the pure algorithms.

@@ -123,19 +123,111 @@ func (v *Vine) resolve(file string) (vineFile, error) {
 		}
 		abs = filepath.Join(v.cfg.Roots[0], abs)
 	}
-	// Judge the real location: a symlinked directory must not lead out.
-	real := abs
-	if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		real = filepath.Join(r, filepath.Base(abs))
+	// Judge the real location: neither a symlinked directory nor the file
+	// itself, a symlink, may lead out.
+	real, err := realPath(abs)
+	if err != nil {
+		return vineFile{}, trellis.FieldError("file", "%v", err)
 	}
+	if rel, ok := v.inRoots(real); ok {
+		return vineFile{abs: real, rel: rel, graphID: events.GraphID(rel)}, nil
+	}
+	return vineFile{}, trellis.FieldError("file", "%s", v.outsideRoots(abs))
+}
+
+// Inside resolves path (absolute, or relative to the first root) through
+// symbolic links and checks that it lies inside a workspace root: every
+// other path a request names (an ingest root) is judged as VINE files
+// are. field names the request field in the error.
+func (v *Vine) Inside(field, path string) (string, error) {
+	if strings.TrimSpace(path) == "" || !utf8.ValidString(path) || strings.ContainsRune(path, 0) {
+		return "", trellis.FieldError(field, "is not a valid path")
+	}
+	abs := filepath.Clean(path)
+	if !filepath.IsAbs(abs) {
+		if len(v.cfg.Roots) == 0 {
+			return "", trellis.FieldError(field, "%s is relative and no workspace root is configured", path)
+		}
+		abs = filepath.Join(v.cfg.Roots[0], abs)
+	}
+	real, err := realPath(abs)
+	if err != nil {
+		return "", trellis.FieldError(field, "%v", err)
+	}
+	if _, ok := v.inRoots(real); !ok {
+		return "", trellis.FieldError(field, "%s", v.outsideRoots(abs))
+	}
+	return real, nil
+}
+
+// inRoots returns real's path relative to the workspace root holding it
+// (slash-separated), or false when none does. real is resolved through
+// symbolic links (realPath), as the roots are.
+func (v *Vine) inRoots(real string) (string, bool) {
 	for _, root := range v.cfg.Roots {
 		rel, err := filepath.Rel(root, real)
 		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
-			rel = filepath.ToSlash(rel)
-			return vineFile{abs: real, rel: rel, graphID: events.GraphID(rel)}, nil
+			return filepath.ToSlash(rel), true
 		}
 	}
-	return vineFile{}, trellis.FieldError("file", "%s", v.outsideRoots(abs))
+	return "", false
+}
+
+// realPath resolves p (absolute and clean) through symbolic links: the
+// whole path when it exists, else its nearest existing parent with the
+// rest appended, so a path to be created is judged where the write would
+// really land. A symbolic link that leads nowhere (or into a loop) is an
+// error: a write through it would land wherever it points once it exists.
+func realPath(p string) (string, error) {
+	rest, cur := "", p
+	for {
+		if _, err := os.Lstat(cur); err == nil {
+			r, err := filepath.EvalSymlinks(cur)
+			if err != nil {
+				return "", fmt.Errorf("%s is a symbolic link that cannot be followed", cur)
+			}
+			return filepath.Join(r, rest), nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%s cannot be examined", cur)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// resolveChild resolves a child .vine file a request names (extract_to_ref
+// and add_ref's vine, update_ref_uri's uri, vine_expand's child_file)
+// against the directory of the parent graph f: through symbolic links,
+// inside the workspace roots, named *.vine, and, when fresh (a file
+// Trellis is to create), not existing yet.
+func (v *Vine) resolveChild(f vineFile, uri string, fresh bool) (string, error) {
+	p, err := vine.ResolveURI(filepath.Dir(f.abs), uri, v.cfg.Roots)
+	if err != nil {
+		return "", err
+	}
+	if filepath.Ext(p) != ".vine" {
+		return "", fmt.Errorf("%q is not a .vine file name", uri)
+	}
+	real, err := realPath(p)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := v.inRoots(real); !ok {
+		return "", fmt.Errorf("%q leads to %s, outside the workspace roots %s", uri, real, strings.Join(v.cfg.Roots, ", "))
+	}
+	if filepath.Ext(real) != ".vine" {
+		return "", fmt.Errorf("%q leads to %s, not a .vine file", uri, real)
+	}
+	if fresh {
+		if _, err := os.Lstat(p); err == nil {
+			return "", fmt.Errorf("%q exists already: extract_to_ref writes a new file and never overwrites one", uri)
+		}
+	}
+	return real, nil
 }
 
 // outsideRoots explains that path is outside the workspace roots and how
@@ -183,13 +275,29 @@ func (v *Vine) readVineFile(path, field string) (*vine.Graph, string, error) {
 	}
 	text := string(data)
 	g, err := vine.Parse(text)
-	if err == nil {
-		err = vine.Validate(g)
-	}
 	if err != nil {
+		return nil, text, parseError(field, path, err)
+	}
+	if err := vine.Validate(g); err != nil {
 		return nil, text, vineError(field, err)
 	}
 	return &g, text, nil
+}
+
+// parseError reports a file that does not parse as VINE without echoing
+// any of its content: the file may be anything a path can name (a .env,
+// /etc/passwd through a link), and the caller may not read it. The line,
+// the problem and what was wanted are kept.
+func parseError(field, path string, err error) error {
+	var pe *vine.ParseError
+	if !errors.As(err, &pe) {
+		return vineError(field, err)
+	}
+	msg := fmt.Sprintf("%s is not a valid VINE file: %s at line %d", path, pe.What, pe.Line)
+	if want, _, ok := strings.Cut(pe.Detail, ", got "); ok && strings.HasPrefix(want, "want ") {
+		msg += " (" + want + ")"
+	}
+	return &trellis.Error{Code: trellis.CodeInvalid, Field: field, Message: msg}
 }
 
 // vineError maps a vine package error onto a Trellis error.
@@ -473,15 +581,15 @@ func (v *Vine) writeExtracted(f vineFile, res vine.BatchResult) ([]string, error
 		if r.Extracted == nil {
 			continue
 		}
-		path, err := vine.ResolveURI(filepath.Dir(f.abs), r.Extracted.Vine, v.cfg.Roots)
+		path, err := v.resolveChild(f, r.Extracted.Vine, true)
 		if err != nil {
-			return written, vineError("operations", err)
+			return written, trellis.FieldError("operations", "%v", err)
 		}
 		text, err := vine.Serialize(r.Extracted.Graph)
 		if err != nil {
 			return written, vineError("operations", err)
 		}
-		if err := projections.WriteFileAtomic(path, []byte(text)); err != nil {
+		if err := writeNewFile(path, []byte(text)); err != nil {
 			return written, trellis.Errorf(trellis.CodeInternal, "write %s: %w", path, err)
 		}
 		written = append(written, path)
@@ -520,8 +628,8 @@ func (v *Vine) checkExtractTargets(req trellis.VineWriteRequest) error {
 		if err != nil {
 			return err
 		}
-		if _, err := vine.ResolveURI(filepath.Dir(f.abs), uri, v.cfg.Roots); err != nil {
-			return trellis.FieldError(fmt.Sprintf("operations[%d]", i), "%v", err)
+		if _, err := v.resolveChild(f, uri, op.Op == vine.OpExtractToRef); err != nil {
+			return trellis.FieldError(fmt.Sprintf("operations[%d]", i), "%s: %v", op.Op, err)
 		}
 	}
 	return nil
@@ -574,12 +682,9 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 	if err != nil {
 		return nil, err
 	}
-	childPath, err := vine.ResolveURI(filepath.Dir(f.abs), req.ChildFile, v.cfg.Roots)
+	childPath, err := v.resolveChild(f, req.ChildFile, false)
 	if err != nil {
 		return nil, trellis.FieldError("child_file", "%v", err)
-	}
-	if _, err := v.resolve(childPath); err != nil {
-		return nil, trellis.FieldError("child_file", "%s", trellis.AsError(err).Message)
 	}
 	child, _, err := v.readVineFile(childPath, "child_file")
 	if err != nil {
@@ -692,4 +797,32 @@ func agentOr(a string) string {
 		return "trellis"
 	}
 	return a
+}
+
+// writeNewFile writes a file that must not exist yet, atomically: a
+// temporary file beside it is linked into place, which fails when the
+// name exists (a file, a directory or a symbolic link), so nothing is
+// ever overwritten or written through a link.
+func writeNewFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Link(tmp.Name(), path)
 }

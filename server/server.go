@@ -267,7 +267,7 @@ func (s *Server) startHTTP() error {
 		return listenError("http", s.cfg.HTTPAddr, "--http-addr", err)
 	}
 	s.httpLn = ln
-	mcpSrv := mcpapi.NewServer(s.svc, Version)
+	mcpSrv := mcpapi.NewServerWith(s.svc, mcpapi.Config{Version: Version, Logger: s.cfg.Logger})
 	liveDone := make(chan struct{})
 	hcfg := httpapi.Config{
 		Logger: s.cfg.Logger,

@@ -59,8 +59,8 @@ func serveProc(t *testing.T, data string, args ...string) (*server.Info, *locked
 // through the server and its events carry its name.
 func TestCLIAuthContract(t *testing.T) {
 	t.Parallel()
-	data := t.TempDir()
-	info, out, _ := serveProc(t, data, "--auth")
+	data, ws := t.TempDir(), t.TempDir()
+	info, out, _ := serveProc(t, data, "--auth", "--workspace", ws)
 	path := filepath.Join(data, "auth", "admin.token")
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o600 {
@@ -181,8 +181,16 @@ func TestCLIAuthContract(t *testing.T) {
 	if events[0].Actor != "admin" || events[2].Type != "completed" || !strings.HasPrefix(events[1].Actor, "w1/") || events[2].Actor != events[1].Actor {
 		t.Fatalf("history: %+v", events)
 	}
-	// Ingest with a token runs in the server, on a path it reads.
-	repo := t.TempDir()
+	// Ingest with a token runs in the server, on a path it reads inside
+	// its workspace roots.
+	outside := t.TempDir()
+	if code, _, errs := cli(t, append(d, "--token", tok, "ingest", outside)...); code != 2 || !strings.Contains(errs, "outside the workspace roots") {
+		t.Fatalf("ingest outside the server's workspace: exit %d %s", code, errs)
+	}
+	repo := filepath.Join(ws, "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

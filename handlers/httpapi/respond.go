@@ -15,8 +15,8 @@ type ErrorResponse struct {
 	Error *trellis.Error `json:"error"`
 }
 
-// internalMessage replaces the message of an internal error in a response;
-// the detail goes to the log, not to the caller.
+// internalMessage is the message of an internal error whose response
+// could not be encoded (trellis.PublicError words the others).
 const internalMessage = "internal error; the server log has the details"
 
 // writeJSON answers status with v as JSON. It encodes before writing, so
@@ -45,11 +45,10 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &se) {
 		status = se.status
 	}
-	out := &trellis.Error{Code: te.Code, Field: te.Field, Message: te.Message}
+	out := trellis.PublicError(s.log, err, "transport", "http", "method", r.Method, "path", r.URL.Path)
 	switch te.Code {
 	case trellis.CodeInternal:
-		s.log.Error("http internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		out.Message = internalMessage
+		// Logged with its reference by trellis.PublicError.
 	case trellis.CodeUnavailable:
 		s.log.Warn("http service unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	default:

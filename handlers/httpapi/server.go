@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/handlers"
 )
 
@@ -113,6 +114,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
+		// A call made with a token ends when the token is revoked.
+		if rv, ok := s.cfg.Auth.(auth.Revocable); ok {
+			if id, ok := auth.FromContext(r.Context()); ok {
+				ctx, stop := rv.WhileValid(r.Context(), id.Name)
+				defer stop()
+				r = r.WithContext(ctx)
+			}
+		}
 		s.mux.ServeHTTP(w, r)
 		return
 	}
@@ -198,4 +207,15 @@ func pathID(r *http.Request) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// Patterns lists the route and mount patterns h (a handler New returned)
+// serves, as registered: a suite that must cover each one enumerates them
+// here.
+func Patterns(h http.Handler) []string {
+	s, ok := h.(*server)
+	if !ok {
+		return nil
+	}
+	return append([]string(nil), s.patterns...)
 }

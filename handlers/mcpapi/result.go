@@ -1,6 +1,8 @@
 package mcpapi
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,10 +51,35 @@ func textResult(text string) *mcp.CallToolResult {
 // errorResult turns err into a tool error (IsError) whose text is the
 // trellis.Error rendering "<code>: [<field>: ]<message>", so an agent reads
 // the stable code first. An error without a code is reported as internal.
-func errorResult(err error) *mcp.CallToolResult {
+//
+// An internal error is answered by trellis.PublicError's policy: the
+// detail goes to the server's log (the one the server's middleware put in
+// ctx) with a reference id, the agent sees the reference.
+func errorResult(ctx context.Context, tool string, err error) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{}
-	res.SetError(trellis.AsError(err))
+	res.SetError(trellis.PublicError(loggerFrom(ctx), err, "transport", "mcp", "tool", tool))
 	return res
+}
+
+// loggerKey is the context key of the server's logger.
+type loggerKey struct{}
+
+// withLogger is the receiving middleware that gives every call the
+// server's logger.
+func withLogger(log *slog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			return next(context.WithValue(ctx, loggerKey{}, log), method, req)
+		}
+	}
+}
+
+// loggerFrom returns the server's logger (slog.Default without one).
+func loggerFrom(ctx context.Context) *slog.Logger {
+	if log, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok && log != nil {
+		return log
+	}
+	return slog.Default()
 }
 
 // packet returns t as the task-packet format has it: empty lists and

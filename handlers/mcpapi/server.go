@@ -2,6 +2,7 @@ package mcpapi
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,6 +38,9 @@ type Config struct {
 	// TRELLIS_WORKER). Empty: "mcp:<client name>@<host>:<parent pid>". It
 	// must be a worker id; calls over HTTP ignore it (see HTTPHandler).
 	Worker string
+	// Logger receives internal errors, each with the reference id the
+	// caller is shown (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // NewServer returns NewServerWith(svc, Config{Version: version}).
@@ -89,6 +93,11 @@ func NewServerWith(svc trellis.QueueService, cfg Config) *mcp.Server {
 		// added), not the SDK's default logging capability.
 		Capabilities: &mcp.ServerCapabilities{},
 	})
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	srv.AddReceivingMiddleware(withLogger(log))
 	registerTools(srv, svc, who)
 	if isVine {
 		registerVineTools(srv, vs, who)

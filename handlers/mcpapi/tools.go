@@ -62,18 +62,18 @@ func (b boundTool[In]) register(srv *mcp.Server) {
 	srv.AddTool(&t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, err := authorizeTool(ctx, req, t.Name)
 		if err != nil {
-			return errorResult(err), nil
+			return errorResult(ctx, t.Name, err), nil
 		}
 		var in In
 		if err := decodeArgs(t.Name, schema, req.Params.Arguments, &in); err != nil {
-			return errorResult(err), nil
+			return errorResult(ctx, t.Name, err), nil
 		}
 		if err := auth.Bind(ctx, &in); err != nil {
-			return errorResult(err), nil
+			return errorResult(ctx, t.Name, err), nil
 		}
 		res, err := b.call(ctx, req, &in)
 		if err != nil {
-			return errorResult(err), nil
+			return errorResult(ctx, t.Name, err), nil
 		}
 		return res, nil
 	})

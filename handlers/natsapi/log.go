@@ -22,7 +22,8 @@ type auditRequest struct {
 	ID string `json:"id"`
 }
 
-// ingestRequest asks the server to ingest a directory it can read.
+// ingestRequest asks the server to ingest a directory it can read inside
+// its workspace roots.
 type ingestRequest struct {
 	Root string `json:"root"`
 	Repo string `json:"repo,omitempty"`
@@ -40,7 +41,12 @@ func logOps(svc *handlers.Service) map[string]func(context.Context, []byte) (any
 			if r.Root == "" {
 				return nil, trellis.FieldError("root", "must name a directory the server can read")
 			}
-			return handlers.Ingest(ctx, svc.Store(), handlers.IngestConfig{Root: r.Root, Repo: r.Repo})
+			// A request reads only inside the server's workspace roots.
+			root, err := svc.VineHandler().Inside("root", r.Root)
+			if err != nil {
+				return nil, err
+			}
+			return handlers.Ingest(ctx, svc.Store(), handlers.IngestConfig{Root: root, Repo: r.Repo})
 		}),
 	}
 }
@@ -110,7 +116,7 @@ func serveExport(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig, m *nats.
 		respond(m, nil, err, cfg.Logger)
 		return
 	}
-	if m.Reply == "" {
+	if replyRefusal(m) != "" {
 		return
 	}
 	w := &chunkWriter{nc: nc, reply: m.Reply}

@@ -59,6 +59,9 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 			continue // streamed: see serveExport
 		}
 		sub, err := nc.QueueSubscribe(Prefix+op, QueueGroup, func(m *nats.Msg) {
+			if refused(m, cfg.Logger) {
+				return
+			}
 			r.sem <- struct{}{}
 			go func() {
 				defer func() { <-r.sem }()
@@ -89,6 +92,9 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 		r.subs = append(r.subs, sub)
 	}
 	sub, err := nc.QueueSubscribe(Prefix+OpQueueExport, QueueGroup, func(m *nats.Msg) {
+		if refused(m, cfg.Logger) {
+			return
+		}
 		r.sem <- struct{}{}
 		go func() {
 			defer func() { <-r.sem }()
@@ -214,20 +220,35 @@ func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[strin
 	return ops
 }
 
+// refused reports (and logs) a request the API neither runs nor answers
+// because of its reply subject (see replyRefusal). It is decided before
+// the request is run, in the subscription's own order.
+func refused(m *nats.Msg, log *slog.Logger) bool {
+	why := replyRefusal(m)
+	if why == "" {
+		return false
+	}
+	log.Warn("api request refused: not answered", "subject", m.Subject, "reply", m.Reply, "reason", why)
+	return true
+}
+
+// respond answers m (only ever on a reply subject replyRefusal accepts).
 func respond(m *nats.Msg, res any, err error, log *slog.Logger) {
+	if why := replyRefusal(m); why != "" {
+		log.Warn("api reply refused", "subject", m.Subject, "reply", m.Reply, "reason", why)
+		return
+	}
 	var body reply
 	if err != nil {
-		te := trellis.AsError(err)
-		if te.Code == trellis.CodeInternal {
-			log.Error("api request failed", "subject", m.Subject, "err", err)
-		}
+		te := trellis.PublicError(log, err, "transport", "nats", "subject", m.Subject)
 		body.Error = &replyError{Code: string(te.Code), Field: te.Field, Message: te.Message}
 	} else {
 		body.Result = res
 	}
 	data, mErr := json.Marshal(body)
 	if mErr != nil {
-		data, _ = json.Marshal(reply{Error: &replyError{Code: string(trellis.CodeInternal), Message: mErr.Error()}})
+		te := trellis.PublicError(log, fmt.Errorf("encode reply: %w", mErr), "transport", "nats", "subject", m.Subject)
+		data, _ = json.Marshal(reply{Error: &replyError{Code: string(te.Code), Message: te.Message}})
 	}
 	err = m.Respond(data)
 	if errors.Is(err, nats.ErrMaxPayload) {
@@ -292,4 +313,15 @@ func memoryOps(svc trellis.MemoryService) map[string]func(context.Context, []byt
 		OpFacts:             handler(svc.Facts),
 		OpHistory:           handler(svc.History),
 	}
+}
+
+// Operations lists every operation the API serves (the streamed export
+// included), as registered: a suite that must cover each one enumerates
+// them here.
+func Operations() []string {
+	out := []string{OpQueueExport}
+	for op := range operations(nil, &handlers.Service{}, ServeConfig{}) {
+		out = append(out, op)
+	}
+	return out
 }
