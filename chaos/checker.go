@@ -1,0 +1,174 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Check is what the checker found after a run. It is computed from the
+// Trellis log (read with `trellis audit --queue`), `trellis audit verify`,
+// the ledger the handlers wrote and the producers' acknowledged adds.
+type Check struct {
+	Acked          int           // acknowledged adds
+	Lost           int           // acknowledged adds with no `added` event in the log
+	CompletedTwice int           // tasks with more than one `completed` event
+	Executions     int           // ledger lines
+	ExecutedTwice  int           // tasks the handler ran more than once (at-least-once: reported, not a failure)
+	Stuck          int           // acknowledged adds not completed by the deadline
+	Resume         time.Duration // from the fault to the first completion after it (-1: none)
+	Verify         string        // "ok" or what audit verify found
+	Examples       []string      // a few offending task ids, for the report
+}
+
+// Failed reports whether the run broke a promise: an acknowledged add
+// lost, a task completed twice, a task stuck, or the log failing verify.
+func (c Check) Failed() bool {
+	return c.Lost > 0 || c.CompletedTwice > 0 || c.Stuck > 0 || c.Verify != "ok"
+}
+
+// logEvent is the part of an audit line the checker reads.
+type logEvent struct {
+	Type        string    `json:"type"`
+	AggregateID string    `json:"aggregate_id"`
+	Time        time.Time `json:"time"`
+}
+
+// readLog returns the queue's events as `trellis audit` prints them.
+func readLog(ctx context.Context, trellisBin, urls, dir string) ([]logEvent, error) {
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, trellisBin, "audit", "--queue", Queue, "--jsonl", "--nats-url", urls, "--data", dir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("trellis audit: %w: %s", err, strings.TrimSpace(errb.String()))
+	}
+	var evs []logEvent
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e logEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("audit line %q: %w", sc.Text(), err)
+		}
+		evs = append(evs, e)
+	}
+	return evs, sc.Err()
+}
+
+// verifyLog runs `trellis audit verify` and summarizes its answer.
+func verifyLog(ctx context.Context, trellisBin, urls, dir string) string {
+	cctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, trellisBin, "audit", "verify", "--json", "--nats-url", urls, "--data", dir)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var rep struct {
+		OK       bool              `json:"ok"`
+		Findings []json.RawMessage `json:"findings"`
+		Omitted  int               `json:"omitted"`
+	}
+	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
+		return fmt.Sprintf("error: %v %s", err, strings.TrimSpace(errb.String()))
+	}
+	if rep.OK && err == nil {
+		return "ok"
+	}
+	return fmt.Sprintf("%d findings", len(rep.Findings)+rep.Omitted)
+}
+
+// readLines returns the non-empty lines of a file (none if it is missing).
+func readLines(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// acked reads the acknowledged adds of every producer in dir.
+func ackedAdds(dir string) ([]string, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "acked-*"))
+	var ids []string
+	for _, f := range files {
+		lines, err := readLines(f)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, lines...)
+	}
+	return ids, nil
+}
+
+// check folds the log and the ledger. faultAt is when the fault was
+// injected (zero: no resume time).
+func check(evs []logEvent, acked, ledger []string, faultAt time.Time) Check {
+	c := Check{Acked: len(acked), Resume: -1, Executions: len(ledger)}
+	added := map[string]bool{}
+	completed := map[string]int{}
+	var firstAfter time.Time
+	for _, e := range evs {
+		switch e.Type {
+		case "added":
+			added[e.AggregateID] = true
+		case "completed":
+			completed[e.AggregateID]++
+			if !faultAt.IsZero() && e.Time.After(faultAt) && (firstAfter.IsZero() || e.Time.Before(firstAfter)) {
+				firstAfter = e.Time
+			}
+		}
+	}
+	if !firstAfter.IsZero() {
+		c.Resume = firstAfter.Sub(faultAt)
+	}
+	runs := map[string]int{}
+	for _, l := range ledger {
+		runs[strings.Fields(l)[0]]++
+	}
+	for _, n := range runs {
+		if n > 1 {
+			c.ExecutedTwice++
+		}
+	}
+	ids := append([]string(nil), acked...)
+	sort.Strings(ids)
+	for _, id := range ids {
+		switch {
+		case !added[id]:
+			c.Lost++
+			c.Examples = append(c.Examples, "lost "+id)
+		case completed[id] == 0:
+			c.Stuck++
+			c.Examples = append(c.Examples, "stuck "+id)
+		}
+	}
+	for id, n := range completed {
+		if n > 1 {
+			c.CompletedTwice++
+			c.Examples = append(c.Examples, fmt.Sprintf("completed %dx %s", n, id))
+		}
+	}
+	if len(c.Examples) > 5 {
+		c.Examples = c.Examples[:5]
+	}
+	return c
+}
