@@ -18,15 +18,14 @@ import (
 // Trellis log (read with `trellis audit --queue`), `trellis audit verify`,
 // the ledger the handlers wrote and the producers' acknowledged adds.
 type Check struct {
-	Acked          int           // acknowledged adds
-	Lost           int           // acknowledged adds with no `added` event in the log
-	CompletedTwice int           // tasks with more than one `completed` event
-	Executions     int           // ledger lines
-	ExecutedTwice  int           // tasks the handler ran more than once (at-least-once: reported, not a failure)
-	Stuck          int           // acknowledged adds not completed by the deadline
-	Resume         time.Duration // from the fault to the first completion after it (-1: none)
-	Verify         string        // "ok" or what audit verify found
-	Examples       []string      // a few offending task ids, for the report
+	Acked          int      // acknowledged adds
+	Lost           int      // acknowledged adds with no `added` event in the log
+	CompletedTwice int      // tasks with more than one `completed` event
+	Executions     int      // ledger lines
+	ExecutedTwice  int      // tasks the handler ran more than once (at-least-once: reported, not a failure)
+	Stuck          int      // acknowledged adds not completed by the deadline
+	Verify         string   // "ok" or what audit verify found
+	Examples       []string // a few offending task ids, for the report
 }
 
 // Failed reports whether the run broke a promise: an acknowledged add
@@ -119,26 +118,33 @@ func ackedAdds(dir string) ([]string, error) {
 	return ids, nil
 }
 
-// check folds the log and the ledger. faultAt is when the fault was
-// injected (zero: no resume time).
-func check(evs []logEvent, acked, ledger []string, faultAt time.Time) Check {
-	c := Check{Acked: len(acked), Resume: -1, Executions: len(ledger)}
+// resumeAfter is the time from at to the first completion the log
+// records after it (-1: none).
+func resumeAfter(evs []logEvent, at time.Time) time.Duration {
+	var first time.Time
+	for _, e := range evs {
+		if e.Type == "completed" && e.Time.After(at) && (first.IsZero() || e.Time.Before(first)) {
+			first = e.Time
+		}
+	}
+	if first.IsZero() {
+		return -1
+	}
+	return first.Sub(at)
+}
+
+// check folds the log and the ledger.
+func check(evs []logEvent, acked, ledger []string) Check {
+	c := Check{Acked: len(acked), Executions: len(ledger)}
 	added := map[string]bool{}
 	completed := map[string]int{}
-	var firstAfter time.Time
 	for _, e := range evs {
 		switch e.Type {
 		case "added":
 			added[e.AggregateID] = true
 		case "completed":
 			completed[e.AggregateID]++
-			if !faultAt.IsZero() && e.Time.After(faultAt) && (firstAfter.IsZero() || e.Time.Before(firstAfter)) {
-				firstAfter = e.Time
-			}
 		}
-	}
-	if !firstAfter.IsZero() {
-		c.Resume = firstAfter.Sub(faultAt)
 	}
 	runs := map[string]int{}
 	for _, l := range ledger {

@@ -62,7 +62,7 @@ type Cluster struct {
 type ClusterConfig struct {
 	Dir      string
 	Suffix   string // makes namespace and link names unique to this run
-	Octet    int    // picks the subnet
+	Octet    int    // picks the subnet (see NewNetwork; negative: a free one)
 	Nodes    int    // 3
 	Workers  int    // pools (each attached to a different node)
 	Lease    time.Duration

@@ -172,3 +172,15 @@ func settle(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// Mixed picks n faults at random (the same number picks the same ones),
+// to be injected one after the other on one cluster.
+func Mixed(number uint64, n int) []Fault {
+	rng := rand.New(rand.NewPCG(number, 0x6d69786564))
+	all := Faults()
+	var out []Fault
+	for i := 0; i < n; i++ {
+		out = append(out, all[rng.IntN(len(all))])
+	}
+	return out
+}

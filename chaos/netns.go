@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"os/exec"
 	"strings"
 )
@@ -46,8 +47,12 @@ func Available(ctx context.Context) error {
 
 // NewNetwork creates the bridge, n namespaces and their veth pairs. The
 // names carry suffix, so parallel runs do not collide; octet picks the
-// subnet 10.<200+>.octet.0/24. Close removes everything.
+// subnet 10.200.octet+1.0/24 (a negative octet: a free one at random).
+// Close removes everything.
 func NewNetwork(ctx context.Context, suffix string, n int, octet int) (*Network, error) {
+	if octet < 0 {
+		octet = freeOctet(ctx)
+	}
 	nw := &Network{suffix: suffix, prefix: fmt.Sprintf("10.%d.%d", 200+octet/250, octet%250+1), bridge: "chb" + suffix}
 	fail := func(err error) (*Network, error) {
 		nw.Close(context.WithoutCancel(ctx))
@@ -88,6 +93,17 @@ func NewNetwork(ctx context.Context, suffix string, n int, octet int) (*Network,
 		}
 	}
 	return nw, nil
+}
+
+// freeOctet picks a subnet no interface of the root namespace uses.
+func freeOctet(ctx context.Context) int {
+	out, _ := exec.CommandContext(ctx, "ip", "-o", "addr").Output()
+	for {
+		o := mathrand.IntN(250)
+		if !strings.Contains(string(out), fmt.Sprintf(" 10.200.%d.", o+1)) {
+			return o
+		}
+	}
 }
 
 func (nw *Network) hostVeth(i int) string { return fmt.Sprintf("chv%s%d", nw.suffix, i) }

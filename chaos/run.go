@@ -12,23 +12,25 @@ import (
 	"time"
 )
 
-// Scenario is one run: a cluster, producers and workers, one fault.
+// Scenario is one run: a cluster, producers and workers, and faults
+// injected one after the other (each repaired before the next).
 type Scenario struct {
-	Fault    Fault
+	Faults   []Fault
 	Number   uint64        // makes the run reproducible: which node, file and bits the fault picks
 	Heal     time.Duration // how long the fault lasts before its repair
-	Duration time.Duration // how long producers add after the fault starts (at least Heal)
+	Duration time.Duration // how long producers add after the last fault starts (at least Heal)
 	Lease    time.Duration // the queue's lease
 	Dir      string        // the run's files: node stores, logs, ledger, acknowledged adds
 	Binaries Binaries
-	Octet    int // picks the run's subnet (parallel runs use different ones)
+	Octet    int // picks the run's subnet 10.200.Octet+1.0/24; negative: a free one at random
 	Log      io.Writer
 }
 
 // Result is one run's outcome.
 type Result struct {
-	Fault  string
-	What   string // what the fault did
+	Fault  string          // the faults' names joined by "+"
+	What   []string        // what each fault did
+	Resume []time.Duration // per fault: from its injection to the next completion (-1: none)
 	Check  Check
 	Wall   time.Duration
 	Errors int // failed add attempts (retried with the same key)
@@ -38,9 +40,14 @@ type Result struct {
 // its network are removed before Run returns.
 func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	start := time.Now()
+	var names []string
+	for _, f := range sc.Faults {
+		names = append(names, f.Name)
+	}
+	name := strings.Join(names, "+")
 	logf := func(format string, args ...any) {
 		if sc.Log != nil {
-			fmt.Fprintf(sc.Log, "%s %s: %s\n", time.Now().UTC().Format("15:04:05.000"), sc.Fault.Name, fmt.Sprintf(format, args...))
+			fmt.Fprintf(sc.Log, "%s %s: %s\n", time.Now().UTC().Format("15:04:05.000"), name, fmt.Sprintf(format, args...))
 		}
 	}
 	if sc.Heal <= 0 {
@@ -78,18 +85,37 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	} else {
 		logf("queue stream leader n%d, followers %v", l, f)
 	}
-	faultAt := time.Now()
-	what, repair, err := sc.Fault.Inject(ctx, c, rng)
-	if err != nil {
-		return nil, fmt.Errorf("inject %s: %w", sc.Fault.Name, err)
+	var faultTimes []time.Time
+	var whats []string
+	for i, f := range sc.Faults {
+		if i > 0 {
+			// The cluster takes up work again before the next fault.
+			n := 0
+			if l, _ := readLines(c.Ledger); l != nil {
+				n = len(l)
+			}
+			if err := waitFor(ctx, 90*time.Second, func() bool { l, _ := readLines(c.Ledger); return len(l) >= n+10 }); err != nil {
+				return nil, fmt.Errorf("no executions after repairing %s: %w", sc.Faults[i-1].Name, err)
+			}
+		}
+		if l, f, err := c.StreamLeader(ctx); err != nil {
+			return nil, fmt.Errorf("before %s: %w", sc.Faults[i].Name, err)
+		} else {
+			logf("queue stream leader n%d, followers %v", l, f)
+		}
+		faultAt := time.Now()
+		what, repair, err := f.Inject(ctx, c, rng)
+		if err != nil {
+			return nil, fmt.Errorf("inject %s: %w", f.Name, err)
+		}
+		logf("%s: %s", f.Name, what)
+		faultTimes, whats = append(faultTimes, faultAt), append(whats, what)
+		settle(ctx, sc.Heal)
+		if err := repair(ctx); err != nil {
+			return nil, fmt.Errorf("repair %s: %w", f.Name, err)
+		}
+		logf("%s repaired after %s", f.Name, time.Since(faultAt).Round(time.Millisecond))
 	}
-	logf("%s", what)
-	settle(ctx, sc.Heal)
-	if err := repair(ctx); err != nil {
-		return nil, fmt.Errorf("repair %s: %w", sc.Fault.Name, err)
-	}
-	healAt := time.Now()
-	logf("repaired after %s", healAt.Sub(faultAt).Round(time.Millisecond))
 	settle(ctx, sc.Duration-sc.Heal)
 	stopProducers()
 	wg.Wait()
@@ -113,7 +139,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		if lastErr != nil {
 			return false
 		}
-		ch := check(evs, acked, nil, time.Time{})
+		ch := check(evs, acked, nil)
 		return ch.Lost+ch.Stuck == 0
 	})
 	if evs == nil && lastErr != nil {
@@ -123,11 +149,19 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := check(evs, acked, ledger, faultAt)
+	ch := check(evs, acked, ledger)
+	var resumes []time.Duration
+	for _, at := range faultTimes {
+		resumes = append(resumes, resumeAfter(evs, at))
+	}
 	ch.Verify = verifyLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
-	res := &Result{Fault: sc.Fault.Name, What: what, Check: ch, Wall: time.Since(start), Errors: errs}
+	res := &Result{Fault: name, What: whats, Resume: resumes, Check: ch, Wall: time.Since(start), Errors: errs}
+	var rs []string
+	for _, d := range resumes {
+		rs = append(rs, fmtResume(d))
+	}
 	logf("acked %d lost %d completed-twice %d executed-twice %d stuck %d resume %s verify %s %v",
-		ch.Acked, ch.Lost, ch.CompletedTwice, ch.ExecutedTwice, ch.Stuck, fmtResume(ch.Resume), ch.Verify, ch.Examples)
+		ch.Acked, ch.Lost, ch.CompletedTwice, ch.ExecutedTwice, ch.Stuck, strings.Join(rs, ", "), ch.Verify, ch.Examples)
 	return res, nil
 }
 
@@ -180,7 +214,7 @@ func Table(results []*Result) []Row {
 		row.Twice += r.Check.CompletedTwice
 		row.Exec2 += r.Check.ExecutedTwice
 		row.Stuck += r.Check.Stuck
-		row.Resume = append(row.Resume, r.Check.Resume)
+		row.Resume = append(row.Resume, r.Resume...)
 		row.Verify = append(row.Verify, r.Check.Verify)
 	}
 	return rows

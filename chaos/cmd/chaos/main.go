@@ -27,7 +27,7 @@ func run() int {
 	var runs int
 	var heal, duration, lease time.Duration
 	var keep bool
-	flag.StringVar(&names, "faults", "all", "comma-separated faults to inject, or all: "+faultNames())
+	flag.StringVar(&names, "faults", "all", "comma-separated faults, each run alone; all; or mixed (per run, three faults picked by the run number, one after the other): "+faultNames())
 	flag.Uint64Var(&number, "number", 1, "the run number: it decides which node, file and bits each fault picks; the same number repeats a run")
 	flag.IntVar(&runs, "runs", 1, "runs per fault (run k uses number+k)")
 	flag.DurationVar(&heal, "heal", 12*time.Second, "how long each fault lasts before it is repaired (past the election timeout)")
@@ -43,9 +43,13 @@ func run() int {
 		return 2
 	}
 	var faults []chaos.Fault
-	if names == "all" {
+	mixed := names == "mixed"
+	switch names {
+	case "all":
 		faults = chaos.Faults()
-	} else {
+	case "mixed":
+		faults = []chaos.Fault{{Name: "mixed"}}
+	default:
 		for _, n := range strings.Split(names, ",") {
 			f, err := chaos.FaultByName(strings.TrimSpace(n))
 			if err != nil {
@@ -75,8 +79,12 @@ func run() int {
 				fmt.Fprintln(os.Stderr, "chaos:", err)
 				return 1
 			}
-			res, err := chaos.Run(ctx, chaos.Scenario{Fault: f, Number: number + uint64(k), Heal: heal, Duration: duration, Lease: lease,
-				Dir: rdir, Binaries: bins, Octet: int(number%200) + k, Log: os.Stderr})
+			list := []chaos.Fault{f}
+			if mixed {
+				list = chaos.Mixed(number+uint64(k), 3)
+			}
+			res, err := chaos.Run(ctx, chaos.Scenario{Faults: list, Number: number + uint64(k), Heal: heal, Duration: duration, Lease: lease,
+				Dir: rdir, Binaries: bins, Octet: -1, Log: os.Stderr})
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "chaos: %s (number %d): %v (files in %s)\n", f.Name, number+uint64(k), err, rdir)
 				failed = true
