@@ -67,12 +67,12 @@ func TestChaosSlice(t *testing.T) {
 func TestCheckerFindsBrokenPromises(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	evs := []logEvent{
-		{Type: "added", AggregateID: "A", Time: at},
-		{Type: "added", AggregateID: "B", Time: at},
-		{Type: "added", AggregateID: "C", Time: at},
-		{Type: "completed", AggregateID: "A", Time: at.Add(time.Second)},
-		{Type: "completed", AggregateID: "B", Time: at.Add(3 * time.Second)},
-		{Type: "completed", AggregateID: "B", Time: at.Add(4 * time.Second)},
+		{Type: "added", AggregateID: "A", Stored: at},
+		{Type: "added", AggregateID: "B", Stored: at},
+		{Type: "added", AggregateID: "C", Stored: at},
+		{Type: "completed", AggregateID: "A", Stored: at.Add(time.Second)},
+		{Type: "completed", AggregateID: "B", Stored: at.Add(3 * time.Second)},
+		{Type: "completed", AggregateID: "B", Stored: at.Add(4 * time.Second)},
 	}
 	acked := []string{"A", "B", "C", "D"}
 	ledger := []string{"A 1", "B 1", "B 2", "C 1"}

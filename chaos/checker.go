@@ -38,7 +38,7 @@ func (c Check) Failed() bool {
 type logEvent struct {
 	Type        string    `json:"type"`
 	AggregateID string    `json:"aggregate_id"`
-	Time        time.Time `json:"time"`
+	Stored      time.Time `json:"stored"` // when the stream stored it (the leader's clock)
 }
 
 // readLog returns the queue's events as `trellis audit` prints them.
@@ -118,13 +118,15 @@ func ackedAdds(dir string) ([]string, error) {
 	return ids, nil
 }
 
-// resumeAfter is the time from at to the first completion the log
-// records after it (-1: none).
+// resumeAfter is the time from at to the first completion the stream
+// stored after it (-1: none). The stored time, not the event's own time:
+// a completion decided just before a fault may be stored only once a new
+// leader takes it.
 func resumeAfter(evs []logEvent, at time.Time) time.Duration {
 	var first time.Time
 	for _, e := range evs {
-		if e.Type == "completed" && e.Time.After(at) && (first.IsZero() || e.Time.Before(first)) {
-			first = e.Time
+		if e.Type == "completed" && e.Stored.After(at) && (first.IsZero() || e.Stored.Before(first)) {
+			first = e.Stored
 		}
 	}
 	if first.IsZero() {
