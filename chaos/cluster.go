@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trellis/trellis/chaos/powerfs"
 	"github.com/trellis/trellis/events"
 )
 
@@ -42,7 +43,7 @@ const Queue = "chaos"
 // (Trellis's durable mode) and a route to each node.
 const nodeConfig = `server_name: %s
 listen: 0.0.0.0:4222
-jetstream { store_dir: %q, sync_interval: always }
+jetstream { store_dir: %q, sync_interval: %s }
 cluster { name: chaos, listen: 0.0.0.0:6222, routes: [%s] }
 `
 
@@ -56,6 +57,7 @@ type Cluster struct {
 	Ledger  string  // one line per execution: task id, attempt
 	bins    Binaries
 	lease   time.Duration
+	disks   []*powerfs.FS // each node's store, when on a power-loss filesystem
 }
 
 // ClusterConfig shapes a cluster.
@@ -67,6 +69,12 @@ type ClusterConfig struct {
 	Workers  int    // pools (each attached to a different node)
 	Lease    time.Duration
 	Binaries Binaries
+	// PowerFS puts each node's store on its own power-loss filesystem.
+	PowerFS bool
+	// SyncInterval is the nodes' JetStream sync_interval: "always" (the
+	// default, Trellis's durable mode) or a duration ("2m", JetStream's
+	// own default).
+	SyncInterval string
 }
 
 // StartCluster builds the network, starts the nodes, waits for a
@@ -92,8 +100,26 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fail(err)
 		}
+		store := filepath.Join(dir, "js")
+		if cfg.PowerFS {
+			backing := filepath.Join(dir, "disk")
+			for _, d := range []string{backing, store} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return fail(err)
+				}
+			}
+			disk, err := powerfs.Mount(backing, store)
+			if err != nil {
+				return fail(err)
+			}
+			c.disks = append(c.disks, disk)
+		}
+		sync := cfg.SyncInterval
+		if sync == "" {
+			sync = "always"
+		}
 		conf := filepath.Join(dir, "nats.conf")
-		if err := os.WriteFile(conf, []byte(fmt.Sprintf(nodeConfig, name, filepath.Join(dir, "js"), strings.Join(routes, ", "))), 0o644); err != nil {
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf(nodeConfig, name, store, sync, strings.Join(routes, ", "))), 0o644); err != nil {
 			return fail(err)
 		}
 		p := newProc(name, nw.Namespace(i), filepath.Join(dir, "nats.log"), cfg.Binaries.NATSServer, "-c", conf)
@@ -255,6 +281,9 @@ func (c *Cluster) Close(ctx context.Context) {
 		for _, p := range group {
 			p.Kill9()
 		}
+	}
+	for _, d := range c.disks {
+		_ = d.Unmount()
 	}
 	c.Net.Close(ctx)
 }

@@ -16,6 +16,11 @@ import (
 type Fault struct {
 	Name string
 	Doc  string
+	// PowerFS puts each node's store on a power-loss filesystem (see
+	// package powerfs); SyncInterval, when set, replaces the nodes'
+	// fsync-per-write with JetStream's interval mode.
+	PowerFS      bool
+	SyncInterval string
 	// Inject breaks the cluster; it returns a description of what it did
 	// and the repair.
 	Inject func(ctx context.Context, c *Cluster, rng *rand.Rand) (string, func(context.Context) error, error)
@@ -24,15 +29,18 @@ type Fault struct {
 // Faults lists every fault the harness injects, by name.
 func Faults() []Fault {
 	return []Fault{
-		{"kill-leader", "kill -9 the queue stream's leader node; restart it after the heal time", killNode(true)},
-		{"kill-follower", "kill -9 a follower node of the queue stream; restart it after the heal time", killNode(false)},
-		{"kill-serve", "kill -9 one trellis serve; restart it after the heal time", killOne(func(c *Cluster) []*Proc { return c.Serves })},
-		{"kill-worker", "kill -9 one worker pool mid-run; restart it after the heal time", killOne(func(c *Cluster) []*Proc { return c.Workers })},
-		{"pause-leader", "SIGSTOP the leader node past the election timeout; SIGCONT after the heal time", pauseLeader},
-		{"isolate-leader", "drop every packet to and from the leader node; heal after the heal time", isolateLeader},
-		{"netem", "100ms±50ms delay and 10% loss on every node's link; removed after the heal time", netem},
-		{"bitflip-blk", "kill -9 a follower, flip bits in its newest queue-stream .blk file, restart it", corruptBlk(false)},
-		{"truncate-blk", "kill -9 a follower, truncate its newest queue-stream .blk file to half, restart it", corruptBlk(true)},
+		{Name: "kill-leader", Doc: "kill -9 the queue stream's leader node; restart it after the heal time", Inject: killNode(true)},
+		{Name: "kill-follower", Doc: "kill -9 a follower node of the queue stream; restart it after the heal time", Inject: killNode(false)},
+		{Name: "kill-serve", Doc: "kill -9 one trellis serve; restart it after the heal time", Inject: killOne(func(c *Cluster) []*Proc { return c.Serves })},
+		{Name: "kill-worker", Doc: "kill -9 one worker pool mid-run; restart it after the heal time", Inject: killOne(func(c *Cluster) []*Proc { return c.Workers })},
+		{Name: "pause-leader", Doc: "SIGSTOP the leader node past the election timeout; SIGCONT after the heal time", Inject: pauseLeader},
+		{Name: "isolate-leader", Doc: "cut the leader node off the network (its bridge port down: silence, no resets); reconnect after the heal time", Inject: isolateLeader},
+		{Name: "netem", Doc: "100ms±50ms delay and 10% loss on every node's link; removed after the heal time", Inject: netem},
+		{Name: "bitflip-blk", Doc: "kill -9 a follower, flip bits in its newest queue-stream .blk file, restart it", Inject: corruptBlk(false)},
+		{Name: "truncate-blk", Doc: "kill -9 a follower, truncate its newest queue-stream .blk file to half, restart it", Inject: corruptBlk(true)},
+		{Name: "power-loss-leader", Doc: "the leader node loses power: kill -9, its unsynced writes dropped; restart after the heal time", Inject: powerLoss(false), PowerFS: true},
+		{Name: "power-loss-all", Doc: "every node loses power at once; restart after the heal time", Inject: powerLoss(true), PowerFS: true},
+		{Name: "power-loss-all-interval", Doc: "every node loses power at once while JetStream syncs every 2 minutes (its default, not Trellis's)", Inject: powerLoss(true), PowerFS: true, SyncInterval: "2m"},
 	}
 }
 
@@ -94,7 +102,7 @@ func isolateLeader(ctx context.Context, c *Cluster, _ *rand.Rand) (string, func(
 	if err := c.Net.Isolate(ctx, l); err != nil {
 		return "", nil, err
 	}
-	return fmt.Sprintf("isolated n%d", l), func(ctx context.Context) error { return c.Net.Heal(ctx, l) }, nil
+	return fmt.Sprintf("isolated n%d", l), func(ctx context.Context) error { return c.Net.Reconnect(ctx, l) }, nil
 }
 
 func netem(ctx context.Context, c *Cluster, _ *rand.Rand) (string, func(context.Context) error, error) {
@@ -114,6 +122,37 @@ func netem(ctx context.Context, c *Cluster, _ *rand.Rand) (string, func(context.
 		}
 	}
 	return "delayed and dropped packets on every link", heal, nil
+}
+
+func powerLoss(all bool) func(context.Context, *Cluster, *rand.Rand) (string, func(context.Context) error, error) {
+	return func(ctx context.Context, c *Cluster, _ *rand.Rand) (string, func(context.Context) error, error) {
+		if len(c.disks) == 0 {
+			return "", nil, fmt.Errorf("the nodes' stores are not on a power-loss filesystem")
+		}
+		l, _, err := c.StreamLeader(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		victims := []int{l}
+		if all {
+			victims = []int{1, 2, 3}
+		}
+		dropped := 0
+		for _, v := range victims {
+			c.Nodes[v-1].Kill9()
+		}
+		for _, v := range victims {
+			dropped += c.disks[v-1].PowerLoss()
+		}
+		return fmt.Sprintf("power lost on n%v (leader n%d): unsynced writes of %d files dropped", victims, l, dropped), func(ctx context.Context) error {
+			for _, v := range victims {
+				if err := c.Nodes[v-1].Start(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	}
 }
 
 // blkFiles are node i's .blk files of the queue stream, newest last.

@@ -136,17 +136,31 @@ func (nw *Network) netem(ctx context.Context, i int, args ...string) error {
 		}
 		cmd := append(append(end("replace"), "root", "netem"), args...)
 		if err := run(ctx, cmd[0], cmd[1:]...); err != nil {
+			if strings.Contains(err.Error(), "qdisc kind is unknown") {
+				return ErrNoNetem
+			}
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Isolate drops every packet to and from node i (a partition that the
-// peers only notice by silence, as on a real network).
+// Isolate cuts node i off: its bridge port goes down, so nothing it sends
+// arrives and nothing reaches it. Its own interface stays up and its
+// connections open: the peers and the node notice only silence, as in a
+// real partition (no reset, no error).
 func (nw *Network) Isolate(ctx context.Context, i int) error {
-	return nw.netem(ctx, i, "loss", "100%")
+	return run(ctx, "ip", "link", "set", nw.hostVeth(i), "down")
 }
+
+// Reconnect undoes Isolate.
+func (nw *Network) Reconnect(ctx context.Context, i int) error {
+	return run(ctx, "ip", "link", "set", nw.hostVeth(i), "up")
+}
+
+// ErrNoNetem is returned when the kernel has no netem queueing
+// discipline (sch_netem): packet delay and loss cannot be injected.
+var ErrNoNetem = errors.New("the kernel has no netem queueing discipline (sch_netem)")
 
 // Degrade delays and drops packets on node i's link.
 func (nw *Network) Degrade(ctx context.Context, i int, delay string, loss string) error {

@@ -60,7 +60,14 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		sc.Lease = 5 * time.Second
 	}
 	rng := rand.New(rand.NewPCG(sc.Number, 0x7472656c6c6973))
-	c, err := StartCluster(ctx, ClusterConfig{Dir: sc.Dir, Suffix: randomSuffix(), Octet: sc.Octet, Nodes: 3, Workers: 2, Lease: sc.Lease, Binaries: sc.Binaries})
+	ccfg := ClusterConfig{Dir: sc.Dir, Suffix: randomSuffix(), Octet: sc.Octet, Nodes: 3, Workers: 2, Lease: sc.Lease, Binaries: sc.Binaries}
+	for _, f := range sc.Faults {
+		ccfg.PowerFS = ccfg.PowerFS || f.PowerFS
+		if f.SyncInterval != "" {
+			ccfg.SyncInterval = f.SyncInterval
+		}
+	}
+	c, err := StartCluster(ctx, ccfg)
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +86,6 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	// Warm up: tasks are being executed before the fault.
 	if err := waitFor(ctx, 90*time.Second, func() bool { l, _ := readLines(c.Ledger); return len(l) >= 20 }); err != nil {
 		return nil, fmt.Errorf("no executions before the fault: %w", err)
-	}
-	if l, f, err := c.StreamLeader(ctx); err != nil {
-		return nil, fmt.Errorf("before the fault: %w", err)
-	} else {
-		logf("queue stream leader n%d, followers %v", l, f)
 	}
 	var faultTimes []time.Time
 	var whats []string

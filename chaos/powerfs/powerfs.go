@@ -156,7 +156,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
-	return &handle{n: n, f: f}, fuse.FOPEN_DIRECT_IO, 0
+	return &handle{n: n, f: f, sync: flags&syscall.O_SYNC != 0 || flags&syscall.O_DSYNC != 0}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // Create creates the backing file (at once, like every directory
@@ -175,7 +175,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, fs.ToErrno(err)
 	}
-	return ch, &handle{n: child, f: f}, fuse.FOPEN_DIRECT_IO, 0
+	return ch, &handle{n: child, f: f, sync: flags&syscall.O_SYNC != 0 || flags&syscall.O_DSYNC != 0}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // Getattr reports the buffered size of a file written since its sync.
@@ -208,10 +208,13 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	return n.Getattr(ctx, nil, out)
 }
 
-// handle is an open file: its backing file and its node's buffer.
+// handle is an open file: its backing file and its node's buffer. A
+// file opened with O_SYNC or O_DSYNC writes through (each write is
+// synced before it returns).
 type handle struct {
-	n *node
-	f *os.File
+	n    *node
+	f    *os.File
+	sync bool
 }
 
 var (
@@ -255,6 +258,11 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	}
 	copy(h.n.data[off:], data)
 	h.n.lo, h.n.hi = min(h.n.lo, off), max(h.n.hi, end)
+	if h.sync {
+		if errno := h.n.sync(h.f); errno != 0 {
+			return 0, errno
+		}
+	}
 	return uint32(len(data)), 0
 }
 

@@ -91,4 +91,22 @@ func TestPowerLossDropsUnsyncedWrites(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(mnt, "meta")); string(got) != "meta" {
 		t.Errorf("a synced, renamed file reads %q", got)
 	}
+	// A file opened with O_SYNC writes through (as nats-server writes
+	// its metadata files); one without loses its content.
+	if err := os.WriteFile(filepath.Join(mnt, "plain"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := os.OpenFile(filepath.Join(mnt, "osync"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_SYNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Write([]byte("durable"))
+	h.Close()
+	p.PowerLoss()
+	if got, _ := os.ReadFile(filepath.Join(mnt, "osync")); string(got) != "durable" {
+		t.Errorf("an O_SYNC file reads %q after a power loss", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(mnt, "plain")); len(got) != 0 {
+		t.Errorf("an unsynced new file reads %q after a power loss, want empty", got)
+	}
 }

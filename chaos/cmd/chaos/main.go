@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -85,6 +86,11 @@ func run() int {
 			}
 			res, err := chaos.Run(ctx, chaos.Scenario{Faults: list, Number: number + uint64(k), Heal: heal, Duration: duration, Lease: lease,
 				Dir: rdir, Binaries: bins, Octet: -1, Log: os.Stderr})
+			if errors.Is(err, chaos.ErrNoNetem) {
+				fmt.Fprintf(os.Stderr, "chaos: %s: skipped: %v\n", f.Name, err)
+				os.RemoveAll(rdir)
+				continue
+			}
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "chaos: %s (number %d): %v (files in %s)\n", f.Name, number+uint64(k), err, rdir)
 				failed = true
