@@ -118,21 +118,30 @@ func ackedAdds(dir string) ([]string, error) {
 	return ids, nil
 }
 
-// resumeAfter is the time from at to the first completion the stream
-// stored after it (-1: none). The stored time, not the event's own time:
-// a completion decided just before a fault may be stored only once a new
-// leader takes it.
-func resumeAfter(evs []logEvent, at time.Time) time.Duration {
-	var first time.Time
+// resumeAfter is how long completions stopped after a fault at: the
+// longest gap between successive completions the stream stored from at
+// until end (zero: the end of the log), counting from at itself (-1: no
+// completion in the window). The stored time, not the event's own time
+// (a completion decided before a fault may be stored only once a new
+// leader takes it), and the longest gap, not the first completion (the
+// dying leader's last proposals can still be stored a few milliseconds
+// after the fault).
+func resumeAfter(evs []logEvent, at, end time.Time) time.Duration {
+	var times []time.Time
 	for _, e := range evs {
-		if e.Type == "completed" && e.Stored.After(at) && (first.IsZero() || e.Stored.Before(first)) {
-			first = e.Stored
+		if e.Type == "completed" && e.Stored.After(at) && (end.IsZero() || e.Stored.Before(end)) {
+			times = append(times, e.Stored)
 		}
 	}
-	if first.IsZero() {
+	if len(times) == 0 {
 		return -1
 	}
-	return first.Sub(at)
+	sort.Slice(times, func(a, b int) bool { return times[a].Before(times[b]) })
+	gap, prev := time.Duration(0), at
+	for _, t := range times {
+		gap, prev = max(gap, t.Sub(prev)), t
+	}
+	return gap
 }
 
 // check folds the log and the ledger.

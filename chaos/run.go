@@ -30,7 +30,7 @@ type Scenario struct {
 type Result struct {
 	Fault  string          // the faults' names joined by "+"
 	What   []string        // what each fault did
-	Resume []time.Duration // per fault: from its injection to the next completion (-1: none)
+	Resume []time.Duration // per fault: how long completions stopped (see resumeAfter; -1: none)
 	Check  Check
 	Wall   time.Duration
 	Errors int // failed add attempts (retried with the same key)
@@ -153,8 +153,12 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	ch := check(evs, acked, ledger)
 	var resumes []time.Duration
-	for _, at := range faultTimes {
-		resumes = append(resumes, resumeAfter(evs, at))
+	for i, at := range faultTimes {
+		var end time.Time
+		if i+1 < len(faultTimes) {
+			end = faultTimes[i+1]
+		}
+		resumes = append(resumes, resumeAfter(evs, at, end))
 	}
 	ch.Verify = verifyLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
 	res := &Result{Fault: name, What: whats, Resume: resumes, Check: ch, Wall: time.Since(start), Errors: errs}
