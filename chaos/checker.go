@@ -78,7 +78,14 @@ func verifyLog(ctx context.Context, trellisBin, urls, dir string) string {
 		Omitted  int               `json:"omitted"`
 	}
 	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
-		return fmt.Sprintf("error: %v %s", err, strings.TrimSpace(errb.String()))
+		msg := strings.TrimSpace(errb.String())
+		if i := strings.LastIndex(msg, "\n"); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if i := strings.Index(msg, "nats: API error"); i >= 0 {
+			msg = strings.TrimSpace(msg[:i]) + " " + msg[strings.LastIndex(msg, "description=")+len("description="):]
+		}
+		return "error: " + strings.TrimPrefix(msg, "trellis: ")
 	}
 	if rep.OK && err == nil {
 		return "ok"
