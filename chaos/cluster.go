@@ -203,8 +203,20 @@ func (c *Cluster) waitMeta(ctx context.Context, limit time.Duration) error {
 }
 
 // StreamLeader names the node leading the queue stream and its followers
-// (1-based indexes).
+// (1-based indexes), asking again for up to 30 s while the stream has no
+// leader or no node answers (just after a fault).
 func (c *Cluster) StreamLeader(ctx context.Context) (leader int, followers []int, err error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		leader, followers, err = c.streamLeader(ctx)
+		if err == nil || leader != 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return leader, followers, err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) streamLeader(ctx context.Context) (leader int, followers []int, err error) {
 	nc, err := nats.Connect(c.URLs(), nats.Timeout(2*time.Second))
 	if err != nil {
 		return 0, nil, fmt.Errorf("connect: %w", err)
