@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -275,16 +274,6 @@ func waitLog(ctx context.Context, p *Proc, want string, limit time.Duration) err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// reachable reports whether node i accepts TCP connections.
-func (c *Cluster) reachable(i int) bool {
-	conn, err := net.DialTimeout("tcp", c.Net.Addr(i)+":4222", 500*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
 }
 
 // Close stops every process (SIGKILL, by PID) and removes the network.

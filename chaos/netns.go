@@ -162,11 +162,6 @@ func (nw *Network) Reconnect(ctx context.Context, i int) error {
 // discipline (sch_netem): packet delay and loss cannot be injected.
 var ErrNoNetem = errors.New("the kernel has no netem queueing discipline (sch_netem)")
 
-// Degrade delays and drops packets on node i's link.
-func (nw *Network) Degrade(ctx context.Context, i int, delay string, loss string) error {
-	return nw.netem(ctx, i, "delay", delay, "loss", loss)
-}
-
 // Heal removes any fault on node i's link.
 func (nw *Network) Heal(ctx context.Context, i int) error { return nw.netem(ctx, i, nil...) }
 

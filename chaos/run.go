@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -107,7 +108,11 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		}
 		faultAt := time.Now()
 		what, repair, err := f.Inject(ctx, c, rng)
-		if err != nil {
+		if errors.Is(err, ErrNoNetem) && len(sc.Faults) > 1 {
+			// One of several: the others still run.
+			logf("%s skipped: %v", f.Name, err)
+			what, repair = "skipped: "+err.Error(), func(context.Context) error { return nil }
+		} else if err != nil {
 			return nil, fmt.Errorf("inject %s: %w", f.Name, err)
 		}
 		logf("%s: %s", f.Name, what)
