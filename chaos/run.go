@@ -142,10 +142,11 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	limit := sc.Lease + sc.Heal + 90*time.Second
 	var lastErr error
 	_ = waitFor(ctx, limit, func() bool {
-		evs, lastErr = readLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
-		if lastErr != nil {
-			return false
+		got, err := readLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
+		if lastErr = err; err != nil {
+			return false // keep the last log read whole
 		}
+		evs = got
 		ch := check(evs, acked, nil)
 		return ch.Lost+ch.Stuck == 0
 	})
