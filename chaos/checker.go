@@ -64,8 +64,21 @@ func readLog(ctx context.Context, trellisBin, urls, dir string) ([]logEvent, err
 	return evs, sc.Err()
 }
 
-// verifyLog runs `trellis audit verify` and summarizes its answer.
+// verifyLog runs `trellis audit verify` and summarizes its answer,
+// asking again for up to a minute while a stream cannot answer (a leader
+// being elected after a fault): only a verdict or a lasting error counts.
 func verifyLog(ctx context.Context, trellisBin, urls, dir string) string {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		v := verifyOnce(ctx, trellisBin, urls, dir)
+		if !strings.HasPrefix(v, "error: unavailable") || time.Now().After(deadline) || ctx.Err() != nil {
+			return v
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func verifyOnce(ctx context.Context, trellisBin, urls, dir string) string {
 	cctx, cancel := context.WithTimeout(ctx, 120*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, trellisBin, "audit", "verify", "--json", "--nats-url", urls, "--data", dir)

@@ -27,9 +27,14 @@ type Binaries struct {
 // after the first time).
 func Build(ctx context.Context, dir string) (Binaries, error) {
 	b := Binaries{NATSServer: filepath.Join(dir, "nats-server"), Trellis: filepath.Join(dir, "trellis")}
-	for pkg, out := range map[string]string{"github.com/nats-io/nats-server/v2": b.NATSServer, "github.com/trellis/trellis/cmd/trellis": b.Trellis} {
-		if o, err := exec.CommandContext(ctx, "go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			return b, fmt.Errorf("build %s: %w\n%s", pkg, err, o)
+	// One go build links both at once (-o names a directory).
+	if o, err := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator),
+		"github.com/nats-io/nats-server/v2", "github.com/trellis/trellis/cmd/trellis").CombinedOutput(); err != nil {
+		return b, fmt.Errorf("build nats-server and trellis: %w\n%s", err, o)
+	}
+	for _, bin := range []string{b.NATSServer, b.Trellis} {
+		if _, err := os.Stat(bin); err != nil {
+			return b, fmt.Errorf("build: %w", err)
 		}
 	}
 	return b, nil
