@@ -10,7 +10,18 @@ VERSION ?=
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 LDFLAGS := -X main.commit=$(COMMIT) $(if $(VERSION),-X github.com/trellis/trellis/server.Version=$(VERSION))
 
-.PHONY: run test build vet bench fmt ui
+# chaos: the fault-injection matrix (chaos/; needs root). FAULTS is all,
+# mixed or a comma-separated list (kill-leader,isolate-leader,...); NUMBER
+# decides what each fault picks (the same number repeats a run); DURATION
+# is how long producers add after a fault starts, HEAL how long a fault
+# lasts, RUNS the runs per fault.
+FAULTS ?= all
+NUMBER ?= 1
+DURATION ?= 20s
+HEAL ?= 12s
+RUNS ?= 1
+
+.PHONY: run test build vet bench fmt ui chaos
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trellis
@@ -27,6 +38,10 @@ test:
 ## ui: rebuild the dashboard (web/src -> web/dist, embedded in the binary) with Node and npm (exact versions in web/package.json); commit web/dist
 ui:
 	cd web && npm ci --no-audit --no-fund && npm run build
+
+## chaos: break a real 3-node cluster on this machine (network namespaces; root) and print fault|runs|acked adds|lost|completed twice|executed twice|stuck|resume time|verify
+chaos:
+	$(GO) run ./chaos/cmd/chaos -faults $(FAULTS) -number $(NUMBER) -duration $(DURATION) -heal $(HEAL) -runs $(RUNS)
 
 bench: build
 	./$(BIN) bench queue
