@@ -61,8 +61,14 @@ type ExportLine struct {
 	Hash    string     `json:"hash,omitempty"`
 	// MsgID is the message's Nats-Msg-Id ("" when it had none: see
 	// FindingForeign).
-	MsgID string           `json:"msg_id,omitempty"`
-	Event *events.Envelope `json:"event,omitempty"`
+	MsgID string `json:"msg_id,omitempty"`
+	// Scheduler, BatchID and BatchSeq are the message's Nats-Scheduler,
+	// Nats-Batch-Id and Nats-Batch-Sequence headers (a timer's message,
+	// an atomic batch): verify accounts for fired timers with them.
+	Scheduler string           `json:"scheduler,omitempty"`
+	BatchID   string           `json:"batch_id,omitempty"`
+	BatchSeq  uint64           `json:"batch_seq,omitempty"`
+	Event     *events.Envelope `json:"event,omitempty"`
 	Gap   *[2]uint64       `json:"gap,omitempty"`
 	Bad   string           `json:"bad,omitempty"`
 }
@@ -135,7 +141,8 @@ func Export(ctx context.Context, store *events.Store, opts ExportOptions, w io.W
 			}
 			expect = m.Seq + 1
 			stored := m.Stored.UTC()
-			l := ExportLine{Stream: r.Stream, Seq: m.Seq, Subject: m.Subject, Stored: &stored, MsgID: m.MsgID}
+			l := ExportLine{Stream: r.Stream, Seq: m.Seq, Subject: m.Subject, Stored: &stored, MsgID: m.MsgID,
+				Scheduler: m.Scheduler, BatchID: m.BatchID, BatchSeq: m.BatchSeq}
 			if m.Bad != nil {
 				l.Bad = m.Bad.Error()
 				if m.ID != "" {
@@ -312,6 +319,8 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 	type streamState struct {
 		sv     *StreamVerification
 		check  *chainCheck
+		timers *timerLedger
+		whole  bool
 		expect uint64
 		to     uint64
 	}
@@ -324,7 +333,7 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 		whole := r.From <= 1 && r.FirstSeq <= 1
 		heads := newHeadStore(VerifyCacheSize)
 		defer heads.close()
-		states[r.Stream] = &streamState{sv: &rep.Streams[i], check: newChainCheck(src, heads, true, !whole), expect: r.From, to: r.To}
+		states[r.Stream] = &streamState{sv: &rep.Streams[i], check: newChainCheck(src, heads, true, !whole), timers: newTimerLedger(), whole: whole, expect: r.From, to: r.To}
 	}
 	nEvents := 0
 	var trailer *ExportTrailer
@@ -397,18 +406,22 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 				return nil, err
 			}
 		case at > st.expect:
-			st.check.gap(st.expect, at-1)
-			if err := emit(Finding{Kind: FindingRemoved, Line: lineNo, Stream: l.Stream, Seq: st.expect, ToSeq: at - 1,
-				Detail: fmt.Sprintf("%d event line(s) missing from the export before this line", at-st.expect)}); err != nil {
-				return nil, err
+			for _, g := range st.timers.gap(st.expect, at-1) {
+				st.check.gap(g[0], g[1])
+				if err := emit(Finding{Kind: FindingRemoved, Line: lineNo, Stream: l.Stream, Seq: g[0], ToSeq: g[1],
+					Detail: fmt.Sprintf("%d event line(s) missing from the export before this line", g[1]-g[0]+1)}); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if l.Gap != nil {
-			st.check.gap(l.Gap[0], l.Gap[1])
 			st.expect = max(st.expect, l.Gap[1]+1)
-			if err := emit(Finding{Kind: FindingRemoved, Line: lineNo, Stream: l.Stream, Seq: l.Gap[0], ToSeq: l.Gap[1],
-				Detail: fmt.Sprintf("%d message(s) were deleted from the stream before the export", l.Gap[1]-l.Gap[0]+1)}); err != nil {
-				return nil, err
+			for _, g := range st.timers.gap(l.Gap[0], l.Gap[1]) {
+				st.check.gap(g[0], g[1])
+				if err := emit(Finding{Kind: FindingRemoved, Line: lineNo, Stream: l.Stream, Seq: g[0], ToSeq: g[1],
+					Detail: fmt.Sprintf("%d message(s) were deleted from the stream before the export", g[1]-g[0]+1)}); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -428,32 +441,38 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 		}
 		nEvents++
 		rec := events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}
-		ref, ok := aggregateOf(l.Subject)
-		if !ok {
-			if err := emit(Finding{Kind: FindingMalformed, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Detail: "no Trellis aggregate has this subject"}); err != nil {
-				return nil, err
-			}
-			continue
+		m := meta{MsgID: l.MsgID, Scheduler: l.Scheduler, BatchID: l.BatchID, BatchSeq: l.BatchSeq}
+		if l.Stored != nil {
+			m.Stored = *l.Stored
 		}
-		it := itemOf(rec, lineNo, true)
-		if it.Hash != l.Hash {
-			if err := emit(Finding{Kind: FindingAltered, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Aggregate: ref.name, EventID: l.Event.ID,
-				Detail: fmt.Sprintf("the event does not match the hash on its line (%s, recomputed %s)", short(l.Hash), short(it.Hash))}); err != nil {
-				return nil, err
+		if ref, ok := aggregateOf(l.Subject); ok || isTimerSubject(l.Subject) {
+			if h := events.Hash(rec.Envelope); h != l.Hash {
+				if err := emit(Finding{Kind: FindingAltered, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Aggregate: ref.name, EventID: l.Event.ID,
+					Detail: fmt.Sprintf("the event does not match the hash on its line (%s, recomputed %s)", short(l.Hash), short(h))}); err != nil {
+					return nil, err
+				}
 			}
 		}
-		fs, err := st.check.check(ctx, it, ref)
+		fs, err := checkStored(ctx, st.check, st.timers, rec, m, nil, lineNo, st.whole)
 		if err != nil {
 			return nil, err
-		}
-		if l.MsgID == "" {
-			fs = append(fs, foreignFinding(rec, ref.name, lineNo))
 		}
 		for _, fd := range fs {
 			if err := emit(fd); err != nil {
 				return nil, err
 			}
 		}
+	}
+	for _, r := range hdr.Streams {
+		st := states[r.Stream]
+		for _, g := range st.timers.unexplained() {
+			st.check.gap(g[0], g[1])
+			if err := emit(Finding{Kind: FindingRemoved, Stream: r.Stream, Seq: g[0], ToSeq: g[1],
+				Detail: fmt.Sprintf("%d message(s) were deleted from the stream (no timer's message accounts for them)", g[1]-g[0]+1)}); err != nil {
+				return nil, err
+			}
+		}
+		st.sv.TimersFired = st.timers.fired
 	}
 	if trailer == nil {
 		if err := emit(Finding{Kind: FindingTruncated, Line: lineNo, Detail: fmt.Sprintf("the export ends at line %d without its trailer: it was cut short", lineNo)}); err != nil {
@@ -503,7 +522,9 @@ func (s *fileSource) aggregate(ctx context.Context, stream string, ref aggRef, _
 		if r, ok := aggregateOf(l.Subject); !ok || r.key != ref.key {
 			continue
 		}
-		out = append(out, itemOf(events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}, line, true))
+		it := itemOf(events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}, line, true)
+		it.Scheduled = l.Scheduler != "" && l.Event.Prev == ""
+		out = append(out, it)
 	}
 	return out, nil
 }
