@@ -69,8 +69,8 @@ type ExportLine struct {
 	BatchID   string           `json:"batch_id,omitempty"`
 	BatchSeq  uint64           `json:"batch_seq,omitempty"`
 	Event     *events.Envelope `json:"event,omitempty"`
-	Gap   *[2]uint64       `json:"gap,omitempty"`
-	Bad   string           `json:"bad,omitempty"`
+	Gap       *[2]uint64       `json:"gap,omitempty"`
+	Bad       string           `json:"bad,omitempty"`
 }
 
 // ExportTrailer is the last line of an export.

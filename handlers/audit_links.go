@@ -231,4 +231,3 @@ func (l *timerLedger) unexplained() [][2]uint64 {
 	}
 	return out
 }
-
