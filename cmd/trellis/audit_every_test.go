@@ -191,6 +191,12 @@ func useEveryFeature(t *testing.T) *everyFeature {
 	must("ingest", err)
 	_, err = svc.EmbedPending(ctx)
 	must("embed", err)
+	// A second round, by an authenticated caller: chained to the first.
+	must("write more.go", os.WriteFile(filepath.Join(root, "more.go"), []byte("package small\n\n// Sub subtracts.\nfunc Sub(a, b int) int { return a - b }\n"), 0o644))
+	_, err = handlers.Ingest(ctx, srv.Store(), handlers.IngestConfig{Root: root, Repo: "demo"})
+	must("ingest again", err)
+	_, err = svc.EmbedPending(events.WithActor(ctx, "alice"))
+	must("embed again", err)
 	return f
 }
 
@@ -225,6 +231,17 @@ func TestAuditVerifyEveryFeature(t *testing.T) {
 		"paused", "created", "tick", "fired", "cancelled", "requeued", "attempt_failed", "chunks_embedded", "file_indexed", "(timer fired)"} {
 		if !counts[typ] {
 			t.Errorf("the log holds no %s event: the test does not use that feature", typ)
+		}
+	}
+	// Embeddings go through the command runner: chained, with the actor
+	// who caused them.
+	emb, _, err := f.srv.Store().Load(ctx, events.StreamChunks, "trellis.chunks.demo.*.chunks_embedded")
+	if err != nil || len(emb) < 2 || emb[0].Prev != "" || emb[0].Actor != "embedder" || emb[len(emb)-1].Actor != "alice" {
+		t.Fatalf("chunks_embedded events: %d, %v", len(emb), err)
+	}
+	for i := 1; i < len(emb); i++ {
+		if emb[i].Prev != events.Hash(emb[i-1].Envelope) {
+			t.Fatalf("chunks_embedded #%d is not chained to #%d", emb[i].Seq, emb[i-1].Seq)
 		}
 	}
 	exp := filepath.Join(t.TempDir(), "all.jsonl")
