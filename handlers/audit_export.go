@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -83,11 +84,18 @@ type ExportTrailer struct {
 		// Digest is "sha256-" + the hex SHA-256 of every byte before the
 		// trailer line.
 		Digest string `json:"digest"`
+		// MAC is the hex HMAC-SHA256 of the digest under the anchor key
+		// of the server's data directory, when the export could read it:
+		// verify --file --anchor-key then detects a trailer recomputed
+		// after lines were changed or dropped.
+		MAC string `json:"mac,omitempty"`
 	} `json:"trailer"`
 }
 
 // ExportResult reports an export.
 type ExportResult struct {
+	// Keyed is true when the trailer carries a MAC under the anchor key.
+	Keyed   bool           `json:"keyed"`
 	Events  int            `json:"events"`
 	Lines   int            `json:"lines"`
 	Digest  string         `json:"digest"`
@@ -98,6 +106,9 @@ type ExportResult struct {
 // ExportOptions bounds an export (zero times: unbounded).
 type ExportOptions struct {
 	Since, Until time.Time
+	// Key, when set, is the anchor key: the trailer carries the digest's
+	// MAC under it.
+	Key []byte
 }
 
 // Export writes the events every domain stream stored within
@@ -169,6 +180,10 @@ func Export(ctx context.Context, store *events.Store, opts ExportOptions, w io.W
 	var tr ExportTrailer
 	tr.Trailer.Lines, tr.Trailer.Events, tr.Trailer.Digest = ew.lines, res.Events, ew.digest()
 	res.Lines, res.Digest = ew.lines, tr.Trailer.Digest
+	if opts.Key != nil {
+		tr.Trailer.MAC = exportMAC(opts.Key, tr.Trailer.Digest)
+		res.Keyed = true
+	}
 	if err := ew.line(tr); err != nil {
 		return nil, err
 	}
@@ -255,6 +270,22 @@ const maxExportLine = 80 << 20
 // events (the rest in a temporary file) and one line; a broken link reads
 // the file again for that aggregate's events.
 func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error) (*VerifyReport, error) {
+	return VerifyFileWith(ctx, path, VerifyFileOptions{}, onFinding)
+}
+
+// VerifyFileOptions adds checks to VerifyFileWith.
+type VerifyFileOptions struct {
+	// Key is the anchor key of the data directory the export came from:
+	// the trailer must carry the digest's MAC under it.
+	Key []byte
+	// Witness is an auditor's heads (verify --witness): every head within
+	// the export's range must be in it, with its hash, and an export
+	// without --until must reach it.
+	Witness *Anchor
+}
+
+// VerifyFileWith is VerifyFile with the anchor key and a witness.
+func VerifyFileWith(ctx context.Context, path string, opts VerifyFileOptions, onFinding func(Finding) error) (*VerifyReport, error) {
 	start := time.Now()
 	f, err := os.Open(path)
 	if err != nil {
@@ -337,6 +368,19 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 	}
 	nEvents := 0
 	var trailer *ExportTrailer
+	witnessed := map[string]AnchorHead{} // stream -> head to find
+	found := map[string]string{}         // stream -> hash found at the head's seq
+	if opts.Witness != nil {
+		rep.AnchorsChecked++
+		if opts.Witness.Digest != HeadsDigest(opts.Witness.Heads) {
+			if err := emit(Finding{Kind: FindingAltered, Detail: "the witness does not match its digest: it was altered"}); err != nil {
+				return nil, err
+			}
+		}
+		for _, hd := range opts.Witness.Heads {
+			witnessed[hd.Stream] = hd
+		}
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -368,6 +412,15 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 				}
 				if tr.Trailer.Digest != rep.Digest {
 					problems = append(problems, "its digest does not match the lines before it")
+				}
+				if opts.Key != nil {
+					rep.Keyed = true
+					switch {
+					case tr.Trailer.MAC == "":
+						problems = append(problems, "it carries no MAC under the anchor key: it was written without the key, or recomputed after the export was changed")
+					case !hmac.Equal([]byte(tr.Trailer.MAC), []byte(exportMAC(opts.Key, rep.Digest))):
+						problems = append(problems, "its MAC does not match the lines before it under the anchor key: the export was changed and its trailer recomputed")
+					}
 				}
 				for _, p := range problems {
 					if err := emit(Finding{Kind: FindingAltered, Line: lineNo, Detail: "trailer: " + p}); err != nil {
@@ -440,6 +493,9 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 			continue
 		}
 		nEvents++
+		if hd, ok := witnessed[l.Stream]; ok && hd.Seq == l.Seq {
+			found[l.Stream] = l.Hash
+		}
 		rec := events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}
 		m := meta{MsgID: l.MsgID, Scheduler: l.Scheduler, BatchID: l.BatchID, BatchSeq: l.BatchSeq}
 		if l.Stored != nil {
@@ -473,6 +529,23 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 			}
 		}
 		st.sv.TimersFired = st.timers.fired
+		hd, ok := witnessed[r.Stream]
+		if !ok || hd.Seq == 0 {
+			continue
+		}
+		var f Finding
+		switch h, seen := found[r.Stream]; {
+		case seen && h != hd.Hash:
+			f = Finding{Kind: FindingAltered, Stream: r.Stream, Seq: hd.Seq, Detail: fmt.Sprintf("the witness names #%d (hash %s) as the stream's last event; the export holds another event there", hd.Seq, short(hd.Hash))}
+		case seen:
+		case hd.Seq >= r.From && hd.Seq <= r.To, hdr.Until == nil && r.To < hd.Seq:
+			f = Finding{Kind: FindingRemoved, Stream: r.Stream, Seq: hd.Seq, Detail: fmt.Sprintf("the witness names #%d (hash %s) as the stream's last event; the export does not hold it", hd.Seq, short(hd.Hash))}
+		}
+		if f.Detail != "" {
+			if err := emit(f); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if trailer == nil {
 		if err := emit(Finding{Kind: FindingTruncated, Line: lineNo, Detail: fmt.Sprintf("the export ends at line %d without its trailer: it was cut short", lineNo)}); err != nil {

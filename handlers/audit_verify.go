@@ -31,7 +31,19 @@ type VerifyOptions struct {
 	// CacheSize bounds the aggregates kept in memory (default
 	// VerifyCacheSize); the others are spilled to a temporary file.
 	CacheSize int
+	// Anchors are the server's keyed anchors (ReadAnchors): the log must
+	// still hold the heads each recorded (the last MaxAnchorsChecked are
+	// checked). AnchorKey checks their MAC; without it, an anchor is
+	// checked against its digest only.
+	Anchors   []Anchor
+	AnchorKey []byte
+	// Witness, when set, is an auditor's earlier heads (verify --witness):
+	// the log must still hold them.
+	Witness *Anchor
 }
+
+// MaxAnchorsChecked is how many of the newest anchors verify checks.
+const MaxAnchorsChecked = 16
 
 // StreamVerification is what Verify saw on one stream.
 type StreamVerification struct {
@@ -72,7 +84,16 @@ type VerifyReport struct {
 	Streams  []StreamVerification `json:"streams"`
 	// Digest is an export's SHA-256 over its lines (VerifyFile).
 	Digest string `json:"digest,omitempty"`
-	Millis int64  `json:"millis"`
+	// Heads are the log's heads when the walk began (Verify): keep
+	// HeadsDigest, or the heads (verify --witness), to check later that
+	// no event up to them went missing.
+	Heads       []AnchorHead `json:"heads,omitempty"`
+	HeadsDigest string       `json:"heads_digest,omitempty"`
+	// AnchorsChecked counts the anchors (and witness) compared with the
+	// log; Keyed is true when an export's trailer MAC was checked.
+	AnchorsChecked int   `json:"anchors_checked"`
+	Keyed          bool  `json:"keyed,omitempty"`
+	Millis         int64 `json:"millis"`
 }
 
 // Verify walks every domain stream (or opts.Streams) in order and checks
@@ -101,15 +122,45 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 	emit := func(sv *StreamVerification, f Finding) error {
 		rep.OK = false
 		rep.Findings++
-		sv.Findings++
+		if sv != nil {
+			sv.Findings++
+		}
 		return onFinding(f)
 	}
+	heads, err := ReadHeads(ctx, store)
+	if err != nil {
+		return nil, command.StoreError("verify", err)
+	}
+	rep.Heads, rep.HeadsDigest = heads.Heads, heads.Digest
 	for _, name := range streams {
 		sv, err := verifyStream(ctx, store, name, opts, emit)
 		if err != nil {
 			return nil, command.StoreError("verify "+name, err)
 		}
 		rep.Streams = append(rep.Streams, *sv)
+	}
+	check := func(a Anchor, key []byte, what string) error {
+		rep.AnchorsChecked++
+		fs, err := checkAnchor(ctx, store, a, key, what)
+		if err != nil {
+			return command.StoreError("verify anchors", err)
+		}
+		for _, f := range fs {
+			if err := emit(nil, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, a := range opts.Anchors[max(0, len(opts.Anchors)-MaxAnchorsChecked):] {
+		if err := check(a, opts.AnchorKey, "the anchor"); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Witness != nil {
+		if err := check(*opts.Witness, nil, "the witness"); err != nil {
+			return nil, err
+		}
 	}
 	rep.Millis = time.Since(start).Milliseconds()
 	return rep, nil

@@ -23,8 +23,12 @@ import (
 // ServiceConfig configures a Service.
 type ServiceConfig struct {
 	// DataDir holds the projections' files: <data>/projections/ and
-	// <data>/checkpoints/.
+	// <data>/checkpoints/, and the audit anchors (<data>/audit/).
 	DataDir string
+	// AnchorInterval is how often the log's heads are recorded as a keyed
+	// anchor (see RecordAnchor; default AnchorInterval, also at start and
+	// close); negative: never.
+	AnchorInterval time.Duration
 	// Queue configures the queue handler.
 	Queue taskqueue.Config
 	// Vine configures the VINE handler (workspace roots).
@@ -78,6 +82,8 @@ type Service struct {
 	activity activityFold
 	// asOf serializes as-of reads (see ListAsOf).
 	asOf asOfBoards
+	// anchors records the log's heads (audit anchors).
+	anchors *anchorLoop
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -139,6 +145,13 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	s.startEmbedLoop()
+	if s.cfg.DataDir != "" && s.cfg.AnchorInterval >= 0 {
+		every := s.cfg.AnchorInterval
+		if every == 0 {
+			every = AnchorInterval
+		}
+		s.anchors = startAnchorLoop(s.store, s.cfg.DataDir, every, s.cfg.Logger)
+	}
 	if !s.cfg.NoReactor {
 		r, err := s.queue.StartReactor(ctx, taskqueue.ReactorConfig{Logger: s.cfg.Logger})
 		if err != nil {
@@ -153,6 +166,7 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Close() error {
 	var first error
 	s.stopEmbedLoop()
+	s.anchors.close()
 	if s.reactor != nil {
 		s.reactor.Stop()
 	}
