@@ -277,11 +277,12 @@ func (a *app) auditVerify() *cobra.Command {
 		Use:   "verify",
 		Short: "Check the log (or an export, offline) for removed, altered or reordered events; exit 9 when any is found",
 		Long: "Walks every Trellis stream in order and checks JetStream's own evidence (sequences deleted from a stream,\n" +
-			"inside it or at its end; a stream that no longer starts at #1) and every aggregate's hash chain (each event's\n" +
-			"prev against the hash of its aggregate's previous event). Each finding is printed with its position (stream,\n" +
-			"sequence, aggregate). Links without prev (events from before the chain existed, and code-memory ingest, which\n" +
-			"does not chain yet) are counted as unchained, not reported. With --file, checks an `audit export` offline (no\n" +
-			"server): line hashes, chains, continuity and the trailer (a truncated or edited export is reported).\n" +
+			"inside it or at its end; a stream that no longer starts at #1, or is missing) and every aggregate's hash chain\n" +
+			"(each event's prev against the hash of its aggregate's previous event), each event's message id, ULID and\n" +
+			"times, and the heads the server's keyed anchors (and --witness FILE) recorded. Each finding is printed with its\n" +
+			"position (stream, sequence, aggregate). Links without prev (events from before the chain existed) are counted\n" +
+			"as unchained; timers that fired are accounted for by their batch (see README, Auditing). With --file, checks an\n" +
+			"`audit export` offline (no server): line hashes, chains, continuity and the trailer (its MAC with --anchor-key).\n" +
 			"Exit 0 when nothing was found, 9 when something was, other codes for errors.",
 		Example: `  trellis audit verify
   trellis audit verify --since 2026-01-02 --json
