@@ -178,12 +178,10 @@ func RecordAnchor(ctx context.Context, store *events.Store, dataDir string) (*An
 	if err != nil {
 		return nil, err
 	}
-	prev, err := ReadAnchors(AnchorsPath(dataDir))
-	if err != nil {
+	if last, err := lastAnchor(AnchorsPath(dataDir)); err != nil {
 		return nil, err
-	}
-	if n := len(prev); n > 0 && prev[n-1].Digest == a.Digest {
-		return &prev[n-1], nil
+	} else if last != nil && last.Digest == a.Digest {
+		return last, nil
 	}
 	a.MAC = anchorMAC(key, a.Time, a.Digest)
 	line, err := json.Marshal(a)
@@ -202,6 +200,34 @@ func RecordAnchor(ctx context.Context, store *events.Store, dataDir string) (*An
 		return nil, fmt.Errorf("record anchor: %w", err)
 	}
 	return a, nil
+}
+
+// lastAnchor reads the last line of an anchors file (nil when there is
+// none), reading only the file's tail.
+func lastAnchor(path string) (*Anchor, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("anchors: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("anchors: %w", err)
+	}
+	off := max(0, fi.Size()-64<<10)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return nil, fmt.Errorf("anchors: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(buf)), "\n")
+	var a Anchor
+	if json.Unmarshal([]byte(lines[len(lines)-1]), &a) != nil {
+		return nil, nil
+	}
+	return &a, nil
 }
 
 // ReadAnchors reads an anchors file (none when it does not exist). A line

@@ -353,6 +353,20 @@ func tamperEveryWay(t *testing.T, f *everyFeature) {
 	fs = findings(t, store)
 	requireFinding(t, "back-dated event", fs, handlers.FindingMisdated, Q, forgedSeq)
 
+	// Insert: a due event dressed as a timer's (the server lets a client
+	// name a scheduler when it purges one).
+	fake := due.Envelope
+	fake.ID = events.NewID(time.Now())
+	fake.Time = time.Now().UTC()
+	data, _ := json.Marshal(fake)
+	ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: due.Subject, Data: data, Header: nats.Header{
+		"Nats-Scheduler": []string{"trellis.queue.later._timer.task." + f.delayed}, "Nats-Schedule-Next": []string{"purge"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs = findings(t, store)
+	requireFinding(t, "forged timer event", fs, handlers.FindingForeign, Q, ack.Sequence)
+
 	// Reorder: the memory task's first two events swapped (both deleted,
 	// republished in the other order with their ids).
 	M := events.StreamTasks
