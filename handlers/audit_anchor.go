@@ -114,7 +114,7 @@ func AnchorKey(dataDir string, create bool) ([]byte, error) {
 func ReadAnchorKey(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("anchor key: %w", err)
+		return nil, &trellis.Error{Code: trellis.CodeInvalid, Field: "anchor_key", Message: err.Error(), Err: err}
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(data)))
 	if err != nil || len(key) < 16 {

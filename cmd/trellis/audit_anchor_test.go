@@ -57,6 +57,15 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 	store := srv.Store()
 	first := lifecycle(t, d, "jobs", "w1")
 	lifecycle(t, d, "jobs", "w2")
+	// The running server recorded its first anchor at start.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if as, err := handlers.ReadAnchors(handlers.AnchorsPath(data)); err == nil && len(as) > 0 && as[0].MAC != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server recorded no anchor at start")
+		}
+	}
 	// The anchor the server records every minute and at close, taken now.
 	if _, err := handlers.RecordAnchor(ctx, store, data); err != nil {
 		t.Fatal(err)
@@ -76,6 +85,29 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 	if code, out, _ := cli(t, "audit", "verify", d, "--witness", witness); code != 0 || !strings.Contains(out, "heads sha256-") {
 		t.Fatalf("verify against the witness: exit %d\n%s", code, out)
 	}
+
+	t.Run("bad input", func(t *testing.T) {
+		notKey := filepath.Join(t.TempDir(), "not.key")
+		if err := os.WriteFile(notKey, []byte("hello"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		exp := filepath.Join(t.TempDir(), "x.jsonl")
+		for _, tc := range []struct {
+			args []string
+			msg  string
+		}{
+			{[]string{"audit", "verify", d, "--anchor-key", filepath.Join(t.TempDir(), "missing.key")}, "anchor_key"},
+			{[]string{"audit", "verify", d, "--anchor-key", notKey}, "not an anchor key"},
+			{[]string{"audit", "verify", d, "--witness", notKey}, "not a witness file"},
+			{[]string{"audit", "verify", "--file", exp, "--witness", filepath.Join(t.TempDir(), "none.json")}, "does not exist"},
+			{[]string{"audit", "export", d, "--out", exp, "--anchor-key", notKey}, "not an anchor key"},
+		} {
+			code, _, errs := cli(t, tc.args...)
+			if code != 2 || !strings.Contains(errs, tc.msg) {
+				t.Errorf("trellis %s: exit %d %q; want 2 with %q", strings.Join(tc.args, " "), code, errs, tc.msg)
+			}
+		}
+	})
 
 	t.Run("export with its last line dropped and trailer recomputed", func(t *testing.T) {
 		exp := filepath.Join(t.TempDir(), "all.jsonl")
