@@ -25,9 +25,9 @@ type ServiceConfig struct {
 	// DataDir holds the projections' files: <data>/projections/ and
 	// <data>/checkpoints/, and the audit anchors (<data>/audit/).
 	DataDir string
-	// AnchorInterval is how often the log's heads are recorded as a keyed
-	// anchor (see RecordAnchor; default AnchorInterval, also at start and
-	// close); negative: never.
+	// AnchorInterval > 0 records the log's heads as a keyed anchor in
+	// DataDir at start, every interval and at close (see RecordAnchor;
+	// a server uses AnchorInterval). Zero: never (a replay's directory).
 	AnchorInterval time.Duration
 	// Queue configures the queue handler.
 	Queue taskqueue.Config
@@ -145,12 +145,8 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	s.startEmbedLoop()
-	if s.cfg.DataDir != "" && s.cfg.AnchorInterval >= 0 {
-		every := s.cfg.AnchorInterval
-		if every == 0 {
-			every = AnchorInterval
-		}
-		s.anchors = startAnchorLoop(s.store, s.cfg.DataDir, every, s.cfg.Logger)
+	if s.cfg.DataDir != "" && s.cfg.AnchorInterval > 0 {
+		s.anchors = startAnchorLoop(s.store, s.cfg.DataDir, s.cfg.AnchorInterval, s.cfg.Logger)
 	}
 	if !s.cfg.NoReactor {
 		r, err := s.queue.StartReactor(ctx, taskqueue.ReactorConfig{Logger: s.cfg.Logger})
