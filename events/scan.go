@@ -24,6 +24,15 @@ type Message struct {
 	// every append (the event id, or an idempotency key), so a message
 	// without one was published from outside Trellis.
 	MsgID string
+	// Scheduler is the Nats-Scheduler header the server sets on a message
+	// it published from a message schedule (a timer): the timer's subject.
+	// Clients cannot set it (except to purge a schedule).
+	Scheduler string
+	// BatchID and BatchSeq are the Nats-Batch-Id and Nats-Batch-Sequence
+	// headers of a message appended in an atomic batch; a message the
+	// server published from a timer keeps the timer's.
+	BatchID  string
+	BatchSeq uint64
 	// Bad is set when the message is not an envelope, or its large
 	// payload cannot be resolved (missing, or not matching its digest):
 	// Recorded then holds what could be read (at least Stream, Subject and
@@ -190,7 +199,7 @@ func (s *Store) leaderNext(ctx context.Context, stream, filter string, seq uint6
 	m := Message{Stored: sm.Time}
 	if len(sm.Header) > 0 {
 		if hdr, err := nats.DecodeHeadersMsg(sm.Header); err == nil {
-			m.MsgID = hdr.Get(nats.MsgIdHdr)
+			m.setHeaders(hdr)
 		}
 	}
 	rec, err := Decode(stream, sm.Subject, sm.Sequence, sm.Data)
@@ -259,7 +268,8 @@ func rawMessage(stream string, msg *nats.Msg) (Message, error) {
 	}
 	subject := msg.Header.Get(jetstream.SubjectHeader)
 	rec, err := Decode(stream, subject, seq, msg.Data)
-	m := Message{Recorded: rec, Stored: stored, MsgID: msg.Header.Get(nats.MsgIdHdr)}
+	m := Message{Recorded: rec, Stored: stored}
+	m.setHeaders(msg.Header)
 	if err != nil {
 		m.Recorded = Recorded{Stream: stream, Subject: subject, Seq: seq}
 		m.Bad = fmt.Errorf("%w: not an event envelope: %w", ErrBadEvent, err)
@@ -298,4 +308,12 @@ func (s *Store) StreamInfo(ctx context.Context, stream string) (*jetstream.Strea
 		return nil, fmt.Errorf("stream %s: %w", stream, err)
 	}
 	return st.CachedInfo(), nil
+}
+
+// setHeaders records the headers verify reads.
+func (m *Message) setHeaders(h nats.Header) {
+	m.MsgID = h.Get(nats.MsgIdHdr)
+	m.Scheduler = h.Get("Nats-Scheduler")
+	m.BatchID = h.Get("Nats-Batch-Id")
+	m.BatchSeq, _ = strconv.ParseUint(h.Get("Nats-Batch-Sequence"), 10, 64)
 }

@@ -31,6 +31,9 @@ const (
 	// FindingMalformed: a message on a Trellis subject that is not a
 	// Trellis event (not an envelope, or a subject no aggregate has).
 	FindingMalformed = "malformed"
+	// FindingMisdated: an event's id was not made when its time says, or
+	// the log stored it far from that time: forged or back-dated.
+	FindingMisdated = "misdated"
 	// FindingTruncated: an export ends early (no trailer), or holds lines
 	// after its trailer, or its trailer's counts or digest disagree.
 	FindingTruncated = "truncated"
@@ -114,16 +117,7 @@ func aggregateOf(subject string) (aggRef, bool) {
 	own := strings.Join(t[:len(t)-1], ".") + ".>"
 	switch t[1] {
 	case "queue":
-		if len(t) != 5 {
-			return aggRef{}, false
-		}
-		if t[3] == taskqueue.ControlID {
-			return aggRef{t[2] + "/" + taskqueue.ControlID, taskqueue.ControlFilter(t[2]), own}, true
-		}
-		// A task's chain spans queues (its filter has the queue as a
-		// wildcard); task ids are unique across queues, so its own queue's
-		// subjects hold every event of it.
-		return aggRef{t[3], taskqueue.Filter(t[3]), own}, true
+		return queueAggregate(t)
 	case "vine", "tasks", "memory":
 		if len(t) != 4 {
 			return aggRef{}, false
@@ -143,6 +137,48 @@ func aggregateOf(subject string) (aggRef, bool) {
 	return aggRef{}, false
 }
 
+// queueAggregate is the aggregate of a queue stream subject (split in
+// tokens): a task (trellis.queue.<q>.<task>.<type>[.p<n>|.d]), a queue's
+// controls (_control) or gate (_gate), a concurrency key's gate
+// (_key.<hash>), a unique key (_unique.<hash>), an idempotency key's
+// marker (_idem.<hash>) or a schedule (_schedule.<name>, whatever its
+// queue). Timers (_timer) are outside the chain: see timerLedger.
+func queueAggregate(t []string) (aggRef, bool) {
+	q, id := t[2], t[3]
+	prefix := "trellis.queue." + q + "." + id
+	switch {
+	case len(t) == 5 && id == taskqueue.ControlID:
+		return aggRef{q + "/" + taskqueue.ControlID, taskqueue.ControlFilter(q), prefix + ".>"}, true
+	case len(t) == 5 && id == "_gate":
+		return aggRef{q + "/_gate", prefix + ".>", prefix + ".>"}, true
+	case len(t) == 6 && (id == "_key" || id == "_unique" || id == "_idem"):
+		own := prefix + "." + t[4] + ".>"
+		return aggRef{q + "/" + id + "." + t[4], own, own}, true
+	case len(t) == 6 && id == "_schedule":
+		return aggRef{"schedule/" + t[4], taskqueue.ScheduleFilter(t[4]), prefix + "." + t[4] + ".>"}, true
+	case strings.HasPrefix(id, "_"):
+		return aggRef{}, false
+	case len(t) == 5 || (len(t) == 6 && taskRoute(t[5])):
+		// A task's chain spans queues (its filter has the queue as a
+		// wildcard); task ids are unique across queues, so its own queue's
+		// subjects hold every event of it.
+		return aggRef{id, taskqueue.Filter(id), taskqueue.FilterIn(q, id)}, true
+	}
+	return aggRef{}, false
+}
+
+// taskRoute reports whether tok is a task subject's route: p<priority>
+// (a dispatch outside the default lane) or d (an end with dependants).
+func taskRoute(tok string) bool {
+	if tok == "d" {
+		return true
+	}
+	if len(tok) == 2 && tok[0] == 'p' && tok[1] >= '0' && tok[1] <= '9' {
+		return true
+	}
+	return false
+}
+
 // chainItem is one event as the chain check sees it.
 type chainItem struct {
 	Stream  string
@@ -154,6 +190,9 @@ type chainItem struct {
 	// Hash is the event's events.Hash ("" when it cannot be computed: a
 	// large payload that cannot be resolved).
 	Hash string
+	// Scheduled: the server published it from a timer (a due or tick
+	// event, decided when the timer was set: it carries no prev).
+	Scheduled bool
 }
 
 // chainSource reads back the events of one aggregate, in log order (up to
@@ -192,6 +231,14 @@ type ChainStats struct {
 	// Anchored is how many aggregates were first seen chained to an event
 	// before the checked range (verify --since, a partial export).
 	Anchored uint64 `json:"anchored"`
+	// Scheduled is how many events the server published from a timer (due,
+	// tick): outside the chain, each matched to its fired timer.
+	Scheduled uint64 `json:"scheduled"`
+	// Timers is how many timers were still waiting to fire (outside the
+	// chain), and TimersFired how many deleted sequences were timers
+	// that fired.
+	Timers      uint64 `json:"timers"`
+	TimersFired uint64 `json:"timers_fired"`
 	// Unverifiable is how many links could not be checked because the
 	// event before them could not be hashed (reported on its own).
 	Unverifiable uint64 `json:"unverifiable"`
@@ -260,6 +307,16 @@ func (c *chainCheck) check(ctx context.Context, it chainItem, ref aggRef) ([]Fin
 	}
 	next := &chainHead{hash: it.Hash, seq: it.Seq, line: it.Line, unknown: it.Hash == ""}
 	switch {
+	case it.Scheduled && it.Prev == "":
+		// Decided when its timer was set, published when it fired: its
+		// link is the timer's batch (see timerLedger); the next event
+		// chains to it.
+		c.stats.Scheduled++
+		if head == nil {
+			c.stats.Aggregates++
+		} else {
+			next.chained, next.hasUnch = head.chained, head.hasUnch
+		}
 	case head == nil && it.Prev == "":
 		c.stats.Aggregates++
 	case head == nil && c.anchoredOK:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -61,10 +62,16 @@ type ExportLine struct {
 	Hash    string     `json:"hash,omitempty"`
 	// MsgID is the message's Nats-Msg-Id ("" when it had none: see
 	// FindingForeign).
-	MsgID string           `json:"msg_id,omitempty"`
-	Event *events.Envelope `json:"event,omitempty"`
-	Gap   *[2]uint64       `json:"gap,omitempty"`
-	Bad   string           `json:"bad,omitempty"`
+	MsgID string `json:"msg_id,omitempty"`
+	// Scheduler, BatchID and BatchSeq are the message's Nats-Scheduler,
+	// Nats-Batch-Id and Nats-Batch-Sequence headers (a timer's message,
+	// an atomic batch): verify accounts for fired timers with them.
+	Scheduler string           `json:"scheduler,omitempty"`
+	BatchID   string           `json:"batch_id,omitempty"`
+	BatchSeq  uint64           `json:"batch_seq,omitempty"`
+	Event     *events.Envelope `json:"event,omitempty"`
+	Gap       *[2]uint64       `json:"gap,omitempty"`
+	Bad       string           `json:"bad,omitempty"`
 }
 
 // ExportTrailer is the last line of an export.
@@ -77,11 +84,18 @@ type ExportTrailer struct {
 		// Digest is "sha256-" + the hex SHA-256 of every byte before the
 		// trailer line.
 		Digest string `json:"digest"`
+		// MAC is the hex HMAC-SHA256 of the digest under the anchor key
+		// of the server's data directory, when the export could read it:
+		// verify --file --anchor-key then detects a trailer recomputed
+		// after lines were changed or dropped.
+		MAC string `json:"mac,omitempty"`
 	} `json:"trailer"`
 }
 
 // ExportResult reports an export.
 type ExportResult struct {
+	// Keyed is true when the trailer carries a MAC under the anchor key.
+	Keyed   bool           `json:"keyed"`
 	Events  int            `json:"events"`
 	Lines   int            `json:"lines"`
 	Digest  string         `json:"digest"`
@@ -92,6 +106,9 @@ type ExportResult struct {
 // ExportOptions bounds an export (zero times: unbounded).
 type ExportOptions struct {
 	Since, Until time.Time
+	// Key, when set, is the anchor key: the trailer carries the digest's
+	// MAC under it.
+	Key []byte
 }
 
 // Export writes the events every domain stream stored within
@@ -135,7 +152,8 @@ func Export(ctx context.Context, store *events.Store, opts ExportOptions, w io.W
 			}
 			expect = m.Seq + 1
 			stored := m.Stored.UTC()
-			l := ExportLine{Stream: r.Stream, Seq: m.Seq, Subject: m.Subject, Stored: &stored, MsgID: m.MsgID}
+			l := ExportLine{Stream: r.Stream, Seq: m.Seq, Subject: m.Subject, Stored: &stored, MsgID: m.MsgID,
+				Scheduler: m.Scheduler, BatchID: m.BatchID, BatchSeq: m.BatchSeq}
 			if m.Bad != nil {
 				l.Bad = m.Bad.Error()
 				if m.ID != "" {
@@ -162,6 +180,10 @@ func Export(ctx context.Context, store *events.Store, opts ExportOptions, w io.W
 	var tr ExportTrailer
 	tr.Trailer.Lines, tr.Trailer.Events, tr.Trailer.Digest = ew.lines, res.Events, ew.digest()
 	res.Lines, res.Digest = ew.lines, tr.Trailer.Digest
+	if opts.Key != nil {
+		tr.Trailer.MAC = exportMAC(opts.Key, tr.Trailer.Digest)
+		res.Keyed = true
+	}
 	if err := ew.line(tr); err != nil {
 		return nil, err
 	}
@@ -248,6 +270,22 @@ const maxExportLine = 80 << 20
 // events (the rest in a temporary file) and one line; a broken link reads
 // the file again for that aggregate's events.
 func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error) (*VerifyReport, error) {
+	return VerifyFileWith(ctx, path, VerifyFileOptions{}, onFinding)
+}
+
+// VerifyFileOptions adds checks to VerifyFileWith.
+type VerifyFileOptions struct {
+	// Key is the anchor key of the data directory the export came from:
+	// the trailer must carry the digest's MAC under it.
+	Key []byte
+	// Witness is an auditor's heads (verify --witness): every head within
+	// the export's range must be in it, with its hash, and an export
+	// without --until must reach it.
+	Witness *Anchor
+}
+
+// VerifyFileWith is VerifyFile with the anchor key and a witness.
+func VerifyFileWith(ctx context.Context, path string, opts VerifyFileOptions, onFinding func(Finding) error) (*VerifyReport, error) {
 	start := time.Now()
 	f, err := os.Open(path)
 	if err != nil {
@@ -312,6 +350,8 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 	type streamState struct {
 		sv     *StreamVerification
 		check  *chainCheck
+		timers *timerLedger
+		whole  bool
 		expect uint64
 		to     uint64
 	}
@@ -324,10 +364,23 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 		whole := r.From <= 1 && r.FirstSeq <= 1
 		heads := newHeadStore(VerifyCacheSize)
 		defer heads.close()
-		states[r.Stream] = &streamState{sv: &rep.Streams[i], check: newChainCheck(src, heads, true, !whole), expect: r.From, to: r.To}
+		states[r.Stream] = &streamState{sv: &rep.Streams[i], check: newChainCheck(src, heads, true, !whole), timers: newTimerLedger(), whole: whole, expect: r.From, to: r.To}
 	}
 	nEvents := 0
 	var trailer *ExportTrailer
+	witnessed := map[string]AnchorHead{} // stream -> head to find
+	found := map[string]string{}         // stream -> hash found at the head's seq
+	if opts.Witness != nil {
+		rep.AnchorsChecked++
+		if opts.Witness.Digest != HeadsDigest(opts.Witness.Heads) {
+			if err := emit(Finding{Kind: FindingAltered, Detail: "the witness does not match its digest: it was altered"}); err != nil {
+				return nil, err
+			}
+		}
+		for _, hd := range opts.Witness.Heads {
+			witnessed[hd.Stream] = hd
+		}
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -359,6 +412,15 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 				}
 				if tr.Trailer.Digest != rep.Digest {
 					problems = append(problems, "its digest does not match the lines before it")
+				}
+				if opts.Key != nil {
+					rep.Keyed = true
+					switch {
+					case tr.Trailer.MAC == "":
+						problems = append(problems, "it carries no MAC under the anchor key: it was written without the key, or recomputed after the export was changed")
+					case !hmac.Equal([]byte(tr.Trailer.MAC), []byte(exportMAC(opts.Key, rep.Digest))):
+						problems = append(problems, "its MAC does not match the lines before it under the anchor key: the export was changed and its trailer recomputed")
+					}
 				}
 				for _, p := range problems {
 					if err := emit(Finding{Kind: FindingAltered, Line: lineNo, Detail: "trailer: " + p}); err != nil {
@@ -397,18 +459,22 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 				return nil, err
 			}
 		case at > st.expect:
-			st.check.gap(st.expect, at-1)
-			if err := emit(Finding{Kind: FindingRemoved, Line: lineNo, Stream: l.Stream, Seq: st.expect, ToSeq: at - 1,
-				Detail: fmt.Sprintf("%d event line(s) missing from the export before this line", at-st.expect)}); err != nil {
-				return nil, err
+			for _, g := range st.timers.gap(st.expect, at-1) {
+				st.check.gap(g[0], g[1])
+				if err := emit(Finding{Kind: FindingRemoved, Line: lineNo, Stream: l.Stream, Seq: g[0], ToSeq: g[1],
+					Detail: fmt.Sprintf("%d event line(s) missing from the export before this line", g[1]-g[0]+1)}); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if l.Gap != nil {
-			st.check.gap(l.Gap[0], l.Gap[1])
 			st.expect = max(st.expect, l.Gap[1]+1)
-			if err := emit(Finding{Kind: FindingRemoved, Line: lineNo, Stream: l.Stream, Seq: l.Gap[0], ToSeq: l.Gap[1],
-				Detail: fmt.Sprintf("%d message(s) were deleted from the stream before the export", l.Gap[1]-l.Gap[0]+1)}); err != nil {
-				return nil, err
+			for _, g := range st.timers.gap(l.Gap[0], l.Gap[1]) {
+				st.check.gap(g[0], g[1])
+				if err := emit(Finding{Kind: FindingRemoved, Line: lineNo, Stream: l.Stream, Seq: g[0], ToSeq: g[1],
+					Detail: fmt.Sprintf("%d message(s) were deleted from the stream before the export", g[1]-g[0]+1)}); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -427,30 +493,56 @@ func VerifyFile(ctx context.Context, path string, onFinding func(Finding) error)
 			continue
 		}
 		nEvents++
+		if hd, ok := witnessed[l.Stream]; ok && hd.Seq == l.Seq {
+			found[l.Stream] = l.Hash
+		}
 		rec := events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}
-		ref, ok := aggregateOf(l.Subject)
-		if !ok {
-			if err := emit(Finding{Kind: FindingMalformed, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Detail: "no Trellis aggregate has this subject"}); err != nil {
-				return nil, err
-			}
-			continue
+		m := meta{MsgID: l.MsgID, Scheduler: l.Scheduler, BatchID: l.BatchID, BatchSeq: l.BatchSeq}
+		if l.Stored != nil {
+			m.Stored = *l.Stored
 		}
-		it := itemOf(rec, lineNo, true)
-		if it.Hash != l.Hash {
-			if err := emit(Finding{Kind: FindingAltered, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Aggregate: ref.name, EventID: l.Event.ID,
-				Detail: fmt.Sprintf("the event does not match the hash on its line (%s, recomputed %s)", short(l.Hash), short(it.Hash))}); err != nil {
-				return nil, err
+		if ref, ok := aggregateOf(l.Subject); ok || isTimerSubject(l.Subject) {
+			if h := events.Hash(rec.Envelope); h != l.Hash {
+				if err := emit(Finding{Kind: FindingAltered, Line: lineNo, Stream: l.Stream, Seq: l.Seq, Subject: l.Subject, Aggregate: ref.name, EventID: l.Event.ID,
+					Detail: fmt.Sprintf("the event does not match the hash on its line (%s, recomputed %s)", short(l.Hash), short(h))}); err != nil {
+					return nil, err
+				}
 			}
 		}
-		fs, err := st.check.check(ctx, it, ref)
+		fs, err := checkStored(ctx, st.check, st.timers, rec, m, nil, lineNo, st.whole)
 		if err != nil {
 			return nil, err
 		}
-		if l.MsgID == "" {
-			fs = append(fs, foreignFinding(rec, ref.name, lineNo))
-		}
 		for _, fd := range fs {
 			if err := emit(fd); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, r := range hdr.Streams {
+		st := states[r.Stream]
+		for _, g := range st.timers.unexplained() {
+			st.check.gap(g[0], g[1])
+			if err := emit(Finding{Kind: FindingRemoved, Stream: r.Stream, Seq: g[0], ToSeq: g[1],
+				Detail: fmt.Sprintf("%d message(s) were deleted from the stream (no timer's message accounts for them)", g[1]-g[0]+1)}); err != nil {
+				return nil, err
+			}
+		}
+		st.sv.TimersFired = st.timers.fired
+		hd, ok := witnessed[r.Stream]
+		if !ok || hd.Seq == 0 {
+			continue
+		}
+		var f Finding
+		switch h, seen := found[r.Stream]; {
+		case seen && h != hd.Hash:
+			f = Finding{Kind: FindingAltered, Stream: r.Stream, Seq: hd.Seq, Detail: fmt.Sprintf("the witness names #%d (hash %s) as the stream's last event; the export holds another event there", hd.Seq, short(hd.Hash))}
+		case seen:
+		case hd.Seq >= r.From && hd.Seq <= r.To, hdr.Until == nil && r.To < hd.Seq:
+			f = Finding{Kind: FindingRemoved, Stream: r.Stream, Seq: hd.Seq, Detail: fmt.Sprintf("the witness names #%d (hash %s) as the stream's last event; the export does not hold it", hd.Seq, short(hd.Hash))}
+		}
+		if f.Detail != "" {
+			if err := emit(f); err != nil {
 				return nil, err
 			}
 		}
@@ -503,7 +595,9 @@ func (s *fileSource) aggregate(ctx context.Context, stream string, ref aggRef, _
 		if r, ok := aggregateOf(l.Subject); !ok || r.key != ref.key {
 			continue
 		}
-		out = append(out, itemOf(events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}, line, true))
+		it := itemOf(events.Recorded{Envelope: *l.Event, Stream: l.Stream, Subject: l.Subject, Seq: l.Seq}, line, true)
+		it.Scheduled = l.Scheduler != "" && l.Event.Prev == ""
+		out = append(out, it)
 	}
 	return out, nil
 }

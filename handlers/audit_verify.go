@@ -31,7 +31,19 @@ type VerifyOptions struct {
 	// CacheSize bounds the aggregates kept in memory (default
 	// VerifyCacheSize); the others are spilled to a temporary file.
 	CacheSize int
+	// Anchors are the server's keyed anchors (ReadAnchors): the log must
+	// still hold the heads each recorded (the last MaxAnchorsChecked are
+	// checked). AnchorKey checks their MAC; without it, an anchor is
+	// checked against its digest only.
+	Anchors   []Anchor
+	AnchorKey []byte
+	// Witness, when set, is an auditor's earlier heads (verify --witness):
+	// the log must still hold them.
+	Witness *Anchor
 }
+
+// MaxAnchorsChecked is how many of the newest anchors verify checks.
+const MaxAnchorsChecked = 16
 
 // StreamVerification is what Verify saw on one stream.
 type StreamVerification struct {
@@ -50,6 +62,13 @@ type StreamVerification struct {
 	// age, messages, bytes): with them, messages before FirstSeq may have
 	// expired rather than been removed.
 	Limits string `json:"limits,omitempty"`
+	// Missing: the stream does not exist.
+	Missing bool `json:"missing,omitempty"`
+	// Created is when JetStream created the stream.
+	Created time.Time `json:"created,omitzero"`
+	// LastHash is the hash of the stream's last event (with LastSeq, its
+	// head: what an anchor or a witness records).
+	LastHash string `json:"last_hash,omitempty"`
 	ChainStats
 	// Findings is how many findings this stream gave.
 	Findings int `json:"findings"`
@@ -65,7 +84,16 @@ type VerifyReport struct {
 	Streams  []StreamVerification `json:"streams"`
 	// Digest is an export's SHA-256 over its lines (VerifyFile).
 	Digest string `json:"digest,omitempty"`
-	Millis int64  `json:"millis"`
+	// Heads are the log's heads when the walk began (Verify): keep
+	// HeadsDigest, or the heads (verify --witness), to check later that
+	// no event up to them went missing.
+	Heads       []AnchorHead `json:"heads,omitempty"`
+	HeadsDigest string       `json:"heads_digest,omitempty"`
+	// AnchorsChecked counts the anchors (and witness) compared with the
+	// log; Keyed is true when an export's trailer MAC was checked.
+	AnchorsChecked int   `json:"anchors_checked"`
+	Keyed          bool  `json:"keyed,omitempty"`
+	Millis         int64 `json:"millis"`
 }
 
 // Verify walks every domain stream (or opts.Streams) in order and checks
@@ -94,9 +122,16 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 	emit := func(sv *StreamVerification, f Finding) error {
 		rep.OK = false
 		rep.Findings++
-		sv.Findings++
+		if sv != nil {
+			sv.Findings++
+		}
 		return onFinding(f)
 	}
+	heads, err := ReadHeads(ctx, store)
+	if err != nil {
+		return nil, command.StoreError("verify", err)
+	}
+	rep.Heads, rep.HeadsDigest = heads.Heads, heads.Digest
 	for _, name := range streams {
 		sv, err := verifyStream(ctx, store, name, opts, emit)
 		if err != nil {
@@ -104,18 +139,52 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 		}
 		rep.Streams = append(rep.Streams, *sv)
 	}
+	check := func(a Anchor, key []byte, what string) error {
+		rep.AnchorsChecked++
+		fs, err := checkAnchor(ctx, store, a, key, what)
+		if err != nil {
+			return command.StoreError("verify anchors", err)
+		}
+		for _, f := range fs {
+			if err := emit(nil, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, a := range opts.Anchors[max(0, len(opts.Anchors)-MaxAnchorsChecked):] {
+		if err := check(a, opts.AnchorKey, "the anchor"); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Witness != nil {
+		if err := check(*opts.Witness, nil, "the witness"); err != nil {
+			return nil, err
+		}
+	}
 	rep.Millis = time.Since(start).Milliseconds()
 	return rep, nil
 }
 
 func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
 	info, err := store.StreamInfo(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// Trellis creates every stream at start and never deletes one.
+		sv := &StreamVerification{Stream: stream, Missing: true}
+		return sv, emit(sv, Finding{Kind: FindingRemoved, Stream: stream,
+			Detail: "the stream does not exist: Trellis creates it at start and never deletes it, so it was deleted (with every event it held)"})
+	}
 	if err != nil {
 		return nil, err
 	}
 	st := info.State
 	sv := &StreamVerification{Stream: stream, FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Deleted: uint64(st.NumDeleted),
-		Limits: limitsOf(info.Config)}
+		Limits: limitsOf(info.Config), Created: info.Created.UTC()}
+	if st.LastSeq > 0 {
+		if rec, err := store.Get(ctx, stream, st.LastSeq); err == nil {
+			sv.LastHash = events.Hash(rec.Envelope)
+		}
+	}
 	from := uint64(1)
 	if !opts.Since.IsZero() {
 		cut, err := store.SeqAtTime(ctx, stream, opts.Since.Add(-time.Nanosecond))
@@ -146,16 +215,25 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 	// read back from the whole log: only a stream whose head is gone
 	// leaves chains anchored before it.
 	check := newChainCheck(&logSource{store: store, to: st.LastSeq}, heads, whole, headGone)
+	timers := newTimerLedger()
+	gaps := func(from, to uint64) error {
+		for _, g := range timers.gap(from, to) {
+			check.gap(g[0], g[1])
+			if err := emit(sv, gapFinding(stream, g[0], g[1])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	expect := max(from, st.FirstSeq)
 	err = store.Scan(ctx, stream, events.ScanRange{From: from, To: st.LastSeq}, func(m events.Message) error {
 		if m.Seq > expect {
-			check.gap(expect, m.Seq-1)
-			if err := emit(sv, gapFinding(stream, expect, m.Seq-1)); err != nil {
+			if err := gaps(expect, m.Seq-1); err != nil {
 				return err
 			}
 		}
 		expect = m.Seq + 1
-		findings, err := checkMessage(ctx, check, m)
+		findings, err := checkMessage(ctx, check, timers, m, whole)
 		if err != nil {
 			return err
 		}
@@ -170,38 +248,93 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 		return nil, err
 	}
 	if expect <= st.LastSeq {
-		if err := emit(sv, gapFinding(stream, expect, st.LastSeq)); err != nil {
+		if err := gaps(expect, st.LastSeq); err != nil {
+			return nil, err
+		}
+	}
+	if len(timers.pending) > 0 {
+		// A timer that fired during the walk: its message is stored after
+		// the walk's end.
+		err := store.Scan(ctx, stream, events.ScanRange{From: st.LastSeq + 1}, func(m events.Message) error {
+			if m.Scheduler != "" {
+				timers.fire(metaOf(m))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range timers.unexplained() {
+		check.gap(g[0], g[1])
+		if err := emit(sv, gapFinding(stream, g[0], g[1])); err != nil {
 			return nil, err
 		}
 	}
 	sv.ChainStats = check.stats
+	sv.TimersFired = timers.fired
 	return sv, nil
 }
 
-// checkMessage checks one message read from the log.
-func checkMessage(ctx context.Context, check *chainCheck, m events.Message) ([]Finding, error) {
-	ref, ok := aggregateOf(m.Subject)
-	switch {
-	case m.Bad != nil && errors.Is(m.Bad, events.ErrBlob) && ok:
-		fs, err := check.check(ctx, itemOf(m.Recorded, 0, false), ref)
-		return append(fs, Finding{Kind: FindingAltered, Stream: m.Stream, Seq: m.Seq, Subject: m.Subject, Aggregate: ref.name, EventID: m.ID,
-			Detail: "its large payload is missing from the blob bucket or does not match its digest"}), err
-	case m.Bad != nil:
-		return []Finding{{Kind: FindingMalformed, Stream: m.Stream, Seq: m.Seq, Subject: m.Subject, Detail: "not a Trellis event: " + m.Bad.Error()}}, nil
-	case !ok:
-		return []Finding{{Kind: FindingMalformed, Stream: m.Stream, Seq: m.Seq, Subject: m.Subject, EventID: m.ID, Detail: "no Trellis aggregate has this subject"}}, nil
-	}
-	fs, err := check.check(ctx, itemOf(m.Recorded, 0, true), ref)
-	if m.MsgID == "" {
-		fs = append(fs, foreignFinding(m.Recorded, ref.name, 0))
-	}
-	return fs, err
+// metaOf is what verify reads of a message besides its envelope.
+func metaOf(m events.Message) meta {
+	return meta{MsgID: m.MsgID, Scheduler: m.Scheduler, BatchID: m.BatchID, BatchSeq: m.BatchSeq, Stored: m.Stored}
 }
 
-// foreignFinding reports an event stored without a message id.
-func foreignFinding(rec events.Recorded, aggregate string, line int) Finding {
-	return Finding{Kind: FindingForeign, Stream: rec.Stream, Seq: rec.Seq, Line: line, Subject: rec.Subject, Aggregate: aggregate, EventID: rec.ID,
-		Detail: "stored without the message id (Nats-Msg-Id) every Trellis append carries: published from outside Trellis (an edit re-published, or a forged event)"}
+// checkMessage checks one message read from the log.
+func checkMessage(ctx context.Context, check *chainCheck, timers *timerLedger, m events.Message, whole bool) ([]Finding, error) {
+	return checkStored(ctx, check, timers, m.Recorded, metaOf(m), m.Bad, 0, whole)
+}
+
+// checkStored checks one stored message (read from the log, or an export
+// line at line): what it is, its identity and times, its chain link.
+// whole is true when the check began at the stream's first message (a
+// timer's message then always has its timer's deleted sequence before it).
+func checkStored(ctx context.Context, check *chainCheck, timers *timerLedger, rec events.Recorded, m meta, bad error, line int, whole bool) ([]Finding, error) {
+	timers.stored(rec.Seq, m)
+	at := func(kind, aggregate, detail string) Finding {
+		return Finding{Kind: kind, Stream: rec.Stream, Seq: rec.Seq, Line: line, Subject: rec.Subject, Aggregate: aggregate, EventID: rec.ID, Detail: detail}
+	}
+	if isTimerSubject(rec.Subject) {
+		// A timer waiting to fire: outside the chain, stored in the batch
+		// that decided it, under its event's id.
+		if bad != nil {
+			return []Finding{at(FindingMalformed, "", "a timer that is not a Trellis event: "+bad.Error())}, nil
+		}
+		check.stats.Timers++
+		if m.BatchID == "" || m.MsgID != rec.ID {
+			return []Finding{at(FindingForeign, "", "a timer stored outside the atomic batch that decides every Trellis timer, or under another message id: published from outside Trellis")}, nil
+		}
+		return nil, nil
+	}
+	ref, ok := aggregateOf(rec.Subject)
+	switch {
+	case bad != nil && errors.Is(bad, events.ErrBlob) && ok:
+		fs, err := check.check(ctx, itemOf(rec, line, false), ref)
+		return append(fs, at(FindingAltered, ref.name, "its large payload is missing from the blob bucket or does not match its digest")), err
+	case bad != nil:
+		return []Finding{at(FindingMalformed, "", "not a Trellis event: "+bad.Error())}, nil
+	case !ok:
+		return []Finding{at(FindingMalformed, "", "no Trellis aggregate has this subject")}, nil
+	}
+	it := itemOf(rec, line, true)
+	var fs []Finding
+	if m.Scheduler != "" {
+		switch {
+		case !timerTarget(m.Scheduler, rec.Subject, rec.Type):
+			fs = append(fs, at(FindingForeign, ref.name, fmt.Sprintf("it claims to come from timer %s, which publishes nothing on this subject", m.Scheduler)))
+		case !timers.fire(m) && whole:
+			fs = append(fs, at(FindingForeign, ref.name, "it claims to come from a timer, but no fired timer of its batch was stored before it: published from outside Trellis"))
+		default:
+			it.Scheduled = true
+		}
+	}
+	cfs, err := check.check(ctx, it, ref)
+	if err != nil {
+		return nil, err
+	}
+	fs = append(cfs, fs...)
+	return append(fs, identityFindings(rec, m, ref.name, line)...), nil
 }
 
 func gapFinding(stream string, from, to uint64) Finding {
@@ -245,7 +378,9 @@ func (s *logSource) aggregate(ctx context.Context, stream string, ref aggRef, up
 		if m.Bad != nil && !errors.Is(m.Bad, events.ErrBlob) {
 			return nil
 		}
-		out = append(out, itemOf(m.Recorded, 0, m.Bad == nil))
+		it := itemOf(m.Recorded, 0, m.Bad == nil)
+		it.Scheduled = m.Scheduler != "" && m.Prev == ""
+		out = append(out, it)
 		return nil
 	})
 	if err != nil {

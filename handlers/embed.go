@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"sort"
 	"strings"
@@ -176,22 +174,28 @@ func (s *Service) EmbedPending(ctx context.Context) (*EmbedSummary, error) {
 }
 
 // appendVectors appends one chunks_embedded event to the (repo, model)
-// aggregate, expecting its last sequence to be seq.
+// aggregate, expecting its last sequence to be seq. The command runner
+// builds the event: chained to the aggregate's previous event, its actor
+// the authenticated caller (events.ActorFor; "embedder" for the server's
+// own background embedder).
 func (s *Service) appendVectors(ctx context.Context, repo, model string, dims int, vs []events.ChunkVector, seq uint64) (uint64, error) {
-	env, err := events.NewEnvelope(time.Now(), events.ChunksEmbedded, repo, "embedder", events.ChunksSchema,
-		events.ChunksEmbeddedPayload{Model: model, Dims: dims, Vectors: vs})
-	if err != nil {
-		return 0, err
-	}
-	h := sha256.New()
-	h.Write([]byte(model))
-	for _, v := range vs {
-		h.Write([]byte(v.ChunkID))
-	}
-	msgID := "emb-" + hex.EncodeToString(h.Sum(nil))[:32]
 	subject := events.EmbeddingSubject(repo, model)
 	filter := strings.TrimSuffix(subject, events.ChunksEmbedded) + ">"
-	ack, err := s.store.Append(ctx, subject, env, events.Expect{Filter: filter, LastSeq: seq}, msgID)
+	r := command.New(s.store, command.Kind[struct{}]{
+		Name:   "embeddings",
+		Stream: events.StreamChunks,
+		Filter: func(string) string { return filter },
+		Fold:   func(v struct{}, _ events.Recorded) (struct{}, error) { return v, nil },
+		Schema: events.ChunksSchema,
+	}, command.Config{CacheSize: -1})
+	p, err := r.Pending(ctx, command.State[struct{}]{ID: repo, Seq: seq}, "embedder", command.Decision{
+		Subject: subject, Type: events.ChunksEmbedded, At: time.Now(),
+		Payload: events.ChunksEmbeddedPayload{Model: model, Dims: dims, Vectors: vs},
+		MsgID:   embedMsgID(model, vs)})
+	if err != nil {
+		return 0, command.StoreError("append chunks_embedded", err)
+	}
+	ack, err := s.store.AppendWithHeaders(ctx, p.Subject, p.Envelope, p.Expect, p.MsgID, p.Header)
 	if errors.Is(err, events.ErrWrongLastSequence) {
 		return 0, err
 	}

@@ -23,8 +23,12 @@ import (
 // ServiceConfig configures a Service.
 type ServiceConfig struct {
 	// DataDir holds the projections' files: <data>/projections/ and
-	// <data>/checkpoints/.
+	// <data>/checkpoints/, and the audit anchors (<data>/audit/).
 	DataDir string
+	// AnchorInterval > 0 records the log's heads as a keyed anchor in
+	// DataDir at start, every interval and at close (see RecordAnchor;
+	// a server uses AnchorInterval). Zero: never (a replay's directory).
+	AnchorInterval time.Duration
 	// Queue configures the queue handler.
 	Queue taskqueue.Config
 	// Vine configures the VINE handler (workspace roots).
@@ -78,6 +82,8 @@ type Service struct {
 	activity activityFold
 	// asOf serializes as-of reads (see ListAsOf).
 	asOf asOfBoards
+	// anchors records the log's heads (audit anchors).
+	anchors *anchorLoop
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -139,6 +145,9 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	s.startEmbedLoop()
+	if s.cfg.DataDir != "" && s.cfg.AnchorInterval > 0 {
+		s.anchors = startAnchorLoop(s.store, s.cfg.DataDir, s.cfg.AnchorInterval, s.cfg.Logger)
+	}
 	if !s.cfg.NoReactor {
 		r, err := s.queue.StartReactor(ctx, taskqueue.ReactorConfig{Logger: s.cfg.Logger})
 		if err != nil {
@@ -153,6 +162,7 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Close() error {
 	var first error
 	s.stopEmbedLoop()
+	s.anchors.close()
 	if s.reactor != nil {
 		s.reactor.Stop()
 	}

@@ -376,3 +376,8 @@ func idempotencyMsgID(queue, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return "idem:" + queue + ":" + hex.EncodeToString(sum[:])
 }
+
+// IdempotencyMsgID is the message id an add with an idempotency key is
+// stored under (instead of its event id): audit verify recomputes it from
+// the added event's payload.
+func IdempotencyMsgID(queue, key string) string { return idempotencyMsgID(queue, key) }

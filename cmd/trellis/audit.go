@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -248,21 +250,39 @@ type verifyOutput struct {
 	Omitted int                           `json:"omitted_findings,omitempty"`
 	Streams []handlers.StreamVerification `json:"streams"`
 	Digest  string                        `json:"digest,omitempty"`
-	Millis  int64                         `json:"millis"`
+	// HeadsDigest is the digest of the log's heads (live verify).
+	HeadsDigest    string `json:"heads_digest,omitempty"`
+	AnchorsChecked int    `json:"anchors_checked"`
+	Keyed          bool   `json:"keyed,omitempty"`
+	Millis         int64  `json:"millis"`
+}
+
+// anchorKey returns the anchor key: --anchor-key FILE, or the data
+// directory's when it has one (nil when neither).
+func (a *app) anchorKey(file string) ([]byte, error) {
+	if file != "" {
+		return handlers.ReadAnchorKey(file)
+	}
+	key, err := handlers.AnchorKey(a.dataDir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return key, err
 }
 
 func (a *app) auditVerify() *cobra.Command {
-	var since, file string
+	var since, file, keyFile, witness string
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "verify",
 		Short: "Check the log (or an export, offline) for removed, altered or reordered events; exit 9 when any is found",
 		Long: "Walks every Trellis stream in order and checks JetStream's own evidence (sequences deleted from a stream,\n" +
-			"inside it or at its end; a stream that no longer starts at #1) and every aggregate's hash chain (each event's\n" +
-			"prev against the hash of its aggregate's previous event). Each finding is printed with its position (stream,\n" +
-			"sequence, aggregate). Links without prev (events from before the chain existed, and code-memory ingest, which\n" +
-			"does not chain yet) are counted as unchained, not reported. With --file, checks an `audit export` offline (no\n" +
-			"server): line hashes, chains, continuity and the trailer (a truncated or edited export is reported).\n" +
+			"inside it or at its end; a stream that no longer starts at #1, or is missing) and every aggregate's hash chain\n" +
+			"(each event's prev against the hash of its aggregate's previous event), each event's message id, ULID and\n" +
+			"times, and the heads the server's keyed anchors (and --witness FILE) recorded. Each finding is printed with its\n" +
+			"position (stream, sequence, aggregate). Links without prev (events from before the chain existed) are counted\n" +
+			"as unchained; timers that fired are accounted for by their batch (see README, Auditing). With --file, checks an\n" +
+			"`audit export` offline (no server): line hashes, chains, continuity and the trailer (its MAC with --anchor-key).\n" +
 			"Exit 0 when nothing was found, 9 when something was, other codes for errors.",
 		Example: `  trellis audit verify
   trellis audit verify --since 2026-01-02 --json
@@ -287,10 +307,27 @@ func (a *app) auditVerify() *cobra.Command {
 			}
 			var rep *handlers.VerifyReport
 			what := "the log"
+			key, err := a.anchorKey(keyFile)
+			if err != nil {
+				return err
+			}
+			var wit *handlers.Anchor
+			newWitness := false
+			if witness != "" {
+				switch w, err := handlers.ReadWitness(witness); {
+				case err == nil:
+					wit = w
+				case errors.Is(err, fs.ErrNotExist) && file == "":
+					newWitness = true
+				case errors.Is(err, fs.ErrNotExist):
+					return trellis.FieldError("witness", "%s does not exist: write one with a live `audit verify --witness FILE`", witness)
+				default:
+					return trellis.FieldError("witness", "%v", err)
+				}
+			}
 			if file != "" {
-				var err error
 				what = file
-				if rep, err = handlers.VerifyFile(cmd.Context(), file, onFinding); err != nil {
+				if rep, err = handlers.VerifyFileWith(cmd.Context(), file, handlers.VerifyFileOptions{Key: key, Witness: wit}, onFinding); err != nil {
 					return err
 				}
 			} else {
@@ -307,12 +344,23 @@ func (a *app) auditVerify() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if rep, err = handlers.Verify(cmd.Context(), store, handlers.VerifyOptions{Since: t}, onFinding); err != nil {
+				anchors, err := handlers.ReadAnchors(handlers.AnchorsPath(a.dataDir))
+				if err != nil {
 					return err
+				}
+				opts := handlers.VerifyOptions{Since: t, Anchors: anchors, AnchorKey: key, Witness: wit}
+				if rep, err = handlers.Verify(cmd.Context(), store, opts, onFinding); err != nil {
+					return err
+				}
+				if newWitness {
+					if err := handlers.WriteWitness(witness, &handlers.Anchor{Time: time.Now().UTC(), Heads: rep.Heads, Digest: rep.HeadsDigest}); err != nil {
+						return err
+					}
 				}
 			}
 			if asJSON {
 				out.OK, out.Streams, out.Digest, out.Millis = rep.OK, rep.Streams, rep.Digest, rep.Millis
+				out.HeadsDigest, out.AnchorsChecked, out.Keyed = rep.HeadsDigest, rep.AnchorsChecked, rep.Keyed
 				if err := printJSON(a.stdout, out); err != nil {
 					return err
 				}
@@ -327,6 +375,8 @@ func (a *app) auditVerify() *cobra.Command {
 	}
 	c.Flags().StringVar(&since, "since", "", "verify the events stored from this time on (RFC 3339, a date, or a duration ago), each still checked against its aggregate's previous event")
 	c.Flags().StringVar(&file, "file", "", "verify this audit export offline instead of the log")
+	c.Flags().StringVar(&keyFile, "anchor-key", "", "the anchor key (default <data>/audit/anchor.key when it exists): checks the MAC of the server's anchors and of an export's trailer")
+	c.Flags().StringVar(&witness, "witness", "", "an auditor's file of the log's heads: written by the first live verify, then the log (or an export) must still hold them")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c
 }
@@ -335,6 +385,10 @@ func (a *app) auditVerify() *cobra.Command {
 func printVerify(w io.Writer, rep *handlers.VerifyReport) {
 	unchained := uint64(0)
 	for _, s := range rep.Streams {
+		if s.Missing {
+			fmt.Fprintf(w, "%-15s missing\n", s.Stream)
+			continue
+		}
 		if s.LastSeq == 0 {
 			fmt.Fprintf(w, "%-15s empty\n", s.Stream)
 			continue
@@ -346,6 +400,15 @@ func printVerify(w io.Writer, rep *handlers.VerifyReport) {
 	if rep.Digest != "" {
 		fmt.Fprintf(w, "digest %s\n", rep.Digest)
 	}
+	if rep.Keyed {
+		fmt.Fprintln(w, "trailer MAC checked under the anchor key")
+	}
+	if rep.HeadsDigest != "" {
+		fmt.Fprintf(w, "heads %s (keep it, or the heads with --witness FILE, to check later that none of these events went missing)\n", rep.HeadsDigest)
+	}
+	if rep.AnchorsChecked > 0 {
+		fmt.Fprintf(w, "%d anchor(s) or witness compared with the log\n", rep.AnchorsChecked)
+	}
 	if rep.OK {
 		fmt.Fprintf(w, "OK: no removed, altered, reordered, duplicated or malformed events (%d unchained links; see docs/audit.md)\n", unchained)
 		return
@@ -354,7 +417,7 @@ func printVerify(w io.Writer, rep *handlers.VerifyReport) {
 }
 
 func (a *app) auditExport() *cobra.Command {
-	var since, until, out string
+	var since, until, out, keyFile string
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "export",
@@ -390,10 +453,14 @@ func (a *app) auditExport() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			key, err := a.anchorKey(keyFile)
+			if err != nil {
+				return err
+			}
 			var res *handlers.ExportResult
 			err = writeAtomic(out, func(w io.Writer) error {
 				var err error
-				res, err = handlers.Export(cmd.Context(), store, handlers.ExportOptions{Since: from, Until: to}, w)
+				res, err = handlers.Export(cmd.Context(), store, handlers.ExportOptions{Since: from, Until: to, Key: key}, w)
 				return err
 			})
 			if err != nil {
@@ -413,6 +480,7 @@ func (a *app) auditExport() *cobra.Command {
 	c.Flags().StringVar(&since, "since", "", "only events stored at or after this time (RFC 3339, a date, or a duration ago)")
 	c.Flags().StringVar(&until, "until", "", "only events stored at or before this time (same forms; not before --since)")
 	c.Flags().StringVar(&out, "out", "", "the file to write (required)")
+	c.Flags().StringVar(&keyFile, "anchor-key", "", "the anchor key (default <data>/audit/anchor.key when it exists): the trailer carries the digest's MAC under it")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
