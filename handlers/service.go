@@ -351,6 +351,12 @@ func Audit(ctx context.Context, store *events.Store, id string) ([]events.Record
 		return nil, command.StoreError("audit", err)
 	}
 	if len(recs) == 0 {
+		// A workflow run's id is a ULID too: its journal.
+		if recs, _, err = store.Load(ctx, events.StreamWorkflows, "trellis.workflows.run."+id+".>"); err != nil {
+			return nil, command.StoreError("audit", err)
+		}
+	}
+	if len(recs) == 0 {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "no events for id %s", id)
 	}
 	return recs, nil

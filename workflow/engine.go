@@ -573,3 +573,22 @@ func (e *Engine) List(ctx context.Context, req ListRequest) (*RunList, error) {
 	}
 	return out, nil
 }
+
+// Service is the workflow API every transport shares: the engine in
+// process, the NATS API client remotely.
+type Service interface {
+	// Start starts a run of a registered workflow.
+	Start(ctx context.Context, req StartRequest) (*Run, error)
+	// Show returns a run folded from the log.
+	Show(ctx context.Context, runID string) (*Run, error)
+	// List returns the runs and the versions with runs in flight.
+	List(ctx context.Context, req ListRequest) (*RunList, error)
+	// Signal sends a signal to a run.
+	Signal(ctx context.Context, req SignalRequest) (*Run, error)
+	// Cancel asks a run to stop.
+	Cancel(ctx context.Context, req CancelRequest) (*Run, error)
+	// Retry resumes a failed run from its failed step.
+	Retry(ctx context.Context, req RetryRequest) (*Run, error)
+}
+
+var _ Service = (*Engine)(nil)
