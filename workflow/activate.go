@@ -23,6 +23,11 @@ func (e *Engine) Advance(ctx context.Context, runID string) (string, error) {
 	if err := ValidateRunID(runID); err != nil {
 		return "", err
 	}
+	// One activation of a run at a time in this process: a wake that
+	// comes while the run is active waits and then replays what the first
+	// recorded, instead of running the same steps beside it.
+	unlock := e.runs.Lock(runID)
+	defer unlock()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &Context{e: e, ctx: rctx, taskCtx: ctx}

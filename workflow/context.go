@@ -61,6 +61,9 @@ type Context struct {
 	compensating bool
 	// panicked is the panic of the workflow's code (outside a step).
 	panicked error
+	// replay is set by Replay: the code runs against the journal only;
+	// it stops where the journal ends or an entry is still open.
+	replay bool
 }
 
 // compensation is a registered undo of a completed step.
@@ -129,6 +132,15 @@ func (c *Context) next(kind, name string) (Entry, bool) {
 	c.pos++
 	j := c.st.Value.Journal
 	if pos >= len(j) {
+		if c.replay && c.st.Value.Status == StatusCompleted {
+			c.mu.Lock()
+			c.diverged = &NondeterminismError{Pos: pos, RecordedKind: "the run's", Recorded: "completion", Kind: kind, Asked: name}
+			c.mu.Unlock()
+			c.leave(stopNondeterm)
+		}
+		if c.replay {
+			c.suspend("the journal ends")
+		}
 		return Entry{Pos: pos, Kind: kind, Name: name}, false
 	}
 	e := j[pos]
@@ -137,6 +149,9 @@ func (c *Context) next(kind, name string) (Entry, bool) {
 		c.diverged = &NondeterminismError{Pos: pos, RecordedKind: e.Kind, Recorded: e.Name, Kind: kind, Asked: name}
 		c.mu.Unlock()
 		c.leave(stopNondeterm)
+	}
+	if c.replay && e.Status == EntryPending {
+		c.suspend("the journal's last entry is open")
 	}
 	return e, true
 }

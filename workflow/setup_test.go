@@ -26,13 +26,20 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	b := eventstest.Start(t)
-	e := workflow.New(b.Store, workflow.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: 200 * time.Millisecond})
-	r, err := e.Queue().StartReactor(ctxT(t), taskqueue.ReactorConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	b := setupB(t)
+	r, err := b.e.Queue().StartReactor(ctxT(t), taskqueue.ReactorConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Stop)
+	return b
+}
+
+// setupB is setup without the reactor (benchmarks).
+func setupB(t testing.TB) *bundle {
+	t.Helper()
+	b := eventstest.Start(t)
+	e := workflow.New(b.Store, workflow.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: 200 * time.Millisecond})
 	return &bundle{Bundle: b, e: e}
 }
 
@@ -46,9 +53,6 @@ func (b *bundle) serve(t *testing.T, cfg workflow.ServeConfig) {
 		cancel()
 		<-done
 	})
-	if cfg.Queue == "" {
-		// wait for the registration: Start needs it.
-	}
 }
 
 // waitStatus polls the run until it reaches one of the statuses.
@@ -72,7 +76,9 @@ func waitStatus(t *testing.T, e *workflow.Engine, id string, want ...workflow.St
 }
 
 // waitRegistered polls until a workflow is registered.
-func waitRegistered(t *testing.T, e *workflow.Engine, name string) {
+func waitRegistered(t *testing.T, e *workflow.Engine, name string) { waitRegisteredB(t, e, name) }
+
+func waitRegisteredB(t testing.TB, e *workflow.Engine, name string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
