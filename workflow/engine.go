@@ -93,6 +93,7 @@ type Engine struct {
 
 	mu       sync.RWMutex
 	registry map[string]map[int]registered
+	defCache map[string]cachedDef
 }
 
 // New returns an engine on store.
@@ -109,6 +110,7 @@ func New(store *events.Store, cfg Config) *Engine {
 		defs: command.New(store, command.Kind[*Def]{Name: "workflow", Stream: events.StreamWorkflows, Filter: DefFilter,
 			Fold: foldDef, Clone: (*Def).clone, Schema: 1}, command.Config{Now: cfg.Now, CacheSize: -1}),
 		registry: map[string]map[int]registered{},
+		defCache: map[string]cachedDef{},
 	}
 }
 
@@ -187,6 +189,34 @@ func (e *Engine) register(ctx context.Context, name string, version int, queue s
 
 var errAlready = errors.New("already recorded")
 
+// defTTL is how long Start trusts a workflow definition it read.
+const defTTL = time.Second
+
+// definition returns a workflow's registered versions, read from the log
+// at most once a defTTL (a version registered meanwhile is seen within
+// it).
+func (e *Engine) definition(ctx context.Context, name string) (*Def, error) {
+	e.mu.RLock()
+	c, ok := e.defCache[name]
+	e.mu.RUnlock()
+	if ok && e.cfg.Now().Sub(c.at) < defTTL {
+		return c.def, nil
+	}
+	d, err := e.Definition(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.defCache[name] = cachedDef{def: d, at: e.cfg.Now()}
+	e.mu.Unlock()
+	return d, nil
+}
+
+type cachedDef struct {
+	def *Def
+	at  time.Time
+}
+
 // Definition returns a workflow's registered versions.
 func (e *Engine) Definition(ctx context.Context, name string) (*Def, error) {
 	if err := ValidateName("workflow", name); err != nil {
@@ -251,7 +281,7 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	def, err := e.Definition(ctx, req.Workflow)
+	def, err := e.definition(ctx, req.Workflow)
 	if err != nil {
 		return nil, err
 	}
@@ -268,12 +298,9 @@ func (e *Engine) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	if id == "" {
 		id = events.NewID(e.cfg.Now())
 	}
+	// Decided as a new run: when the id exists, the check (no event
+	// yet) fails, the runner catches up and the decision returns it.
 	st := command.State[*Run]{ID: id, Fresh: true}
-	if req.RunID != "" {
-		if st, err = e.runs.Load(ctx, id); err != nil {
-			return nil, command.StoreError("load run", err)
-		}
-	}
 	st, err = e.runs.Run(ctx, st, req.Actor, func(r *Run) (command.Decision, error) {
 		if r != nil {
 			return command.Decision{}, errAlready
