@@ -17,6 +17,7 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/taskqueue"
+	"github.com/trellis/trellis/workflow"
 	"github.com/trellis/trellis/vine"
 )
 
@@ -73,6 +74,7 @@ type Service struct {
 	boardRunner *projections.Runner
 	metrics     *projections.Runner
 	reactor     *taskqueue.Reactor
+	workflows   *workflow.Engine
 	// activity is the recent-activity fold, started by the first read
 	// that needs it (see Activity).
 	activity activityFold
@@ -102,6 +104,7 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 		checkpoints: projections.NewCheckpoints(filepath.Join(cfg.DataDir, "checkpoints"), projDir),
 	}
 	s.vine = NewVine(store, cfg.Vine)
+	s.workflows = workflow.New(store, workflow.Config{Logger: cfg.Logger, Queue: cfg.Queue})
 	s.frontiers = projections.NewFrontiers(projDir)
 	s.boardRunner = projections.NewRunner(store, s.board, cfg.Logger)
 	s.frontierRun = projections.NewRunner(store, s.frontiers, cfg.Logger)
@@ -120,6 +123,10 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	}
 	return s
 }
+
+// Workflows returns the durable workflow API (start runs, signals,
+// cancels): runs are advanced by the pools hosting their workflows.
+func (s *Service) Workflows() *workflow.Engine { return s.workflows }
 
 // Start resumes every projection after its last applied sequence.
 func (s *Service) Start(ctx context.Context) error {

@@ -20,7 +20,10 @@ func (s *session) workflows() (workflow.Service, error) {
 	if s.store != nil {
 		return workflow.New(s.store, workflow.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil
 	}
-	return nil, trellis.Errorf(trellis.CodeUnauthorized, "trellis workflow needs access to the log (a server without --auth)")
+	if s.client != nil {
+		return s.client.Workflows(), nil
+	}
+	return nil, trellis.Errorf(trellis.CodeUnavailable, "no workflow API in this session")
 }
 
 func (a *app) workflowCommand() *cobra.Command {
