@@ -17,8 +17,8 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/taskqueue"
-	"github.com/trellis/trellis/workflow"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/workflow"
 )
 
 // ServiceConfig configures a Service.
