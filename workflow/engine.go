@@ -448,7 +448,7 @@ func (e *Engine) Cancel(ctx context.Context, req CancelRequest) (*Run, error) {
 	if err != nil {
 		return nil, command.StoreError("cancel run", err)
 	}
-	return st.Value, e.wake(ctx, st.Value, "cancel", wakeOpts{})
+	return st.Value, e.wake(ctx, st.Value, "cancel-"+strconv.Itoa(st.Value.Events), wakeOpts{})
 }
 
 // RetryRequest retries a failed run.
