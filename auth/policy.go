@@ -18,12 +18,14 @@ var policy = map[string]Role{
 	"vine.export": RoleReader, "task.show": RoleReader, "task.list": RoleReader, "task.context": RoleReader,
 	"memory.facts": RoleReader, "memory.history": RoleReader, "code.search": RoleReader, "code.chunk": RoleReader,
 	"metrics": RoleReader, "mcp": RoleReader, "token.whoami": RoleReader, "schedule.list": RoleReader,
-	"code.explain": RoleReader, "audit.query": RoleReader,
+	"code.explain": RoleReader, "audit.query": RoleReader, "workflow.show": RoleReader, "workflow.list": RoleReader,
 	// A worker's work.
 	"queue.next": RoleWorker, "queue.done": RoleWorker, "queue.fail": RoleWorker, "queue.claim": RoleWorker,
 	"queue.heartbeat": RoleWorker, "queue.release": RoleWorker, "queue.prepare": RoleWorker, "queue.ack": RoleWorker,
 	"vine.claim": RoleWorker, "vine.write": RoleWorker, "vine.expand": RoleWorker, "vine.import": RoleWorker,
 	"memory.observe": RoleWorker,
+	// A signal is a worker's (an agent approves, rejects or sends data).
+	"workflow.signal": RoleWorker,
 	// Everything else is the admin's: adding tasks, replay, retry, pause,
 	// resume and limits, cancels and schedules, agent tasks and consolidation, ingest, tokens.
 	"queue.add": RoleAdmin, "queue.add_many": RoleAdmin, "queue.cancel": RoleAdmin, "schedule.add": RoleAdmin,
@@ -31,6 +33,7 @@ var policy = map[string]Role{
 	"task.create": RoleAdmin, "task.join": RoleAdmin, "task.objective": RoleAdmin, "task.complete_agent": RoleAdmin,
 	"task.complete": RoleAdmin, "memory.consolidate": RoleAdmin, "code.ingest": RoleAdmin,
 	"token.create": RoleAdmin, "token.list": RoleAdmin, "token.revoke": RoleAdmin,
+	"workflow.start": RoleAdmin, "workflow.cancel": RoleAdmin, "workflow.retry": RoleAdmin,
 }
 
 // Required returns the least role that may perform op. An operation the

@@ -17,6 +17,9 @@ const (
 	// StreamAuth holds the access tokens' events (created, revoked): the
 	// token registry of every server is a projection of it.
 	StreamAuth = "TRELLIS_AUTH"
+	// StreamWorkflows holds durable workflow runs (their journals) and
+	// the workflows pools host.
+	StreamWorkflows = "TRELLIS_WORKFLOWS"
 )
 
 // StreamSpec describes one domain stream.
@@ -46,6 +49,7 @@ func Streams() []StreamSpec {
 		{Name: StreamMemory, Domain: "memory", Description: "Trellis agent memory: observations, facts, consolidation runs"},
 		{Name: StreamTasks, Domain: "tasks", Description: "Trellis agent tasks: tasks, agents, objectives"},
 		{Name: StreamAuth, Domain: "auth", Description: "Trellis access tokens: trellis.auth.<name>.<event> (hashes only)"},
+		{Name: StreamWorkflows, Domain: "workflows", Description: "Trellis durable workflows: trellis.workflows.run.<run_id>.<event>, trellis.workflows.def.<name>.<event>"},
 	}
 }
 

@@ -128,6 +128,11 @@ func aggregateOf(subject string) (aggRef, bool) {
 			return aggRef{}, false
 		}
 		return aggRef{"token/" + t[2], own, own}, true
+	case "workflows": // trellis.workflows.{run,def}.<id>.<event>
+		if len(t) != 5 {
+			return aggRef{}, false
+		}
+		return aggRef{t[2] + "/" + t[3], own, own}, true
 	case "chunks":
 		if len(t) != 5 {
 			return aggRef{}, false

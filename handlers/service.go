@@ -18,6 +18,7 @@ import (
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/workflow"
 )
 
 // ServiceConfig configures a Service.
@@ -77,6 +78,7 @@ type Service struct {
 	boardRunner *projections.Runner
 	metrics     *projections.Runner
 	reactor     *taskqueue.Reactor
+	workflows   *workflow.Engine
 	// activity is the recent-activity fold, started by the first read
 	// that needs it (see Activity).
 	activity activityFold
@@ -108,6 +110,7 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 		checkpoints: projections.NewCheckpoints(filepath.Join(cfg.DataDir, "checkpoints"), projDir),
 	}
 	s.vine = NewVine(store, cfg.Vine)
+	s.workflows = workflow.New(store, workflow.Config{Logger: cfg.Logger, Queue: cfg.Queue})
 	s.frontiers = projections.NewFrontiers(projDir)
 	s.boardRunner = projections.NewRunner(store, s.board, cfg.Logger)
 	s.frontierRun = projections.NewRunner(store, s.frontiers, cfg.Logger)
@@ -126,6 +129,10 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	}
 	return s
 }
+
+// Workflows returns the durable workflow API (start runs, signals,
+// cancels): runs are advanced by the pools hosting their workflows.
+func (s *Service) Workflows() *workflow.Engine { return s.workflows }
 
 // Start resumes every projection after its last applied sequence.
 func (s *Service) Start(ctx context.Context) error {
@@ -359,6 +366,12 @@ func Audit(ctx context.Context, store *events.Store, id string) ([]events.Record
 	recs, _, err := store.Load(ctx, events.StreamQueue, taskqueue.Filter(id))
 	if err != nil {
 		return nil, command.StoreError("audit", err)
+	}
+	if len(recs) == 0 {
+		// A workflow run's id is a ULID too: its journal.
+		if recs, _, err = store.Load(ctx, events.StreamWorkflows, "trellis.workflows.run."+id+".>"); err != nil {
+			return nil, command.StoreError("audit", err)
+		}
 	}
 	if len(recs) == 0 {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "no events for id %s", id)

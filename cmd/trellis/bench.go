@@ -21,7 +21,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
 	}
 	c.PersistentFlags().IntVar(&a.batchMin, "batch-min", 0, "group commit: the fewest waiting appends committed as one atomic batch (0: the store's default per stream, -1: never batch)")
-	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchBoard(), a.benchSearch())
+	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchBoard(), a.benchSearch(), a.benchWorkflows())
 	return c
 }
 
@@ -110,6 +110,30 @@ func (a *app) benchWorkers() *cobra.Command {
 	c.Flags().DurationVar(&cfg.ClaimWindow, "claim-window", workers.DefaultClaimWindow, "the pools' claim window (see trellis worker --claim-window); negative records every claim before its handler runs")
 	c.Flags().DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (a *app) benchWorkflows() *cobra.Command {
+	var cfg bench.WorkflowsConfig
+	var syncInterval time.Duration
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "workflows",
+		Short:   "Durable workflow runs/s (3 no-op steps) at several concurrencies and start → completed latency at an offered rate, beside raw JetStream appends",
+		Example: "  trellis bench workflows\n  trellis bench workflows --levels 8,64,256 --rate 100 --seconds 5",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.benchOn(cmd, syncInterval, asJSON, func(store *events.Store) (report, error) {
+				return bench.RunWorkflows(cmd.Context(), store, cfg)
+			})
+		},
+	}
+	f := c.Flags()
+	f.IntSliceVar(&cfg.Levels, "levels", []int{8, 32, 128}, "runs in flight (closed loop) to measure")
+	f.Float64Var(&cfg.Seconds, "seconds", 3, "seconds per measurement")
+	f.IntVar(&cfg.Rate, "rate", 100, "offered start rate of the latency phase (runs/s)")
+	f.DurationVar(&syncInterval, "sync-interval", 0, "sync every interval instead of every write")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
 

@@ -59,6 +59,7 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 	s.handle("GET /v1/vine/graphs/{id}/export", s.vineExport)
 	s.handle("GET /healthz", s.healthz)
 	s.memoryRoutes()
+	s.workflowRoutes()
 	s.codeRoutes()
 	s.dashboardRoutes()
 

@@ -20,6 +20,8 @@ var toolOps = map[string]string{
 	ToolTaskList: "task.list", ToolObserve: "memory.observe", ToolConsolidate: "memory.consolidate", ToolFacts: "memory.facts",
 	ToolConsolidationHistory: "memory.history", ToolSearchChunks: "code.search",
 	ToolExplainCode: "code.explain", ToolAuditQuery: "audit.query",
+	ToolWorkflowStart: "workflow.start", ToolWorkflowShow: "workflow.show", ToolWorkflowList: "workflow.list",
+	ToolWorkflowSignal: "workflow.signal", ToolWorkflowCancel: "workflow.cancel",
 }
 
 // ToolOp returns the operation a tool is authorized as.

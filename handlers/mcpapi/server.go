@@ -87,6 +87,10 @@ func NewServerWith(svc trellis.QueueService, cfg Config) *mcp.Server {
 	if isAudit {
 		instr += "\n\n" + auditInstructions
 	}
+	wh, isWorkflow := svc.(workflowHost)
+	if isWorkflow {
+		instr += "\n\n" + workflowInstructions
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "Trellis task queue", Version: version}, &mcp.ServerOptions{
 		Instructions: instr,
 		// Advertise only what is served: tools (inferred when they are
@@ -111,6 +115,9 @@ func NewServerWith(svc trellis.QueueService, cfg Config) *mcp.Server {
 	}
 	if isAudit {
 		registerAuditTools(srv, as)
+	}
+	if isWorkflow {
+		registerWorkflowTools(srv, wh.Workflows())
 	}
 	return srv
 }

@@ -57,6 +57,11 @@ func TestToolsList(t *testing.T) {
 		"facts":                 {[]string{"branch", "status", "category", "query", "task"}, nil, true},
 		"consolidation_history": {[]string{"task"}, nil, true},
 		"audit_query":           {[]string{"queue", "graph", "stream", "since", "until", "actor", "type", "limit", "cursor"}, nil, true},
+		"workflow_start":        {[]string{"workflow", "version", "input", "run_id"}, []string{"workflow"}, false},
+		"workflow_show":         {[]string{"run_id"}, []string{"run_id"}, false},
+		"workflow_list":         {[]string{"status", "workflow", "limit"}, nil, false},
+		"workflow_signal":       {[]string{"run_id", "name", "data"}, []string{"run_id", "name"}, false},
+		"workflow_cancel":       {[]string{"run_id", "reason"}, []string{"run_id"}, false},
 	}
 	if len(res.Tools) != len(want) {
 		t.Errorf("got %d tools; want %d", len(res.Tools), len(want))

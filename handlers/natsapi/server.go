@@ -214,6 +214,9 @@ func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[strin
 	for op, fn := range tokenOps(cfg.Tokens) {
 		ops[op] = fn
 	}
+	for op, fn := range workflowOps(svc.Workflows()) {
+		ops[op] = fn
+	}
 	for op, fn := range logOps(svc) {
 		ops[op] = fn
 	}
