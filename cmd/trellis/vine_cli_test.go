@@ -14,7 +14,7 @@ import (
 	"github.com/trellis/trellis/vine"
 )
 
-// TestVineWriteHelpListsEveryOp: `vine write --help` and the README list
+// TestVineWriteHelpListsEveryOp: `vine write --help` and the VINE guide (docs/vine.md) list
 // every operation the vine package knows, with its arguments.
 func TestVineWriteHelpListsEveryOp(t *testing.T) {
 	t.Parallel()
@@ -22,7 +22,7 @@ func TestVineWriteHelpListsEveryOp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("vine write --help: exit %d: %s", code, errs)
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "vine.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestVineWriteHelpListsEveryOp(t *testing.T) {
 			t.Errorf("vine write --help lacks %q with its effect", s.Signature())
 		}
 		if !strings.Contains(string(readme), "`"+s.Signature()+"`") {
-			t.Errorf("README lacks `%s`", s.Signature())
+			t.Errorf("docs/vine.md lacks `%s`", s.Signature())
 		}
 	}
 	for _, f := range vine.OpArgumentForms() {
