@@ -236,9 +236,7 @@ func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 		if err == nil {
 			return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 		}
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		if jsClassOf(err) == jsWrongLastSeq {
 			if seq, ok := s.findOwn(ctx, r.p.Subject, r.p.Expect, r.p.Envelope.ID); ok {
 				return Appended{Seq: seq, Duplicate: true}, nil
 			}
@@ -246,6 +244,9 @@ func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 		}
 		if !retryable(err) || ctx.Err() != nil {
 			return Appended{}, fmt.Errorf("append %s: %w", r.p.Subject, err)
+		}
+		if perr := permissionError(s.nc); perr != nil && jsClassOf(err) == jsUnanswered {
+			return Appended{}, fmt.Errorf("append %s: %w: %w", r.p.Subject, perr, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -256,24 +257,6 @@ func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 			backoff *= 2
 		}
 	}
-}
-
-// retryable reports errors after which the append may or may not have been
-// stored and sending it again is safe (the message id de-duplicates).
-func retryable(err error) bool {
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
-}
-
-// IsUnavailable reports errors that mean JetStream could not answer now
-// (no responders while a stream or consumer elects its leader, a timeout,
-// a lost or closed connection, JetStream off) rather than that the request
-// was wrong: callers report them as unavailable, worth retrying.
-func IsUnavailable(err error) bool {
-	return retryable(err) || errors.Is(err, context.Canceled) || errors.Is(err, nats.ErrConnectionClosed) ||
-		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
 }
 
 // findOwn looks for an event with id among the aggregate's events appended
