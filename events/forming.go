@@ -34,7 +34,7 @@ func (s *Store) whileClusterForms(ctx context.Context, op func(context.Context) 
 			return err
 		}
 		if waited := time.Since(start); waited >= clusterFormWait {
-			return fmt.Errorf("waited %s for the NATS cluster to have JetStream and %d node(s) for the replicas: %w", waited.Round(time.Second), s.cfg.Replicas, err)
+			return fmt.Errorf("waited %s for the NATS cluster to have JetStream and enough nodes for the replicas: %w", waited.Round(time.Second), err)
 		}
 		t := time.NewTimer(250 * time.Millisecond)
 		select {

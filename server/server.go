@@ -51,7 +51,10 @@ type Config struct {
 	// HTTPAddr is where the HTTP API, /mcp and /metrics listen; empty means
 	// no HTTP server.
 	HTTPAddr string
-	// Replicas is the stream replica count (default 1).
+	// Replicas is the stream replica count the operator asks for: the
+	// streams are created with it and existing ones changed to it. Zero
+	// (the default) keeps existing streams' replicas and creates missing
+	// ones like the existing ones, or with 1 (see events.StoreConfig).
 	Replicas int
 	// SyncInterval > 0 opts the embedded server out of fsync-per-write.
 	SyncInterval time.Duration
@@ -206,6 +209,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err = s.store.Ensure(ctx); err != nil {
+		if events.IsPermissionDenied(err) {
+			return nil, &trellis.Error{Code: trellis.CodeUnauthorized, Err: err, Message: fmt.Sprintf(
+				"the NATS server at %s refused a subject Trellis needs (permissions violation): grant this NATS user the JetStream API ($JS.API.>, $JS.ACK.>) and the trellis.> subjects: %v", url, err)}
+		}
 		return nil, err
 	}
 	if cfg.Auth {
