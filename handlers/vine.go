@@ -245,7 +245,8 @@ const HandEditActor = "hand-edit"
 // reconcile compares the file with the log and records what the log does
 // not know yet: a file the log does not know is recorded (imported), a
 // valid hand edit of the file is merged three-way (base: the text this
-// process last wrote to the file; theirs: the file; ours: the log) and
+// process last wrote to the file or merged from it; theirs: the file;
+// ours: the log) and
 // the merge recorded (hand_edited, by HandEditActor), so the log learns
 // what the file holds before the caller's command runs. Edits that
 // conflict with the log keep the log's version and are reported; a hand
@@ -324,6 +325,10 @@ func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphSt
 		}
 		rep.handEdit = true
 	}
+	// The file's text is now merged into the log: it is the base of the
+	// next hand edit's merge (a later save of the same buffer only adds
+	// what is new in it).
+	v.files.wrote(f.graphID, text)
 	v.files.judged(f.graphID, h)
 	return st, rep, nil
 }
