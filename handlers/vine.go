@@ -258,9 +258,13 @@ func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphSt
 	if err != nil {
 		return st, nil, command.StoreError("load graph", err)
 	}
+	before := stampOf(f.abs)
 	g, text, ferr := v.readVineFile(f.abs, "file")
 	h := events.TextHash(text)
 	rep.read = fileRead{exists: g != nil || ferr != nil, hash: h}
+	if after := stampOf(f.abs); rep.read.exists && before == after {
+		rep.read.stamp = after // else saved while read: no rewrite this time
+	}
 	if !rep.read.exists {
 		rep.read.hash = ""
 	}
@@ -477,6 +481,11 @@ func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine
 		if res, err = vine.Apply(cur.Graph, ops); err != nil {
 			return command.Decision{}, vineError("operations", err)
 		}
+		if res.Graph.Equal(cur.Graph) {
+			// Nothing to record (a task set to the status it has): no
+			// event, so a repeated completion is recorded once.
+			return command.Decision{}, errBatchUnchanged
+		}
 		text, err := vine.Serialize(res.Graph)
 		if err != nil {
 			return command.Decision{}, vineError("operations", err)
@@ -489,6 +498,10 @@ func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine
 		// (written back only when it is missing).
 		fr := vine.Next(st.Value.Graph)
 		return &trellis.VineWriteResult{GraphID: f.graphID, Progress: fr.Progress, Frontier: fr}, nil, err
+	}
+	if errors.Is(err, errBatchUnchanged) {
+		fr := vine.Next(st.Value.Graph)
+		return &trellis.VineWriteResult{GraphID: f.graphID, Summary: res.Summary, Results: res.Results, Progress: fr.Progress, Frontier: fr}, &res, nil
 	}
 	if err != nil {
 		return nil, nil, graphError(f.graphID, "append batch", err)
@@ -595,6 +608,9 @@ func (v *Vine) Claim(ctx context.Context, req trellis.VineClaimRequest) (*trelli
 }
 
 var errNothingReady = errors.New("no task is ready to start")
+
+// errBatchUnchanged: a batch that changes nothing is not recorded.
+var errBatchUnchanged = errors.New("the batch changes nothing")
 
 // Expand inlines the child graph of a reference node (vine_expand). The
 // child file is resolved against the parent's directory and must lie

@@ -260,3 +260,53 @@ func TestVineHandEditsUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d edits, %d lost, %d claims", len(notes), lost, len(claimed))
 }
+
+// TestVineSecondCompletionRecordedOnce reproduces issue 19: two agents
+// both completed the same node (set_status complete twice in the log),
+// and both counted it. The second is a no-op: one event, one count.
+func TestVineSecondCompletionRecordedOnce(t *testing.T) {
+	t.Parallel()
+	b := setupVine(t)
+	ctx := context.Background()
+	path := b.file(t, "plan.vine", chain)
+	info, err := b.svc.VineImport(ctx, trellis.VineFileRequest{File: path, Agent: "setup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var changed atomic.Int32
+	for i := 0; i < 4; i++ {
+		agent := fmt.Sprintf("agent-%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := b.svc.VineWrite(ctx, trellis.VineWriteRequest{File: path, Agent: agent,
+				Operations: []vine.Op{{Op: vine.OpSetStatus, ID: "a", Status: vine.StatusComplete}}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(res.Results) != 1 {
+				t.Errorf("results %+v", res.Results)
+				return
+			}
+			if !res.Results[0].Unchanged {
+				changed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := changed.Load(); n != 1 {
+		t.Fatalf("%d agents were told they completed a", n)
+	}
+	_, recs := b.graph(t, info.GraphID)
+	completions := 0
+	for _, r := range recs {
+		if r.Type == events.GraphBatchApplied {
+			completions++
+		}
+	}
+	if completions != 1 {
+		t.Fatalf("%d batch_applied events for one completion", completions)
+	}
+}

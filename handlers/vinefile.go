@@ -9,28 +9,37 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/trellis/trellis/events"
 )
 
-// fileRead is what a command read of a .vine file: its content's hash
-// ("" when the file did not exist). A rewrite happens only if the file
-// still holds exactly that (compare and swap).
+// fileRead is what a command read of a .vine file: whether it existed,
+// and the identity of the file read (inode, size, modification time),
+// taken before and after reading it. A rewrite happens only if the file
+// still is exactly that one (compare and swap).
 type fileRead struct {
 	exists bool
 	hash   string
+	stamp  fileStamp
 }
 
-// readStamp returns what path holds now.
-func readStamp(path string) (fileRead, []byte, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return fileRead{}, nil, nil
-	}
+// fileStamp identifies a version of a file: an editor's save (a new file
+// renamed over it, or a rewrite in place) changes it.
+type fileStamp struct {
+	ino, size uint64
+	mtime     int64
+}
+
+// stampOf returns the stamp of path, or the zero stamp (matching nothing
+// read) when it cannot be taken.
+func stampOf(path string) fileStamp {
+	info, err := os.Lstat(path)
 	if err != nil {
-		return fileRead{}, nil, err
+		return fileStamp{}
 	}
-	return fileRead{exists: true, hash: events.TextHash(string(data))}, data, nil
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStamp{}
+	}
+	return fileStamp{ino: st.Ino, size: uint64(info.Size()), mtime: info.ModTime().UnixNano()}
 }
 
 // errFileChanged reports a rewrite skipped because the file changed since
@@ -46,11 +55,8 @@ var errFileChanged = errors.New("the file changed since it was read")
 // returned, so a concurrent save is never lost.
 func writeFileCAS(path string, data []byte, want fileRead) error {
 	dir := filepath.Dir(path)
-	cur, _, err := readStamp(path)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if cur != want {
+	now := stampOf(path)
+	if want.exists && (want.stamp == fileStamp{} || now != want.stamp) || !want.exists && now != (fileStamp{}) {
 		return errFileChanged
 	}
 	mode, uid, gid := os.FileMode(0o644), -1, -1
@@ -104,8 +110,7 @@ func writeFileCAS(path string, data []byte, want fileRead) error {
 		}
 		return syncDir(dir)
 	}
-	displaced, err := os.ReadFile(tmp.Name())
-	if err == nil && events.TextHash(string(displaced)) != want.hash {
+	if stampOf(tmp.Name()) != want.stamp {
 		// Saved by someone between the check and the exchange: put their
 		// content back; the next command merges it.
 		if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
