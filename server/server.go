@@ -103,7 +103,9 @@ type Server struct {
 	nc        *nats.Conn
 	store     *events.Store
 	svc       *handlers.Service
+	mu        sync.Mutex // guards responder (see quorum.go)
 	responder *natsapi.Responder
+	quorum    *quorumWatch
 	httpSrv   *http.Server
 	httpLn    net.Listener
 	registry  *prometheus.Registry
@@ -255,9 +257,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if s.auth != nil {
 			scfg.Auth, scfg.Tokens = s.auth, s.auth
 		}
-		s.responder, err = natsapi.Serve(s.nc, s.svc, scfg)
+		r, err := natsapi.Serve(s.nc, s.svc, scfg)
 		if err != nil {
 			return nil, err
+		}
+		s.mu.Lock()
+		s.responder = r
+		s.mu.Unlock()
+		if s.ns == nil {
+			// On an external NATS: leave the API to other servers while
+			// this one's node has no JetStream quorum.
+			s.watchQuorum(scfg)
 		}
 	}
 	if cfg.WriteInfo {
@@ -277,6 +287,12 @@ func (s *Server) startHTTP() error {
 	mcpSrv := mcpapi.NewServer(s.svc, Version)
 	liveDone := make(chan struct{})
 	hcfg := httpapi.Config{
+		Ready: func() error {
+			s.mu.Lock()
+			q := s.quorum
+			s.mu.Unlock()
+			return q.ready()
+		},
 		Logger: s.cfg.Logger,
 		Done:   liveDone,
 		Mounts: map[string]http.Handler{
@@ -353,9 +369,15 @@ func (s *Server) Close() {
 		_ = s.httpSrv.Shutdown(ctx)
 		cancel()
 	}
+	if s.quorum != nil {
+		s.quorum.close()
+	}
+	s.mu.Lock()
 	if s.responder != nil {
 		s.responder.Stop()
+		s.responder = nil
 	}
+	s.mu.Unlock()
 	if s.auth != nil {
 		s.auth.Stop()
 	}
