@@ -22,6 +22,9 @@ func StoreError(what string, err error) error {
 	}
 	code := trellis.CodeInternal
 	switch {
+	case events.IsPermissionDenied(err):
+		return &trellis.Error{Code: trellis.CodeUnauthorized, Err: err, Message: fmt.Sprintf(
+			"%s: the NATS server refused a subject Trellis needs (permissions violation): grant this NATS user the JetStream API and the trellis.> subjects: %v", what, err)}
 	case events.IsUnavailable(err):
 		code = trellis.CodeUnavailable
 	case errors.Is(err, ErrConflict):

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ErrDuplicateMsgID reports an atomic batch refused because one of its
@@ -103,10 +102,13 @@ func (s *Store) appendBatch(ctx context.Context, ps []Pending, what string) ([]A
 			}
 		}
 		switch {
-		case refused && (be.ErrCode == int(jetstream.JSErrCodeStreamWrongLastSequence) || be.ErrCode == int(jetstream.JSErrCodeStreamWrongLastSequenceConstant)):
+		case refused && jsClassOf(be) == jsWrongLastSeq:
 			return nil, fmt.Errorf("append %s: %w", ps[0].Subject, ErrWrongLastSequence)
-		case refused && be.ErrCode == batchDuplicateMsgID:
+		case refused && jsClassOf(be) == jsBatchDuplicate:
 			return nil, fmt.Errorf("append %s: %w: %v", ps[0].Subject, ErrDuplicateMsgID, err)
+		case refused && jsClassOf(be) == jsInDoubt:
+			// An earlier attempt is still being committed: send it again
+			// after a pause; the message ids answer for a stored one.
 		case refused:
 			return nil, fmt.Errorf("append %s: %w", ps[0].Subject, err)
 		case ctx.Err() != nil:
@@ -123,8 +125,3 @@ func (s *Store) appendBatch(ctx context.Context, ps []Pending, what string) ([]A
 		}
 	}
 }
-
-// batchDuplicateMsgID is the JetStream API error of an atomic batch holding
-// a message id already stored ("atomic publish batch contains duplicate
-// message id").
-const batchDuplicateMsgID = 10201

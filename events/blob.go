@@ -66,11 +66,15 @@ func (s *Store) blobs(ctx context.Context) (jetstream.ObjectStore, error) {
 }
 
 func (s *Store) ensureBlobs(ctx context.Context) (jetstream.ObjectStore, error) {
+	replicas, err := s.replicasFor(ctx, "OBJ_"+BlobBucket)
+	if err != nil {
+		return nil, err
+	}
 	return s.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      BlobBucket,
 		Description: "Trellis: payloads of events too large for one message, named by their SHA-256",
 		Storage:     jetstream.FileStorage,
-		Replicas:    s.cfg.Replicas,
+		Replicas:    replicas,
 	})
 }
 

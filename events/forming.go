@@ -2,22 +2,8 @@ package events
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-)
-
-// JetStream API error codes of a cluster that is still forming.
-const (
-	// errCodeClusterUnavailable: "JetStream system temporarily
-	// unavailable" (no meta leader yet).
-	errCodeClusterUnavailable = 10008
-	// errCodeNoPeers: "no suitable peers for placement" (fewer nodes up
-	// than the stream's replicas).
-	errCodeNoPeers = 10005
 )
 
 // clusterFormWait bounds how long whileClusterForms waits for a cluster
@@ -36,11 +22,19 @@ func (s *Store) whileClusterForms(ctx context.Context, op func(context.Context) 
 		tctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 		err := op(tctx)
 		cancel()
-		if err == nil || ctx.Err() != nil || !clusterForming(err) {
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if perr := permissionError(s.nc); perr != nil && jsClassOf(err) == jsUnanswered {
+			// The server refused a subject and the request timed out:
+			// waiting longer cannot help.
+			return fmt.Errorf("%w: %w", perr, err)
+		}
+		if !clusterForming(err) {
 			return err
 		}
 		if waited := time.Since(start); waited >= clusterFormWait {
-			return fmt.Errorf("waited %s for the NATS cluster to have JetStream and %d node(s) for the replicas: %w", waited.Round(time.Second), s.cfg.Replicas, err)
+			return fmt.Errorf("waited %s for the NATS cluster to have JetStream and enough nodes for the replicas: %w", waited.Round(time.Second), err)
 		}
 		t := time.NewTimer(250 * time.Millisecond)
 		select {
@@ -50,15 +44,4 @@ func (s *Store) whileClusterForms(ctx context.Context, op func(context.Context) 
 		case <-t.C:
 		}
 	}
-}
-
-// clusterForming reports an error of a cluster that cannot answer yet.
-func clusterForming(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode == errCodeClusterUnavailable || apiErr.ErrorCode == errCodeNoPeers
-	}
-	// No responders means no JetStream at all (a server without it), not
-	// one still forming: that fails at once.
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }

@@ -187,7 +187,7 @@ func (s *Store) leaderNext(ctx context.Context, stream, filter string, seq uint6
 		return Message{}, false, fmt.Errorf("scan %s: %w", stream, err)
 	}
 	if resp.Error != nil {
-		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+		if jsCode(resp.Error) == jsCodeMsgNotFound {
 			return Message{}, false, nil
 		}
 		return Message{}, false, fmt.Errorf("scan %s: %w", stream, resp.Error)

@@ -27,8 +27,12 @@ var ErrNotFound = errors.New("no events")
 
 // StoreConfig configures the Store. The zero value is usable.
 type StoreConfig struct {
-	// Replicas is the number of stream replicas (default 1; use 3 on a
-	// cluster).
+	// Replicas is the number of stream replicas an operator asks for
+	// (trellis serve --replicas): Ensure creates missing streams with it
+	// and changes existing ones to it. Zero asks for nothing: Ensure keeps
+	// every existing stream's replicas as they are (a client never
+	// changes a cluster's durability) and creates missing streams with
+	// the replicas of the existing Trellis streams, or 1.
 	Replicas int
 	// DuplicateWindow is how long JetStream remembers message ids for
 	// de-duplication (default 2 minutes). Idempotency keys are honoured
@@ -66,8 +70,8 @@ type StoreConfig struct {
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
-	if c.Replicas <= 0 {
-		c.Replicas = 1
+	if c.Replicas < 0 {
+		c.Replicas = 0
 	}
 	if c.DuplicateWindow <= 0 {
 		c.DuplicateWindow = 2 * time.Minute
@@ -141,13 +145,17 @@ func (s *Store) Config() StoreConfig { return s.cfg }
 // appends one event at a time.
 func (s *Store) Ensure(ctx context.Context) error {
 	for _, spec := range Streams() {
+		replicas, err := s.replicasFor(ctx, spec.Name)
+		if err != nil {
+			return fmt.Errorf("create stream %s: %w", spec.Name, err)
+		}
 		cfg := jetstream.StreamConfig{
 			Name:               spec.Name,
 			Description:        spec.Description,
 			Subjects:           []string{spec.Subjects()},
 			Retention:          jetstream.LimitsPolicy,
 			Storage:            jetstream.FileStorage,
-			Replicas:           s.cfg.Replicas,
+			Replicas:           replicas,
 			Duplicates:         s.cfg.DuplicateWindow,
 			AllowDirect:        true,
 			Discard:            jetstream.DiscardOld,
@@ -156,7 +164,7 @@ func (s *Store) Ensure(ctx context.Context) error {
 			AllowRollup:        spec.Schedules,
 		}
 		var st jetstream.Stream
-		err := s.whileClusterForms(ctx, func(ctx context.Context) (err error) {
+		err = s.whileClusterForms(ctx, func(ctx context.Context) (err error) {
 			st, err = s.js.CreateOrUpdateStream(ctx, cfg)
 			return err
 		})
@@ -177,6 +185,34 @@ func (s *Store) Ensure(ctx context.Context) error {
 	s.bucket = b
 	s.mu.Unlock()
 	return nil
+}
+
+// replicasFor returns the replicas Ensure gives stream: the operator's
+// (StoreConfig.Replicas) when asked, else the stream's own when it
+// exists, else those of the queue stream when it exists, else 1. A
+// client's store never changes what a cluster's operator chose.
+func (s *Store) replicasFor(ctx context.Context, stream string) (int, error) {
+	if s.cfg.Replicas > 0 {
+		return s.cfg.Replicas, nil
+	}
+	for _, name := range []string{stream, StreamQueue} {
+		var info *jetstream.StreamInfo
+		err := s.whileClusterForms(ctx, func(ctx context.Context) error {
+			st, err := s.js.Stream(ctx, name)
+			if err == nil {
+				info = st.CachedInfo()
+			}
+			return err
+		})
+		if jsClassOf(err) == jsNotFound {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("stream %s: %w", name, err)
+		}
+		return max(info.Config.Replicas, 1), nil
+	}
+	return 1, nil
 }
 
 // Expect is the concurrency check of an append.
@@ -236,9 +272,7 @@ func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 		if err == nil {
 			return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 		}
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		if jsClassOf(err) == jsWrongLastSeq {
 			if seq, ok := s.findOwnInDoubt(ctx, r); ok {
 				return Appended{Seq: seq, Duplicate: true}, nil
 			}
@@ -246,6 +280,9 @@ func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 		}
 		if !retryable(err) || ctx.Err() != nil {
 			return Appended{}, fmt.Errorf("append %s: %w", r.p.Subject, err)
+		}
+		if perr := permissionError(s.nc); perr != nil && jsClassOf(err) == jsUnanswered {
+			return Appended{}, fmt.Errorf("append %s: %w: %w", r.p.Subject, perr, err)
 		}
 		// Sent, answer lost: the next attempt may race the first one's
 		// commit.
@@ -281,24 +318,6 @@ func (s *Store) findOwnInDoubt(ctx context.Context, r *request) (uint64, bool) {
 		}
 		wait *= 2
 	}
-}
-
-// retryable reports errors after which the append may or may not have been
-// stored and sending it again is safe (the message id de-duplicates).
-func retryable(err error) bool {
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
-}
-
-// IsUnavailable reports errors that mean JetStream could not answer now
-// (no responders while a stream or consumer elects its leader, a timeout,
-// a lost or closed connection, JetStream off) rather than that the request
-// was wrong: callers report them as unavailable, worth retrying.
-func IsUnavailable(err error) bool {
-	return retryable(err) || errors.Is(err, context.Canceled) || errors.Is(err, nats.ErrConnectionClosed) ||
-		errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
 }
 
 // findOwn looks for an event with id among the aggregate's events appended
@@ -355,7 +374,7 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 		}
 		from = batch[len(batch)-1].Seq + 1
 	}
-	if len(out) == 0 && from == 1 && s.cfg.Replicas > 1 {
+	if len(out) == 0 && from == 1 && s.replicated(stream) {
 		// Nothing at all, as a replica saw it: direct gets may be answered
 		// by a replica that has not applied the latest writes yet, and an
 		// aggregate just created elsewhere would look absent. The stream's
@@ -373,6 +392,15 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 		last = out[len(out)-1].Seq
 	}
 	return out, last, nil
+}
+
+// replicated reports whether stream has more than one replica, as the
+// stream's configuration says (not this store's: a client's store asks for
+// no replicas and reads a replicated stream all the same). Unknown (the
+// server cannot tell now) counts as replicated: the leader is asked.
+func (s *Store) replicated(stream string) bool {
+	tr, ok := s.streamTraits(stream)
+	return !ok || tr.replicas > 1
 }
 
 // loadFromLeader reads every event matching filter from the stream's

@@ -54,6 +54,12 @@ type GraphSnapshotPayload struct {
 	TextGz string `json:"text_gz"`
 	Hash   string `json:"hash"`
 	Nodes  int    `json:"nodes"`
+	// NoticedBy is the actor whose command found a hand edit (the event's
+	// actor is then "hand-edit").
+	NoticedBy string `json:"noticed_by,omitempty"`
+	// Conflicts are the hand edits that could not be merged: the log's
+	// version was kept for them.
+	Conflicts []vine.MergeConflict `json:"conflicts,omitempty"`
 }
 
 // GraphBatchPayload is the payload of a batch_applied event. Hash is the

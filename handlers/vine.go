@@ -14,7 +14,6 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/vine"
 )
 
@@ -46,7 +45,7 @@ type Vine struct {
 	store  *events.Store
 	cfg    VineConfig
 	graphs *command.Runner[*events.GraphState]
-	known  *knownTexts
+	files  *fileMemory
 }
 
 // graphKind is the VINE graph aggregate: every event of
@@ -91,7 +90,7 @@ func NewVine(store *events.Store, cfg VineConfig) *Vine {
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = GraphCacheSize
 	}
-	return &Vine{store: store, cfg: cfg, known: newKnownTexts(),
+	return &Vine{store: store, cfg: cfg, files: newFileMemory(),
 		graphs: command.New(store, graphKind, command.Config{
 			Now: cfg.Now, CacheSize: cfg.CacheSize,
 			// Many agents on one graph contend here: allow many rounds.
@@ -338,22 +337,44 @@ type openReport struct {
 	imported, handEdit bool
 	// missing: the file does not exist (the log has the graph).
 	missing bool
+	// read is what the file held when it was read: the file is rewritten
+	// only if it still holds exactly that.
+	read fileRead
+	// conflicts are the hand edits that could not be merged (the log's
+	// version kept).
+	conflicts []vine.MergeConflict
 }
+
+// HandEditActor is the actor of a hand_edited event: a person edited the
+// .vine file; the payload names the command that noticed it.
+const HandEditActor = "hand-edit"
 
 // reconcile compares the file with the log and records what the log does
 // not know yet: a file the log does not know is recorded (imported), a
-// valid hand edit of the file is recorded (hand_edited), so the log learns
-// what the file holds before the caller's command runs. It never writes
-// the file: a command rewrites it only when it changes the graph (or
-// restores it when it is missing), so a refused command leaves it byte
-// for byte as it was. The graph's lock is held.
+// valid hand edit of the file is merged three-way (base: the text this
+// process last wrote to the file or merged from it; theirs: the file;
+// ours: the log) and
+// the merge recorded (hand_edited, by HandEditActor), so the log learns
+// what the file holds before the caller's command runs. Edits that
+// conflict with the log keep the log's version and are reported; a hand
+// edit never reverts a recorded claim. It never writes the file. The
+// graph's lock is held.
 func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
 	rep := &openReport{}
 	st, err := v.graphs.Load(ctx, f.graphID)
 	if err != nil {
 		return st, nil, command.StoreError("load graph", err)
 	}
+	before := stampOf(f.abs)
 	g, text, ferr := v.readVineFile(f.abs, "file")
+	h := events.TextHash(text)
+	rep.read = fileRead{exists: g != nil || ferr != nil, hash: h}
+	if after := stampOf(f.abs); rep.read.exists && before == after {
+		rep.read.stamp = after // else saved while read: no rewrite this time
+	}
+	if !rep.read.exists {
+		rep.read.hash = ""
+	}
 	if !st.Exists() {
 		// Not in the log yet: the file is imported as it is.
 		if ferr != nil {
@@ -362,10 +383,10 @@ func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphSt
 		if g == nil {
 			return st, nil, &trellis.Error{Code: trellis.CodeNotFound, Field: "file", Message: fmt.Sprintf("%s does not exist and no graph of that path is in the log", f.abs)}
 		}
-		if st, err = v.appendSnapshot(ctx, st, f, events.GraphImported, *g, actor); err != nil {
+		if st, err = v.appendSnapshot(ctx, st, f, events.GraphImported, *g, actor, "", nil); err != nil {
 			return st, nil, err
 		}
-		v.known.add(f.graphID, events.TextHash(text))
+		v.files.wrote(f.graphID, text)
 		rep.imported = true
 		return st, rep, nil
 	}
@@ -374,11 +395,11 @@ func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphSt
 		rep.missing = true
 		return st, rep, nil
 	}
-	if ferr == nil {
-		h := events.TextHash(text)
-		if h == st.Value.Hash || v.known.has(f.graphID, h) {
-			return st, rep, nil // what Trellis last wrote (or wrote earlier), or a text already judged
-		}
+	mem := v.files.get(f.graphID)
+	if ferr == nil && (h == st.Value.Hash || h == events.TextHash(mem.written) || h == mem.judged) {
+		// What the log holds, what this process last wrote (the log may
+		// be ahead: the next write catches up), or a text already merged.
+		return st, rep, nil
 	}
 	if ferr != nil {
 		return st, nil, &trellis.Error{Code: trellis.CodeInvalid, Field: "file", Err: ferr, Message: fmt.Sprintf(
@@ -386,32 +407,50 @@ func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphSt
 			f.abs, trellis.AsError(ferr).Message, f.graphID, f.abs)}
 	}
 	if g.Equal(st.Value.Graph) {
-		v.known.add(f.graphID, events.TextHash(text))
+		v.files.judged(f.graphID, h)
 		return st, rep, nil // same graph, other formatting
 	}
-	if stale, err := v.isPastState(ctx, f.graphID, *g); err != nil {
+	base := st.Value.Graph
+	if mem.written != "" {
+		if b, err := vine.Parse(mem.written); err == nil {
+			base = b
+		}
+	} else if stale, err := v.isPastState(ctx, f.graphID, *g); err != nil {
 		return st, nil, err
 	} else if stale {
-		// Another process appended after this file was written and has not
-		// rewritten it yet (or died before it could): not a hand edit. The
-		// next change rewrites it.
+		// This process never wrote the file (it started since): a past
+		// state is taken for a file another process has not rewritten
+		// yet, not a hand edit. The next change rewrites it.
 		return st, rep, nil
 	}
-	if st, err = v.appendSnapshot(ctx, st, f, events.GraphHandEdited, *g, actor); err != nil {
-		return st, nil, err
+	merged, conflicts := vine.Merge3(base, *g, st.Value.Graph)
+	if err := vine.Validate(merged); err != nil {
+		return st, nil, &trellis.Error{Code: trellis.CodeInvalid, Field: "file", Err: err, Message: fmt.Sprintf(
+			"the hand edit of %s cannot be merged with the graph in the log: the result is not a valid graph (%v); fix the file, or restore the recorded version with `trellis vine export %s --out %s`",
+			f.abs, err, f.graphID, f.abs)}
 	}
-	v.known.add(f.graphID, events.TextHash(text))
-	rep.handEdit = true
+	rep.conflicts = conflicts
+	if !merged.Equal(st.Value.Graph) || len(conflicts) > 0 {
+		if st, err = v.appendSnapshot(ctx, st, f, events.GraphHandEdited, merged, HandEditActor, actor, conflicts); err != nil {
+			return st, nil, err
+		}
+		rep.handEdit = true
+	}
+	// The file's text is now merged into the log: it is the base of the
+	// next hand edit's merge (a later save of the same buffer only adds
+	// what is new in it).
+	v.files.wrote(f.graphID, text)
+	v.files.judged(f.graphID, h)
 	return st, rep, nil
 }
 
 // restore writes a missing file back from the log; an existing file is
-// left alone.
+// left alone (a merged hand edit is written with the next change).
 func (v *Vine) restore(st graphState, f vineFile, rep *openReport) error {
 	if !rep.missing {
 		return nil
 	}
-	return v.writeGraph(st, f)
+	return v.writeGraph(st, f, rep.read)
 }
 
 // isPastState reports whether g equals any state the graph had in its
@@ -465,7 +504,7 @@ func graphError(graphID, what string, err error) error {
 	return command.StoreError(what, err)
 }
 
-func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, typ string, g vine.Graph, actor string) (graphState, error) {
+func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, typ string, g vine.Graph, actor, noticedBy string, conflicts []vine.MergeConflict) (graphState, error) {
 	text, err := vine.Serialize(g)
 	if err != nil {
 		return st, vineError("file", err)
@@ -481,7 +520,8 @@ func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, ty
 			return command.Decision{}, trellis.Errorf(trellis.CodeConflict, "graph %s changed while its file was being reconciled; try again", f.graphID)
 		}
 		return command.Decision{Subject: events.VineSubject(f.graphID, typ), Type: typ,
-			Payload: events.GraphSnapshotPayload{Path: f.rel, TextGz: gz, Hash: events.TextHash(text), Nodes: len(g.Nodes)}}, nil
+			Payload: events.GraphSnapshotPayload{Path: f.rel, TextGz: gz, Hash: events.TextHash(text), Nodes: len(g.Nodes),
+				NoticedBy: noticedBy, Conflicts: conflicts}}, nil
 	})
 	if err != nil {
 		if errors.Is(err, command.ErrConflict) {
@@ -492,21 +532,21 @@ func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, ty
 	return next, nil
 }
 
-// writeGraph rewrites the .vine file from the state, atomically.
-func (v *Vine) writeGraph(st graphState, f vineFile) error {
+// writeGraph rewrites the .vine file from the state, atomically, if it
+// still holds what was read (see writeFileCAS): a file saved by someone
+// meanwhile is left for the next command to merge.
+func (v *Vine) writeGraph(st graphState, f vineFile, read fileRead) error {
 	text, err := vine.Serialize(st.Value.Graph)
 	if err != nil {
 		return vineError("file", err)
 	}
-	return v.writeText(f, text)
-}
-
-// writeText writes a canonical text of the graph's state.
-func (v *Vine) writeText(f vineFile, text string) error {
-	if err := projections.WriteFileAtomic(f.abs, []byte(text)); err != nil {
+	if err := writeFileCAS(f.abs, []byte(text), read); err != nil {
+		if errors.Is(err, errFileChanged) {
+			return nil
+		}
 		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
 	}
-	v.known.add(f.graphID, events.TextHash(text))
+	v.files.wrote(f.graphID, text)
 	return nil
 }
 
@@ -523,8 +563,8 @@ func (v *Vine) submit(ctx context.Context, f vineFile, actor string, decide func
 			return st, err
 		},
 		Finish: func(_ context.Context, st graphState, appended bool) error {
-			if appended {
-				return v.writeGraph(st, f)
+			if appended && rep != nil {
+				return v.writeGraph(st, f, rep.read)
 			}
 			return v.restore(st, f, rep)
 		},
@@ -548,6 +588,11 @@ func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine
 		if res, err = vine.Apply(cur.Graph, ops); err != nil {
 			return command.Decision{}, vineError("operations", err)
 		}
+		if res.Graph.Equal(cur.Graph) {
+			// Nothing to record (a task set to the status it has): no
+			// event, so a repeated completion is recorded once.
+			return command.Decision{}, errBatchUnchanged
+		}
 		text, err := vine.Serialize(res.Graph)
 		if err != nil {
 			return command.Decision{}, vineError("operations", err)
@@ -560,6 +605,10 @@ func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine
 		// (written back only when it is missing).
 		fr := vine.Next(st.Value.Graph)
 		return &trellis.VineWriteResult{GraphID: f.graphID, Progress: fr.Progress, Frontier: fr}, nil, err
+	}
+	if errors.Is(err, errBatchUnchanged) {
+		fr := vine.Next(st.Value.Graph)
+		return &trellis.VineWriteResult{GraphID: f.graphID, Summary: res.Summary, Results: res.Results, Progress: fr.Progress, Frontier: fr}, &res, nil
 	}
 	if err != nil {
 		return nil, nil, graphError(f.graphID, "append batch", err)
@@ -666,6 +715,9 @@ func (v *Vine) Claim(ctx context.Context, req trellis.VineClaimRequest) (*trelli
 }
 
 var errNothingReady = errors.New("no task is ready to start")
+
+// errBatchUnchanged: a batch that changes nothing is not recorded.
+var errBatchUnchanged = errors.New("the batch changes nothing")
 
 // Expand inlines the child graph of a reference node (vine_expand). The
 // child file is resolved against the parent's directory and must lie

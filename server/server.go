@@ -51,7 +51,10 @@ type Config struct {
 	// HTTPAddr is where the HTTP API, /mcp and /metrics listen; empty means
 	// no HTTP server.
 	HTTPAddr string
-	// Replicas is the stream replica count (default 1).
+	// Replicas is the stream replica count the operator asks for: the
+	// streams are created with it and existing ones changed to it. Zero
+	// (the default) keeps existing streams' replicas and creates missing
+	// ones like the existing ones, or with 1 (see events.StoreConfig).
 	Replicas int
 	// SyncInterval > 0 opts the embedded server out of fsync-per-write.
 	SyncInterval time.Duration
@@ -100,7 +103,9 @@ type Server struct {
 	nc        *nats.Conn
 	store     *events.Store
 	svc       *handlers.Service
+	mu        sync.Mutex // guards responder (see quorum.go)
 	responder *natsapi.Responder
+	quorum    *quorumWatch
 	httpSrv   *http.Server
 	httpLn    net.Listener
 	registry  *prometheus.Registry
@@ -206,6 +211,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if err = s.store.Ensure(ctx); err != nil {
+		if events.IsPermissionDenied(err) {
+			return nil, &trellis.Error{Code: trellis.CodeUnauthorized, Err: err, Message: fmt.Sprintf(
+				"the NATS server at %s refused a subject Trellis needs (permissions violation): grant this NATS user the JetStream API ($JS.API.>, $JS.ACK.>) and the trellis.> subjects: %v", url, err)}
+		}
 		return nil, err
 	}
 	if cfg.Auth {
@@ -248,9 +257,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if s.auth != nil {
 			scfg.Auth, scfg.Tokens = s.auth, s.auth
 		}
-		s.responder, err = natsapi.Serve(s.nc, s.svc, scfg)
+		r, err := natsapi.Serve(s.nc, s.svc, scfg)
 		if err != nil {
 			return nil, err
+		}
+		s.mu.Lock()
+		s.responder = r
+		s.mu.Unlock()
+		if s.ns == nil {
+			// On an external NATS: leave the API to other servers while
+			// this one's node has no JetStream quorum.
+			s.watchQuorum(scfg)
 		}
 	}
 	if cfg.WriteInfo {
@@ -270,6 +287,12 @@ func (s *Server) startHTTP() error {
 	mcpSrv := mcpapi.NewServerWith(s.svc, mcpapi.Config{Version: Version, Logger: s.cfg.Logger})
 	liveDone := make(chan struct{})
 	hcfg := httpapi.Config{
+		Ready: func() error {
+			s.mu.Lock()
+			q := s.quorum
+			s.mu.Unlock()
+			return q.ready()
+		},
 		Logger: s.cfg.Logger,
 		Done:   liveDone,
 		Mounts: map[string]http.Handler{
@@ -346,9 +369,15 @@ func (s *Server) Close() {
 		_ = s.httpSrv.Shutdown(ctx)
 		cancel()
 	}
+	if s.quorum != nil {
+		s.quorum.close()
+	}
+	s.mu.Lock()
 	if s.responder != nil {
 		s.responder.Stop()
+		s.responder = nil
 	}
+	s.mu.Unlock()
 	if s.auth != nil {
 		s.auth.Stop()
 	}

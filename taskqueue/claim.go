@@ -203,7 +203,11 @@ func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch,
 	d := &dispatch{rec: rec, delivery: meta.NumDelivered}
 	if d.st, err = q.dispatchedState(ctx, rec, d.delivery); err != nil {
 		if trellis.ErrorCode(err) == trellis.CodeNotFound {
-			_ = msg.Term()
+			// The dispatch is an event of the task: a load that finds
+			// nothing was answered by a replica that has not applied it
+			// yet. Never terminate it (the task would stay queued for
+			// ever): deliver it again later.
+			_ = msg.NakWithDelay(time.Second)
 			return nil, nil
 		}
 		return nil, err

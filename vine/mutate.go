@@ -104,6 +104,10 @@ type OpResult struct {
 	Claimed *TaskContext `json:"claimed,omitempty"`
 	// Extracted is the child graph to write (extract_to_ref only).
 	Extracted *ExtractedGraph `json:"extracted,omitempty"`
+	// Unchanged is true when the operation changed nothing (set_status to
+	// the status the task already has, e.g. a second agent completing a
+	// task another completed first): count it once.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // ExtractedGraph is a child graph produced by extract_to_ref.
@@ -519,6 +523,9 @@ func (b *batch) setStatus(op Op) (OpResult, error) {
 	}
 	if !op.Status.Valid() {
 		return OpResult{}, errf(CodeInvalid, "unknown status %q (want one of complete, started, reviewing, planning, notstarted, blocked)", op.Status)
+	}
+	if b.nodes[i].Status == op.Status {
+		return OpResult{Summary: fmt.Sprintf("%q is already %s (no change)", op.ID, op.Status), Unchanged: true}, nil
 	}
 	b.own(i).Status = op.Status
 	return OpResult{Summary: fmt.Sprintf("set %q → %s", op.ID, op.Status)}, nil

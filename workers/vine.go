@@ -128,9 +128,13 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 			for _, n := range fr.ReadyToComplete {
 				ops = append(ops, vine.Op{Op: vine.OpSetStatus, ID: n.ID, Status: vine.StatusComplete})
 			}
-			if _, err := a.Service.VineWrite(ctx, trellis.VineWriteRequest{File: a.File, Operations: ops, Agent: a.Agent}); err == nil {
-				for _, n := range fr.ReadyToComplete {
-					rep.Completed = append(rep.Completed, n.ID)
+			if res, err := a.Service.VineWrite(ctx, trellis.VineWriteRequest{File: a.File, Operations: ops, Agent: a.Agent}); err == nil {
+				for i, n := range fr.ReadyToComplete {
+					// Another agent may have completed it first: count
+					// only what this write changed.
+					if i < len(res.Results) && !res.Results[i].Unchanged {
+						rep.Completed = append(rep.Completed, n.ID)
+					}
 				}
 			}
 			continue // the frontier changed either way

@@ -88,7 +88,7 @@ func (a *app) serveCommand() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&cfg.NATSAddr, "nats-addr", "127.0.0.1:4222", "embedded NATS listen address (port 0 picks a free port)")
 	f.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:7070", "HTTP API, /mcp and /metrics listen address (port 0 picks a free port; empty disables)")
-	f.IntVar(&cfg.Replicas, "replicas", 1, "stream replicas (3 on a cluster)")
+	f.IntVar(&cfg.Replicas, "replicas", 0, "stream replicas (3 on a cluster); given, existing streams are changed to it; omitted, existing streams keep theirs and new ones get 1")
 	f.BoolVar(&cfg.Auth, "auth", false, "require tokens on every listener (NATS, HTTP, MCP, metrics); the first start creates <data>/auth/admin.token (TRELLIS_ADMIN_TOKEN chooses it)")
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow listening on a non-loopback address without --auth (warns on every start)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "serve NATS and HTTP over TLS with this certificate (PEM; with --tls-key)")

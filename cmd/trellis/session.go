@@ -73,8 +73,17 @@ func (a *app) openSession(ctx context.Context) (*session, error) {
 		return s, nil
 	} else if trellis.ErrorCode(err) != trellis.CodeUnavailable || errors.Is(err, errNoNATS) {
 		return nil, err
+	} else {
+		// NATS answers but no trellis server does. A command never becomes
+		// a server on a NATS it was pointed at: it would manage the
+		// cluster's streams (their replicas, their limits) with its own
+		// defaults. Only `trellis serve` does, as its operator asks.
+		return nil, &trellis.Error{Code: trellis.CodeUnavailable, Err: err, Message: fmt.Sprintf(
+			"no trellis server answers on the NATS at %s (%s); a command never runs Trellis itself on an external NATS: "+
+				"start `trellis serve --nats-url %s` (or check that it is up), or drop --nats-url (env TRELLIS_NATS_URL) to work on the local --data directory",
+			url, trellis.AsError(err).Message, url)}
 	}
-	return a.localSession(ctx, url)
+	return a.localSession(ctx)
 }
 
 var errNoNATS = errors.New("cannot connect to NATS")
@@ -99,7 +108,12 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 	defer cancel()
 	info, err := client.Ping(pctx)
 	if err != nil {
+		last := nc.LastError()
 		nc.Close()
+		if events.IsPermissionDenied(last) {
+			return nil, &trellis.Error{Code: trellis.CodeUnauthorized, Err: errors.Join(err, last), Message: fmt.Sprintf(
+				"the NATS server at %s refused the trellis API subject (permissions violation: %v): grant this NATS user trellis.api.> and its reply inbox", url, last)}
+		}
 		return nil, err
 	}
 	var store *events.Store
@@ -176,8 +190,10 @@ func (a *app) embeddedSession(ctx context.Context, log *slog.Logger) (*session, 
 	return s, srv, err
 }
 
-// localSession runs Trellis in this process for one command.
-func (a *app) localSession(ctx context.Context, url string) (*session, error) {
+// localSession runs Trellis in this process for one command, on the
+// embedded NATS server of the data directory (never on an external one:
+// see openSession).
+func (a *app) localSession(ctx context.Context) (*session, error) {
 	code, err := a.models.codeConfig()
 	if err != nil {
 		return nil, err
@@ -185,7 +201,6 @@ func (a *app) localSession(ctx context.Context, url string) (*session, error) {
 	s, _, err := a.startLocal(ctx, server.Config{
 		Code:       code,
 		DataDir:    a.dataDir,
-		NATSURL:    url,
 		NATSAddr:   "-",
 		Workspaces: a.workspaces,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),

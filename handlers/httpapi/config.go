@@ -41,6 +41,10 @@ type Config struct {
 	// open dashboards. Close it when the server begins to shut down
 	// (http.Server.RegisterOnShutdown). Nil: they end with their clients.
 	Done <-chan struct{}
+	// Ready, when set, is asked by GET /healthz after the NATS connection:
+	// an error answers 503 with its message (a server whose JetStream lost
+	// its quorum).
+	Ready func() error
 }
 
 func (c Config) withDefaults() Config {

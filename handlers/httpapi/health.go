@@ -17,5 +17,10 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
 	if nc := s.svc.Store().Conn(); nc == nil || !nc.IsConnected() {
 		return trellis.Errorf(trellis.CodeUnavailable, "not connected to NATS")
 	}
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			return trellis.Errorf(trellis.CodeUnavailable, "%v", err)
+		}
+	}
 	return s.writeJSON(w, r, http.StatusOK, Health{Status: "ok"})
 }

@@ -1,0 +1,176 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// This file is the one place where the JetStream API's numeric error codes
+// and the client's transport errors are classified. Everything else in
+// Trellis asks jsClassOf (or the exported predicates below) what an error
+// means; no other file compares error codes.
+
+// JetStream API error codes Trellis acts on (nats-server errors.json).
+const (
+	jsCodeNoPeers           = 10005 // "no suitable peers for placement"
+	jsCodeClusterNotAvail   = 10008 // "JetStream system temporarily unavailable" (no meta leader)
+	jsCodeMsgNotFound       = 10037 // "no message found"
+	jsCodeNotEnabledAccount = 10039 // "JetStream not enabled for account"
+	jsCodeStreamNotFound    = 10059 // "stream not found"
+	jsCodeWrongLastSeq      = 10071 // "wrong last sequence: {seq}"
+	jsCodeNotEnabled        = 10076 // "JetStream not enabled"
+	jsCodeStoreFailed       = 10077 // "{err}" storing a message failed
+	jsCodeStreamOffline     = 10118 // "stream is offline"
+	jsCodeDupInProcess      = 10158 // "duplicate message id is in process"
+	jsCodeWrongLastSeqConst = 10164 // "wrong last sequence" (replicated streams)
+	jsCodeBatchDuplicate    = 10201 // "atomic publish batch contains duplicate message id"
+)
+
+// jsClass is what an error from JetStream means for the caller.
+type jsClass int
+
+const (
+	// jsOther: a final error (bad request, limits, a bug): report it.
+	jsOther jsClass = iota
+	// jsWrongLastSeq: the append's concurrency check failed (someone
+	// else appended first, or an earlier attempt of ours was stored).
+	jsWrongLastSeq
+	// jsInDoubt: the server is still committing an earlier attempt of
+	// the same message id (replicated streams): it may or may not be
+	// stored. Wait and send it again; the duplicate window answers.
+	jsInDoubt
+	// jsBatchDuplicate: an atomic batch held a message id already stored.
+	jsBatchDuplicate
+	// jsUnanswered: no answer (timeout, no responders, a reconnect): the
+	// request may or may not have taken effect; sending it again is safe
+	// for idempotent requests.
+	jsUnanswered
+	// jsForming: the cluster cannot place or serve the request yet (no
+	// meta leader, not enough peers, stream offline): retry later.
+	jsForming
+	// jsUnavailable: JetStream cannot answer now and retrying this very
+	// request will not help soon (connection closed, JetStream off, a
+	// failed store on the server).
+	jsUnavailable
+	// jsNotFound: no such message or stream.
+	jsNotFound
+	// jsPermission: the NATS user may not publish or subscribe to the
+	// subject the request needs (a permissions violation).
+	jsPermission
+)
+
+// jsCode returns the JetStream API error code carried by err (0 when it
+// carries none).
+func jsCode(err error) int {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return int(apiErr.ErrorCode)
+	}
+	var be *BatchError
+	if errors.As(err, &be) {
+		return be.ErrCode
+	}
+	return 0
+}
+
+// jsClassOf classifies an error returned by a JetStream request.
+func jsClassOf(err error) jsClass {
+	if err == nil {
+		return jsOther
+	}
+	if errors.Is(err, ErrPermissionDenied) || errors.Is(err, nats.ErrPermissionViolation) {
+		return jsPermission
+	}
+	switch jsCode(err) {
+	case jsCodeWrongLastSeq, jsCodeWrongLastSeqConst:
+		return jsWrongLastSeq
+	case jsCodeDupInProcess:
+		return jsInDoubt
+	case jsCodeBatchDuplicate:
+		return jsBatchDuplicate
+	case jsCodeNoPeers, jsCodeClusterNotAvail, jsCodeStreamOffline:
+		return jsForming
+	case jsCodeNotEnabled, jsCodeNotEnabledAccount, jsCodeStoreFailed:
+		return jsUnavailable
+	case jsCodeMsgNotFound, jsCodeStreamNotFound:
+		return jsNotFound
+	case 0:
+	default:
+		return jsOther
+	}
+	switch {
+	case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		return jsUnanswered
+	case errors.Is(err, context.Canceled), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return jsUnavailable
+	case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
+		return jsNotFound
+	case strings.Contains(strings.ToLower(err.Error()), nats.PERMISSIONS_ERR):
+		return jsPermission
+	}
+	return jsOther
+}
+
+// ErrPermissionDenied reports a NATS permissions violation: the
+// connection's user may not use a subject Trellis needs (the JetStream
+// API, a stream's subjects). Retrying does not help; the NATS
+// configuration must grant it.
+var ErrPermissionDenied = errors.New("NATS permissions violation")
+
+// permissionError returns an error wrapping ErrPermissionDenied when the
+// connection has seen a permissions violation (the server reports them
+// asynchronously: the request itself only times out), else nil.
+func permissionError(nc *nats.Conn) error {
+	if nc == nil {
+		return nil
+	}
+	if last := nc.LastError(); last != nil && jsClassOf(last) == jsPermission {
+		return errors.Join(ErrPermissionDenied, last)
+	}
+	return nil
+}
+
+// retryable reports errors after which the append may or may not have been
+// stored and sending it again is safe (the message id de-duplicates).
+func retryable(err error) bool {
+	c := jsClassOf(err)
+	return c == jsUnanswered || c == jsInDoubt
+}
+
+// IsUnavailable reports errors that mean JetStream could not answer now
+// (no responders while a stream or consumer elects its leader, a timeout,
+// a lost or closed connection, JetStream off, a cluster without quorum)
+// rather than that the request was wrong: callers report them as
+// unavailable, worth retrying.
+func IsUnavailable(err error) bool {
+	switch jsClassOf(err) {
+	case jsUnanswered, jsInDoubt, jsForming, jsUnavailable:
+		return true
+	}
+	return false
+}
+
+// IsPermissionDenied reports a NATS permissions violation (see
+// ErrPermissionDenied).
+func IsPermissionDenied(err error) bool { return jsClassOf(err) == jsPermission }
+
+// clusterForming reports an error of a cluster that cannot answer yet.
+// No responders means no JetStream at all (a server without it), not one
+// still forming: that fails at once.
+func clusterForming(err error) bool {
+	switch jsClassOf(err) {
+	case jsForming:
+		return true
+	case jsUnanswered:
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+	}
+	return false
+}

@@ -1,0 +1,182 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// fileRead is what a command read of a .vine file: whether it existed,
+// and the identity of the file read (inode, size, modification time),
+// taken before and after reading it. A rewrite happens only if the file
+// still is exactly that one (compare and swap).
+type fileRead struct {
+	exists bool
+	hash   string
+	stamp  fileStamp
+}
+
+// fileStamp identifies a version of a file: an editor's save (a new file
+// renamed over it, or a rewrite in place) changes it.
+type fileStamp struct {
+	ino, size uint64
+	mtime     int64
+}
+
+// stampOf returns the stamp of path, or the zero stamp (matching nothing
+// read) when it cannot be taken.
+func stampOf(path string) fileStamp {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStamp{}
+	}
+	return fileStamp{ino: st.Ino, size: uint64(info.Size()), mtime: info.ModTime().UnixNano()}
+}
+
+// errFileChanged reports a rewrite skipped because the file changed since
+// it was read (a person saved it meanwhile): the next command merges it.
+var errFileChanged = errors.New("the file changed since it was read")
+
+// writeFileCAS replaces path with data only if path still holds what was
+// read (want). The new file keeps the old one's mode and owner (0644 for a
+// new file), is synced, and the directory is synced after the rename.
+// The swap is an atomic exchange (renameat2 RENAME_EXCHANGE): what it
+// displaced is checked, and if someone saved the file between the check
+// and the exchange, their content is swapped back and errFileChanged
+// returned, so a concurrent save is never lost.
+func writeFileCAS(path string, data []byte, want fileRead) error {
+	dir := filepath.Dir(path)
+	now := stampOf(path)
+	if want.exists && (want.stamp == fileStamp{} || now != want.stamp) || !want.exists && now != (fileStamp{}) {
+		return errFileChanged
+	}
+	mode, uid, gid := os.FileMode(0o644), -1, -1
+	if info, err := os.Stat(path); err == nil {
+		mode = info.Mode().Perm()
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(st.Uid), int(st.Gid)
+		}
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if uid >= 0 && (uid != os.Getuid() || gid != os.Getgid()) {
+		_ = tmp.Chown(uid, gid) // best effort: only root may give a file away
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if !want.exists {
+		// Nothing to displace: link fails if someone created it meanwhile.
+		if err := os.Link(tmp.Name(), path); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return errFileChanged
+			}
+			return fmt.Errorf("create %s: %w", path, err)
+		}
+		return syncDir(dir)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
+		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
+			return fmt.Errorf("replace %s: %w", path, err)
+		}
+		// A file system without exchange: a plain rename (the window
+		// between the check above and here stays open).
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return fmt.Errorf("rename %s: %w", path, err)
+		}
+		return syncDir(dir)
+	}
+	if stampOf(tmp.Name()) != want.stamp {
+		// Saved by someone between the check and the exchange: put their
+		// content back; the next command merges it.
+		if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
+			return fmt.Errorf("restore %s: %w", path, err)
+		}
+		_ = syncDir(dir)
+		return errFileChanged
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a directory's entries (a renamed file) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// fileMemory remembers, per graph, the text this process last wrote to
+// its file (the base of a three-way merge of a hand edit) and the hash
+// of the last hand-edited text merged (judged once).
+type fileMemory struct {
+	mu sync.Mutex
+	m  map[string]fileMem
+}
+
+type fileMem struct {
+	written string
+	judged  string
+}
+
+func newFileMemory() *fileMemory { return &fileMemory{m: map[string]fileMem{}} }
+
+func (f *fileMemory) get(graphID string) fileMem {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[graphID]
+}
+
+func (f *fileMemory) update(graphID string, fn func(*fileMem)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.m[graphID]; !ok && len(f.m) >= maxFileMemory {
+		for k := range f.m { // bounded: forget any one
+			delete(f.m, k)
+			break
+		}
+	}
+	m := f.m[graphID]
+	fn(&m)
+	f.m[graphID] = m
+}
+
+func (f *fileMemory) wrote(graphID, text string) {
+	f.update(graphID, func(m *fileMem) { m.written = text })
+}
+
+func (f *fileMemory) judged(graphID, hash string) {
+	f.update(graphID, func(m *fileMem) { m.judged = hash })
+}
+
+// maxFileMemory bounds the graphs fileMemory keeps.
+const maxFileMemory = 1024

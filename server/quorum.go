@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers/natsapi"
+)
+
+// Quorum watch: a serve attached to a NATS node that lost its JetStream
+// quorum (a partition, the other nodes down) cannot append, yet clients'
+// API requests routed to it would wait out their timeouts. While
+// JetStream does not answer, the server leaves the API's queue group so
+// that the other servers answer; /healthz says 503 and the
+// trellis_jetstream_quorum gauge 0. It joins again when JetStream answers.
+const (
+	// quorumEvery is how often JetStream is asked.
+	quorumEvery = time.Second
+	// quorumLoseAfter consecutive failures leave the queue group.
+	quorumLoseAfter = 3
+	// quorumRegainAfter consecutive answers join it again.
+	quorumRegainAfter = 2
+)
+
+// errNoQuorum is what /healthz reports while the API is withdrawn.
+var errNoQuorum = errors.New("JetStream has no quorum from this server's NATS node: API requests are left to other servers")
+
+type quorumWatch struct {
+	s     *Server
+	scfg  natsapi.ServeConfig
+	gauge prometheus.Gauge
+
+	mu   sync.Mutex
+	lost bool
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (s *Server) watchQuorum(scfg natsapi.ServeConfig) {
+	q := &quorumWatch{s: s, scfg: scfg, stop: make(chan struct{}), done: make(chan struct{}),
+		gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "trellis_jetstream_quorum",
+			Help: "1 while JetStream answers this server (it serves the NATS API), 0 while it has lost its quorum (API withdrawn)"})}
+	q.gauge.Set(1)
+	if s.registry != nil {
+		_ = s.registry.Register(q.gauge)
+	}
+	s.mu.Lock()
+	s.quorum = q
+	s.mu.Unlock()
+	go q.run()
+}
+
+// ready reports errNoQuorum while the API is withdrawn.
+func (q *quorumWatch) ready() error {
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.lost {
+		return errNoQuorum
+	}
+	return nil
+}
+
+func (q *quorumWatch) close() {
+	close(q.stop)
+	<-q.done
+}
+
+func (q *quorumWatch) run() {
+	defer close(q.done)
+	t := time.NewTicker(quorumEvery)
+	defer t.Stop()
+	fails, oks := 0, 0
+	for {
+		select {
+		case <-q.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := q.s.store.JetStream().AccountInfo(ctx)
+		cancel()
+		if err != nil && !events.IsUnavailable(err) {
+			err = nil // an answer, if not a happy one: JetStream is there
+		}
+		if err != nil {
+			fails, oks = fails+1, 0
+		} else {
+			fails, oks = 0, oks+1
+		}
+		q.mu.Lock()
+		lost := q.lost
+		q.mu.Unlock()
+		switch {
+		case !lost && fails >= quorumLoseAfter:
+			q.s.cfg.Logger.Warn("JetStream lost its quorum from this server: leaving the API queue group", "err", err)
+			q.s.mu.Lock()
+			if q.s.responder != nil {
+				q.s.responder.Stop()
+				q.s.responder = nil
+			}
+			q.s.mu.Unlock()
+			q.set(true)
+		case lost && oks >= quorumRegainAfter:
+			r, err := natsapi.Serve(q.s.nc, q.s.svc, q.scfg)
+			if err != nil {
+				q.s.cfg.Logger.Warn("JetStream answers again, but rejoining the API failed; will retry", "err", err)
+				continue
+			}
+			q.s.mu.Lock()
+			q.s.responder = r
+			q.s.mu.Unlock()
+			q.set(false)
+			q.s.cfg.Logger.Info("JetStream answers again: serving the API")
+		}
+	}
+}
+
+func (q *quorumWatch) set(lost bool) {
+	q.mu.Lock()
+	q.lost = lost
+	q.mu.Unlock()
+	if lost {
+		q.gauge.Set(0)
+	} else {
+		q.gauge.Set(1)
+	}
+}
