@@ -139,8 +139,9 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 }
 
 // NewWithSource returns a pool claiming from src (a remote server's API,
-// say); Run starts it. Such a pool's lease is the one it prepares; it does
-// not see cancellations of its running tasks before they end.
+// say); Run starts it. Such a pool follows the queue's lease as the server
+// tells it with each claim and heartbeat; it does not see cancellations
+// of its running tasks before they end.
 func NewWithSource(src Source, h Handler, cfg Config) (*Pool, error) {
 	p, err := newPool(h, cfg)
 	if err == nil {
@@ -189,13 +190,27 @@ type lease interface {
 	Ack() error
 }
 
-// remoteLease is a Source's claim as a lease.
-type remoteLease struct{ c *Claim }
+// remoteLease is a Source's claim as a lease. Each heartbeat tells the
+// queue's current lease, which the pool follows.
+type remoteLease struct {
+	c *Claim
+	p *Pool
+}
 
 func (l remoteLease) InProgress() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return l.c.Heartbeat(ctx)
+	lease, err := l.c.Heartbeat(ctx)
+	l.p.followLease(lease)
+	return err
+}
+
+// followLease makes lease (when known) the lease a remote pool heartbeats
+// for.
+func (p *Pool) followLease(lease time.Duration) {
+	if lease > 0 {
+		p.ackWait.Store(int64(lease))
+	}
 }
 
 func (l remoteLease) Ack() error {
@@ -259,17 +274,13 @@ func (p *Pool) drain(wg *sync.WaitGroup, cancelWork func()) {
 // runRemote runs the pool through a Source: each slot claims a task with a
 // lease (the server claims for it), runs it, and claims the next.
 func (p *Pool) runRemote(ctx context.Context) error {
-	lease := p.cfg.Lease
-	if lease <= 0 {
-		lease = 30 * time.Second
-	}
 	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err := p.src.Prepare(setupCtx, p.cfg.Queue, lease)
+	lease, err := p.src.Prepare(setupCtx, p.cfg.Queue, p.cfg.Lease)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
-	p.ackWait.Store(int64(lease))
+	p.followLease(lease)
 	work, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	var wg sync.WaitGroup
@@ -306,7 +317,10 @@ func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.Wai
 		}
 		backoff = 100 * time.Millisecond
 		if claim != nil {
-			p.runClaimed(work, remoteLease{claim}, claim.Task, nil, worker, start, wg)
+			p.followLease(claim.Lease)
+		}
+		if claim != nil && claim.Task != nil {
+			p.runClaimed(work, remoteLease{claim, p}, claim.Task, nil, worker, start, wg)
 		}
 	}
 }

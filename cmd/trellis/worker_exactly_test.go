@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,4 +76,105 @@ func TestCancelledWhileQueuedNeverRunsInWorkerProcess(t *testing.T) {
 		}
 	}
 	waitAll(t, svc, cancelled, trellis.StatusCancelled, 10*time.Second)
+}
+
+// authServe starts `trellis serve --auth` as a process and returns its
+// data dir arguments with the admin token, its NATS URL, and a function
+// creating a worker token for a queue.
+func authServe(t *testing.T) (admin []string, url string, workerToken func(name, queue string) string) {
+	t.Helper()
+	data := t.TempDir()
+	info, _, _ := serveProc(t, data, "--auth")
+	raw, err := os.ReadFile(filepath.Join(data, "auth", "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin = []string{"--data", data, "--token", strings.TrimSpace(string(raw))}
+	return admin, info.NATSURL, func(name, queue string) string {
+		code, out, errs := cli(t, append(admin, "token", "create", "--name", name, "--role", "worker", "--queue", queue, "--json")...)
+		if code != 0 {
+			t.Fatalf("token create: exit %d %s", code, errs)
+		}
+		var created map[string]string
+		mustJSON(t, out, &created)
+		return created["token"]
+	}
+}
+
+// cliTask runs a CLI command printing a task as JSON and returns it.
+func cliTask(t *testing.T, args ...string) trellis.Task {
+	t.Helper()
+	code, out, errs := cli(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d %s", args, code, errs)
+	}
+	var task trellis.Task
+	mustJSON(t, out, &task)
+	return task
+}
+
+// waitTask polls `queue show` until the task has status s.
+func waitTask(t *testing.T, admin []string, id string, s trellis.Status, within time.Duration) trellis.Task {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		task := cliTask(t, append(admin, "queue", "show", id)...)
+		if task.Status == s {
+			return task
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %s after %s; want %s", id, task.Status, within, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// queueLease returns a queue's lease as its controls say.
+func queueLease(t *testing.T, admin []string, queue string) time.Duration {
+	t.Helper()
+	code, out, errs := cli(t, append(admin, "queue", "controls", queue, "--json")...)
+	if code != 0 {
+		t.Fatalf("queue controls: exit %d %s", code, errs)
+	}
+	var c trellis.QueueControls
+	mustJSON(t, out, &c)
+	return c.Lease(time.Now())
+}
+
+// TestRemotePoolsFollowTheQueueLease: a token pool runs a task under a
+// 10 s lease; a second token pool starts with --lease 2s, which makes 2 s
+// the queue's lease. The first pool follows it (heartbeats for 2 s), so
+// its claim never expires and the task runs once. A third pool started
+// without --lease keeps the queue's 2 s.
+func TestRemotePoolsFollowTheQueueLease(t *testing.T) {
+	t.Parallel()
+	admin, url, workerToken := authServe(t)
+	tokA, tokB := workerToken("wa", "lq"), workerToken("wb", "lq")
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	task := cliTask(t, append(admin, "queue", "add", "--queue", "lq", "--objective", "slow", "--max-attempts", "3")...)
+	a := startProc(t, "worker", "--nats-url", url, "--token", tokA, "--queue", "lq", "--lease", "10s", "--metrics-addr", "",
+		"--exec", ledgerExec(ledger, "sleep 7"))
+	waitTask(t, admin, task.TaskID, trellis.StatusClaimed, 60*time.Second)
+	b := startProc(t, "worker", "--nats-url", url, "--token", tokB, "--queue", "lq", "--lease", "2s", "--metrics-addr", "",
+		"--exec", ledgerExec(ledger, "true"))
+	waitTask(t, admin, task.TaskID, trellis.StatusDone, 60*time.Second)
+	if runs := readLedger(t, ledger)[task.TaskID]; runs != 1 {
+		t.Fatalf("the task ran %d times; want 1 (the first pool's claim expired under the new lease)", runs)
+	}
+	if l := queueLease(t, admin, "lq"); l != 2*time.Second {
+		t.Fatalf("queue lease %s after a pool asked for 2s", l)
+	}
+	for _, p := range []*proc{a, b} {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.wait(t, 30*time.Second)
+	}
+	// A pool without --lease keeps the queue's lease.
+	c := startProc(t, "worker", "--nats-url", url, "--token", tokA, "--queue", "lq", "--metrics-addr", "", "--exec", ledgerExec(ledger, "true"))
+	next := cliTask(t, append(admin, "queue", "add", "--queue", "lq", "--objective", "after")...)
+	waitTask(t, admin, next.TaskID, trellis.StatusDone, 60*time.Second)
+	if l := queueLease(t, admin, "lq"); l != 2*time.Second {
+		t.Fatalf("queue lease %s after a pool started without --lease; want the queue's 2s kept", l)
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	_ = c.wait(t, 30*time.Second)
 }
