@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/handlers/natsapi"
 )
 
 // ledgerExec is a --exec command that appends its task id to a ledger
@@ -177,4 +181,60 @@ func TestRemotePoolsFollowTheQueueLease(t *testing.T) {
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	_ = c.wait(t, 30*time.Second)
+}
+
+// TestAbandonedRequestsAreNotApplied: a worker's claim and done requests
+// that reach a server after the worker gave up on them (their deadline
+// passed: held in a reconnect buffer, replayed to a restarted server) are
+// refused without being applied: no task is claimed for nobody, and an
+// outcome the worker was told was not recorded is not recorded later. A
+// request with a malformed deadline is refused; one in time is applied.
+func TestAbandonedRequestsAreNotApplied(t *testing.T) {
+	t.Parallel()
+	srv, url := queueServer(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client := natsapi.NewClient(nc, 10*time.Second)
+	ctx := context.Background()
+	ids := addTasks(t, client, "default", 2, 3)
+	held, err := client.WorkerSource().Claim(ctx, "default", "w/1", 5*time.Second)
+	if err != nil || held == nil || held.Task == nil || held.Task.TaskID != ids[0] {
+		t.Fatalf("claim: %+v, %v", held, err)
+	}
+	// The requests as the worker sent them, arriving after their deadline.
+	late := func(op string, body any, deadline string) string {
+		data, _ := json.Marshal(body)
+		m := nats.NewMsg(natsapi.Prefix + op)
+		m.Data = data
+		m.Header.Set(natsapi.HeaderDeadline, deadline)
+		reply, err := nc.RequestMsg(m, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(reply.Data)
+	}
+	gone := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
+	if r := late(natsapi.OpQueueClaim, map[string]any{"queue": "default", "worker": "gone/0", "wait_ms": 500}, gone); !strings.Contains(r, "after its deadline") {
+		t.Fatalf("late claim answered %s", r)
+	}
+	if r := late(natsapi.OpQueueDone, trellis.DoneRequest{TaskID: ids[0], Worker: "w/1", WhatWasDone: "given up"}, gone); !strings.Contains(r, "after its deadline") {
+		t.Fatalf("late done answered %s", r)
+	}
+	if r := late(natsapi.OpQueueDone, trellis.DoneRequest{TaskID: ids[0], Worker: "w/1", WhatWasDone: "x"}, "yesterday"); !strings.Contains(r, `"invalid"`) {
+		t.Fatalf("done with a malformed deadline answered %s", r)
+	}
+	svc := srv.Service()
+	if t1, err := svc.Show(ctx, ids[0]); err != nil || t1.Status != trellis.StatusClaimed || t1.ClaimedBy != "w/1" {
+		t.Fatalf("task 1 after the abandoned done: %+v, %v", t1, err)
+	}
+	if t2, err := svc.Show(ctx, ids[1]); err != nil || t2.Status != trellis.StatusQueued || t2.Attempts != 0 {
+		t.Fatalf("task 2 after the abandoned claim: %+v, %v", t2, err)
+	}
+	soon := time.Now().Add(20 * time.Second).UTC().Format(time.RFC3339Nano)
+	if r := late(natsapi.OpQueueDone, trellis.DoneRequest{TaskID: ids[0], Worker: "w/1", WhatWasDone: "in time"}, soon); !strings.Contains(r, `"done"`) {
+		t.Fatalf("done in time answered %s", r)
+	}
 }

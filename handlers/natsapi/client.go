@@ -54,11 +54,14 @@ func (c *Client) WithToken(token string) *Client {
 }
 
 // request builds the message of a request on subject, with the token.
-func (c *Client) request(subject string, data []byte) *nats.Msg {
+func (c *Client) request(subject string, data []byte, deadline time.Time) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Data = data
 	if c.token != "" {
 		m.Header.Set(HeaderAuthorization, "Bearer "+c.token)
+	}
+	if !deadline.IsZero() {
+		m.Header.Set(HeaderDeadline, deadline.UTC().Format(time.RFC3339Nano))
 	}
 	return m
 }
@@ -97,7 +100,7 @@ func (c *Client) watchCall(ctx context.Context, op string) (context.Context, fun
 			}
 			lostSince = time.Time{}
 			pctx, pcancel := context.WithTimeout(ctx, c.watch)
-			_, err := c.nc.RequestMsgWithContext(pctx, c.request(Prefix+OpPing, []byte("{}")))
+			_, err := c.nc.RequestMsgWithContext(pctx, c.request(Prefix+OpPing, []byte("{}"), time.Time{}))
 			pcancel()
 			if errors.Is(err, nats.ErrNoResponders) {
 				cancel(fmt.Errorf("%w: no trellis server answers any more (the one handling %s stopped)", errServerGone, op))
@@ -120,8 +123,9 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	deadline, _ := ctx.Deadline()
 	wctx, stopWatch := c.watchCall(ctx, op)
-	msg, err := c.nc.RequestMsgWithContext(wctx, c.request(Prefix+op, data))
+	msg, err := c.nc.RequestMsgWithContext(wctx, c.request(Prefix+op, data, deadline))
 	cause := context.Cause(wctx)
 	stopWatch()
 	if err != nil && errors.Is(cause, errServerGone) {

@@ -70,6 +70,10 @@ type releaseRequest struct {
 // maxClaimWait bounds how long one claim request waits for a dispatch.
 const maxClaimWait = 5 * time.Second
 
+// claimMargin is the time a claim request keeps, out of what its deadline
+// leaves, to claim the task that came and answer.
+const claimMargin = time.Second
+
 func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Context, []byte) (any, error) {
 	q := svc.QueueHandler()
 	return map[string]func(context.Context, []byte) (any, error){
@@ -170,9 +174,26 @@ func actingWorker(ctx context.Context, worker string) (string, error) {
 // claimLeased claims the next task of queue for worker, best priority
 // lane first, holding its dispatch as the lease, or none within wait.
 func claimLeased(ctx context.Context, q *taskqueue.Handler, queue, worker string, wait time.Duration) (*claimResult, error) {
+	if deadline, ok := ctx.Deadline(); ok {
+		// Leave the claim itself and the answer time before the caller
+		// gives up.
+		if wait = min(wait, time.Until(deadline)-claimMargin); wait <= 0 {
+			return &claimResult{}, nil
+		}
+	}
 	task, msg, err := q.ClaimNext(ctx, queue, worker, true, wait)
 	if err != nil {
 		return nil, err
+	}
+	if task != nil && ctx.Err() != nil {
+		// Claimed after the caller gave up: nobody will run it, so give
+		// it back now rather than hold it for a whole lease.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := q.Release(rctx, task.TaskID, worker, "claimed after the claim request's deadline"); err == nil {
+			_ = msg.Ack()
+		}
+		return nil, trellis.Errorf(trellis.CodeUnavailable, "claim of task %s made after the request's deadline: released", task.TaskID)
 	}
 	res := &claimResult{}
 	if task != nil {
@@ -264,8 +285,13 @@ func (s *remoteSource) Claim(ctx context.Context, queue, worker string, wait tim
 	}
 	var res claimResult
 	// The claim is not cancelled by the drain once sent: a claim the
-	// server made would otherwise be left to its lease.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+30*time.Second)
+	// server made would otherwise be left to its lease. It keeps ctx's
+	// deadline, which the server honours.
+	timeout := wait + 30*time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if err := s.c.call(cctx, OpQueueClaim, claimRequest{Queue: queue, Worker: worker, WaitMS: wait.Milliseconds()}, &res); err != nil {
 		if trellis.ErrorCode(err) == trellis.CodeConflict {
