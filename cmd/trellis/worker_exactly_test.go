@@ -238,3 +238,61 @@ func TestAbandonedRequestsAreNotApplied(t *testing.T) {
 		t.Fatalf("done in time answered %s", r)
 	}
 }
+
+// TestBulkAddKeepsOrder: `queue add --from` (a CLI process of its own,
+// through a running server) stores its tasks in the file's order with
+// ascending ids, and a `trellis worker` process with one slot runs them in
+// that order.
+func TestBulkAddKeepsOrder(t *testing.T) {
+	t.Parallel()
+	_, url := queueServer(t)
+	dir := t.TempDir()
+	var b strings.Builder
+	const n = 60
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"objective": "unit %d"}`+"\n", i)
+	}
+	plan := filepath.Join(dir, "plan.jsonl")
+	if err := os.WriteFile(plan, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := cli(t, "queue", "add", "--nats-url", url, "--from", plan, "--queue", "ordered", "--json")
+	var res trellis.AddManyResult
+	mustJSON(t, out, &res)
+	if code != 0 || len(res.Tasks) != n || len(res.Errors) != 0 {
+		t.Fatalf("add --from: exit %d, %d tasks, %v; %s", code, len(res.Tasks), res.Errors, errs)
+	}
+	for i := 1; i < n; i++ {
+		if res.Tasks[i].TaskID <= res.Tasks[i-1].TaskID {
+			t.Fatalf("task %d's id %s does not follow task %d's %s", i, res.Tasks[i].TaskID, i-1, res.Tasks[i-1].TaskID)
+		}
+	}
+	ledger := filepath.Join(dir, "ledger")
+	startProc(t, workerArgs(url, "ordered", "wo", "--exec", ledgerExec(ledger, "true"))...)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		raw, _ := os.ReadFile(ledger)
+		ran := strings.Fields(string(raw))
+		if len(ran) == n {
+			for i, id := range ran {
+				if id != res.Tasks[i].TaskID {
+					t.Fatalf("run %d was task %s (%s); want %s (unit %d): claims do not follow add order", i, id, objectiveOf(res, id), res.Tasks[i].TaskID, i)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d tasks ran", len(ran), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func objectiveOf(res trellis.AddManyResult, id string) string {
+	for _, task := range res.Tasks {
+		if task.TaskID == id {
+			return task.Objective
+		}
+	}
+	return "?"
+}
