@@ -281,6 +281,10 @@ func (p *Pool) runRemote(ctx context.Context) error {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
 	p.followLease(lease)
+	// A refused credential (a revoked token) stops the pool: nothing it
+	// asks will be answered again.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	work, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	var wg sync.WaitGroup
@@ -288,16 +292,20 @@ func (p *Pool) runRemote(ctx context.Context) error {
 		wg.Add(1)
 		go func(worker string) {
 			defer wg.Done()
-			p.remoteSlot(ctx, work, worker, &wg)
+			p.remoteSlot(ctx, work, worker, &wg, stop)
 		}(p.cfg.Worker + "/" + strconv.Itoa(slot))
 	}
 	<-ctx.Done()
 	p.drain(&wg, cancelWork)
+	if err := context.Cause(ctx); trellis.ErrorCode(err) == trellis.CodeUnauthorized {
+		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
+	}
 	return nil
 }
 
-// remoteSlot is one slot of a remote pool: claim, run, until ctx ends.
-func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.WaitGroup) {
+// remoteSlot is one slot of a remote pool: claim, run, until ctx ends; a
+// claim refused as unauthorized stops the pool (stop).
+func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.WaitGroup, stop context.CancelCauseFunc) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		start := time.Now()
@@ -306,6 +314,11 @@ func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.Wai
 		if errors.As(err, &claimErr) {
 			p.log.Warn("claim", "worker", worker, "err", err)
 			continue
+		}
+		if trellis.ErrorCode(err) == trellis.CodeUnauthorized {
+			p.log.Error("claim refused: the pool stops", "worker", worker, "err", err)
+			stop(err)
+			return
 		}
 		if err != nil {
 			// NATS unreachable, the server restarting: keep trying until

@@ -93,6 +93,7 @@ commands get --grace to finish, the rest are released back to the queue.`,
 			handler := &workers.Exec{Command: command}
 			defer handler.Close()
 			var pool *workers.Pool
+			tokenName := ""
 			if s.store == nil {
 				// With a token the server claims, decides and appends for
 				// this worker (retries are the server's backoff): the
@@ -100,6 +101,9 @@ commands get --grace to finish, the rest are released back to the queue.`,
 				who, err := s.client.Whoami(cmd.Context())
 				if err != nil {
 					return err
+				}
+				if who != nil {
+					tokenName = who.Name
 				}
 				if who != nil && cfg.Worker == "" {
 					// Pools of one token on several machines: each its own
@@ -118,7 +122,12 @@ commands get --grace to finish, the rest are released back to the queue.`,
 				return err
 			}
 			log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "lease", cfg.Lease)
-			return pool.Run(cmd.Context())
+			err = pool.Run(cmd.Context())
+			if trellis.ErrorCode(err) == trellis.CodeUnauthorized && tokenName != "" {
+				return &trellis.Error{Code: trellis.CodeUnauthorized, Err: err,
+					Message: fmt.Sprintf("token %q was revoked or has expired: the worker stops (%v)", tokenName, err)}
+			}
+			return err
 		},
 	}
 	f := c.Flags()

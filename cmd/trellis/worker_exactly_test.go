@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -295,4 +297,26 @@ func objectiveOf(res trellis.AddManyResult, id string) string {
 		}
 	}
 	return "?"
+}
+
+// TestRevokedWorkerExits: a token worker process whose token is revoked
+// stops with exit 6, naming the token.
+func TestRevokedWorkerExits(t *testing.T) {
+	t.Parallel()
+	admin, url, workerToken := authServe(t)
+	tok := workerToken("doomed", "rq")
+	p := startProc(t, "worker", "--nats-url", url, "--token", tok, "--queue", "rq", "--metrics-addr", "", "--exec", "true")
+	task := cliTask(t, append(admin, "queue", "add", "--queue", "rq", "--objective", "before the revoke")...)
+	waitTask(t, admin, task.TaskID, trellis.StatusDone, 60*time.Second)
+	if code, _, errs := cli(t, append(admin, "token", "revoke", "doomed")...); code != 0 {
+		t.Fatalf("revoke: exit %d %s", code, errs)
+	}
+	err := p.wait(t, 60*time.Second)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 6 {
+		t.Fatalf("revoked worker exited with %v; want exit 6", err)
+	}
+	if s := p.stderr.String(); !strings.Contains(s, `"doomed"`) || !strings.Contains(s, "revoked") {
+		t.Fatalf("the revoked worker's last words do not name its token as revoked:\n%s", s)
+	}
 }

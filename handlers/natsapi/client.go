@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -133,6 +134,10 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 			"%v; the request may or may not have been applied: check before repeating it", cause)}
 	}
 	if err != nil {
+		if errors.Is(err, nats.ErrConnectionClosed) && authRefused(c.nc.LastError()) {
+			return &trellis.Error{Code: trellis.CodeUnauthorized, Err: err,
+				Message: "the NATS server closed the connection and refuses its token: the token was revoked or has expired"}
+		}
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return &trellis.Error{Code: trellis.CodeInvalid, Field: "body", Err: err,
 				Message: fmt.Sprintf("request is %d bytes; the NATS server accepts at most %d", len(data), c.nc.MaxPayload())}
@@ -162,6 +167,13 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 		return trellis.Errorf(trellis.CodeInternal, "decode %s result: %w", op, err)
 	}
 	return nil
+}
+
+// authRefused reports whether a connection's last error is the NATS
+// server refusing its credentials.
+func authRefused(err error) bool {
+	return err != nil && (errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
+		strings.Contains(strings.ToLower(err.Error()), "authorization violation"))
 }
 
 // Ping asks a server who it is.
