@@ -377,11 +377,18 @@ func (c *committer) pickLocked(max int) []int {
 			break
 		}
 		key := r.aggregateKey()
-		if filters[key] || c.inflight[key] || ids[r.msgID] || c.inflight["id:"+r.msgID] || (len(picked) > 0 && bytes+len(r.body) > c.s.cfg.BatchMaxBytes) {
-			continue
-		}
 		if r.after != nil && !r.after.settled && !in[r.after] {
 			continue // after its call's previous event, or in the same group
+		}
+		if r.msgID != "" && ids[r.msgID] && !filters[key] {
+			// A repeat of a message id of this group: stored as a
+			// duplicate of it (or sent after it), so it holds no place
+			// in the order.
+			in[r] = true
+			continue
+		}
+		if filters[key] || c.inflight[key] || ids[r.msgID] || c.inflight["id:"+r.msgID] || (len(picked) > 0 && bytes+len(r.body) > c.s.cfg.BatchMaxBytes) {
+			continue
 		}
 		filters[key], ids[r.msgID], in[r] = true, true, true
 		bytes += len(r.body)
