@@ -80,6 +80,10 @@ func addedPayload(req trellis.AddTaskRequest) AddedPayload {
 	if req.Priority != trellis.DefaultPriority {
 		p.Priority = req.Priority
 	}
+	if req.Timeout != "" {
+		d, _ := time.ParseDuration(req.Timeout) // validated by Normalize
+		p.TimeoutMS = d.Milliseconds()
+	}
 	return p
 }
 

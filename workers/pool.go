@@ -39,6 +39,12 @@ type Config struct {
 	// (default: a third of the queue's current lease, followed as it
 	// changes).
 	Heartbeat time.Duration
+	// TaskTimeout bounds one attempt's run time for tasks without a
+	// timeout of their own (a task's own timeout wins when shorter; 0:
+	// none). A handler running past it is cancelled and the attempt fails
+	// with a timeout error (ErrTimeout), retried per the task's max
+	// attempts.
+	TaskTimeout time.Duration
 	// Grace is how long a draining pool lets running handlers finish before
 	// cancelling them and releasing their tasks (default 30 s).
 	Grace time.Duration
@@ -440,6 +446,12 @@ func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, ho
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
+	timeout := p.taskTimeout(task)
+	if timeout > 0 {
+		var stopTimer context.CancelFunc
+		runCtx, stopTimer = context.WithTimeoutCause(runCtx, timeout, ErrTimeout)
+		defer stopTimer()
+	}
 	var cancelled atomic.Pointer[string]
 	go p.heartbeat(hbCtx, msg, task.TaskID, log, func(reason string) {
 		cancelled.Store(&reason)
@@ -450,6 +462,11 @@ func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, ho
 	runStart := time.Now()
 	cp, herr := p.run(runCtx, task, progress)
 	took := time.Since(runStart)
+	if timeout > 0 && errors.Is(context.Cause(runCtx), ErrTimeout) && ctx.Err() == nil && cancelled.Load() == nil {
+		// Whatever the handler returned once cancelled, the attempt timed out.
+		herr = fmt.Errorf("%w: the handler ran past the task's timeout of %s", ErrTimeout, timeout)
+		log.Warn("task timed out: handler cancelled", "timeout", timeout)
+	}
 	stopWindow()
 	m.HandlerDuration.WithLabelValues(q).Observe(took.Seconds())
 	p.recording <- struct{}{}
@@ -649,6 +666,16 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, hold *taskq
 			"steps_used", usage.StepsUsed, "tool_calls_used", usage.ToolCallsUsed)
 	}
 	return nil
+}
+
+// taskTimeout is how long one attempt of task may run: the shorter of the
+// task's own timeout and the pool's TaskTimeout (0: unbounded).
+func (p *Pool) taskTimeout(task *trellis.Task) time.Duration {
+	d := time.Duration(task.TimeoutMS) * time.Millisecond
+	if p.cfg.TaskTimeout > 0 && (d <= 0 || p.cfg.TaskTimeout < d) {
+		d = p.cfg.TaskTimeout
+	}
+	return max(d, 0)
 }
 
 // errorText bounds an error message to what a task's error field holds.

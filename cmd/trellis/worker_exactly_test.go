@@ -320,3 +320,43 @@ func TestRevokedWorkerExits(t *testing.T) {
 		t.Fatalf("the revoked worker's last words do not name its token as revoked:\n%s", s)
 	}
 }
+
+// TestTaskTimeouts: a `trellis worker` process stops a command that runs
+// past the task's --timeout (or its own --task-timeout for a task without
+// one) and fails the attempt with a timeout error; the task is retried
+// per its max attempts, then dead.
+func TestTaskTimeouts(t *testing.T) {
+	t.Parallel()
+	srv, url := queueServer(t)
+	svc := srv.Service()
+	ctx := context.Background()
+	own, err := svc.Add(ctx, trellis.AddTaskRequest{Queue: "hung", Objective: "hangs, own timeout", Timeout: "1s", MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.TimeoutMS != 1000 {
+		t.Fatalf("task timeout = %d ms; want 1000", own.TimeoutMS)
+	}
+	pools, err := svc.Add(ctx, trellis.AddTaskRequest{Queue: "hung", Objective: "hangs, the pool's timeout", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"0s", "500ms", "25h", "soon"} {
+		if _, err := svc.Add(ctx, trellis.AddTaskRequest{Queue: "hung", Objective: "x", Timeout: bad}); trellis.ErrorCode(err) != trellis.CodeInvalid {
+			t.Fatalf("timeout %q: %v; want invalid", bad, err)
+		}
+	}
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	startProc(t, workerArgs(url, "hung", "wt", "--concurrency", "2", "--task-timeout", "3s", "--backoff", "100ms", "--exec", ledgerExec(ledger, "sleep 300"))...)
+	waitAll(t, svc, []string{own.TaskID, pools.TaskID}, trellis.StatusDead, 60*time.Second)
+	runs := readLedger(t, ledger)
+	for id, want := range map[string]int{own.TaskID: 2, pools.TaskID: 1} {
+		task, err := svc.Show(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(task.LastError, "timeout") || runs[id] != want {
+			t.Fatalf("task %q: last error %q after %d runs; want a timeout after %d", task.Objective, task.LastError, runs[id], want)
+		}
+	}
+}
