@@ -301,6 +301,10 @@ type AddTaskRequest struct {
 	After []string `json:"after,omitempty"`
 	// ConcurrencyKey subjects the task to the queue's per-key limit.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// Timeout (a Go duration, 1s to 24h) bounds one attempt: a worker
+	// pool cancels the handler when it passes and fails the attempt with
+	// a timeout error (retried per max_attempts).
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // Scheduling limits. They are part of the contract and documented in the
@@ -310,6 +314,8 @@ const (
 	DefaultPriority = 2
 	// MaxPriority is the lowest priority (claimed last).
 	MaxPriority = 4
+	// MaxTaskTimeout bounds a task's timeout (one attempt's run time).
+	MaxTaskTimeout = 24 * time.Hour
 	// MaxDelay bounds a task's delay and a unique key's hold.
 	MaxDelay = 366 * 24 * time.Hour
 	// MaxAfter bounds a task's prerequisites.
@@ -477,6 +483,11 @@ func (r *AddTaskRequest) normalizeScheduling() error {
 	}
 	if err := checkKey("concurrency_key", r.ConcurrencyKey); err != nil {
 		return err
+	}
+	if r.Timeout = strings.TrimSpace(r.Timeout); r.Timeout != "" {
+		if _, err := ParseDuration("timeout", r.Timeout, time.Second, MaxTaskTimeout); err != nil {
+			return err
+		}
 	}
 	if len(r.After) > MaxAfter {
 		return FieldError("after", "lists %d tasks; at most %d allowed", len(r.After), MaxAfter)

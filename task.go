@@ -133,6 +133,9 @@ type Task struct {
 	// ConcurrencyKey caps the tasks running at once with the same key
 	// (the queue's per-key limit).
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// TimeoutMS bounds one attempt's run time in milliseconds (0: none
+	// of its own): see AddTaskRequest.Timeout.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// CancelRequested is set when a claimed task is asked to stop: its
 	// pool stops the handler at the next heartbeat and records cancelled.
 	CancelRequested *Cancellation `json:"cancel_requested,omitempty"`

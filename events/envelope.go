@@ -60,6 +60,17 @@ func NewID(now time.Time) string {
 	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
 }
 
+// NewIDs returns n fresh ULID strings in ascending order (one call's ids:
+// a bulk add's tasks sort in the order they were given).
+func NewIDs(now time.Time, n int) []string {
+	entropy := ulid.Monotonic(rand.Reader, 0)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = ulid.MustNew(ulid.Timestamp(now), entropy).String()
+	}
+	return ids
+}
+
 // NewEnvelope builds an envelope with a new ULID and the payload encoded.
 func NewEnvelope(now time.Time, typ, aggregateID, actor string, schema int, payload any) (Envelope, error) {
 	raw, err := json.Marshal(payload)

@@ -71,7 +71,9 @@ type AppendResult struct {
 // queued together, so a bulk operation (adding many tasks) is committed as
 // few atomic batches. Events of one aggregate should not share a call: an
 // event can only expect the last sequence before the call, so the second
-// one is stale. Results are in the order of ps.
+// one is stale. The events of one stream are stored in the order of ps
+// (each is sent once the one before it is settled, or with it in a
+// batch). Results are in the order of ps.
 func (s *Store) AppendAll(ctx context.Context, ps []Pending) []AppendResult {
 	out := make([]AppendResult, len(ps))
 	if len(ps) == 0 {
@@ -91,6 +93,9 @@ func (s *Store) AppendAll(ctx context.Context, ps []Pending) []AppendResult {
 			continue
 		}
 		reqs[i] = r
+		if prev := byStream[r.stream]; len(prev) > 0 {
+			r.after = prev[len(prev)-1]
+		}
 		byStream[r.stream] = append(byStream[r.stream], r)
 	}
 	for stream, rs := range byStream {
@@ -115,8 +120,13 @@ type request struct {
 	msgID  string
 	done   chan struct{}
 	res    AppendResult
-	// taken is guarded by the committer's mutex.
-	taken bool
+	// after is the request queued before this one by the same AppendAll
+	// call on the same stream: this one is sent only with it or once it
+	// is settled, so a call's events are stored in its order.
+	after *request
+	// taken and settled (committed or withdrawn) are guarded by the
+	// committer's mutex.
+	taken, settled bool
 	// inDoubt marks a request that was sent before and whose answer was
 	// lost: it may be stored, or being stored, already.
 	inDoubt bool
@@ -281,6 +291,7 @@ func (c *committer) withdraw(r *request) bool {
 	if r.taken {
 		return false
 	}
+	r.settled = true
 	for i, q := range c.queue {
 		if q == r {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
@@ -325,6 +336,7 @@ func (r *request) aggregateKey() string {
 
 // doneLocked forgets a finished request's aggregate and message id.
 func (c *committer) doneLocked(r *request) {
+	r.settled = true
 	delete(c.inflight, r.aggregateKey())
 	delete(c.inflight, "id:"+r.msgID)
 }
@@ -351,7 +363,8 @@ func (c *committer) takeLocked(picked []int) []*request {
 }
 
 // pickLocked returns the queue positions of the next group: waiting
-// requests in order, one per aggregate and per message id (a second one
+// requests in order, each after the previous event of its AppendAll call
+// (settled, or earlier in the group), one per aggregate and per message id (a second one
 // would fail its check inside the batch and refuse it whole), none of an
 // aggregate or message id with an event in flight (it waits its turn, so
 // events of one aggregate are stored in the order they were queued, and
@@ -360,16 +373,27 @@ func (c *committer) takeLocked(picked []int) []*request {
 func (c *committer) pickLocked(max int) []int {
 	var picked []int
 	filters, ids := map[string]bool{}, map[string]bool{}
+	in := map[*request]bool{}
 	bytes := 0
 	for i, r := range c.queue {
 		if len(picked) >= max {
 			break
 		}
 		key := r.aggregateKey()
+		if r.after != nil && !r.after.settled && !in[r.after] {
+			continue // after its call's previous event, or in the same group
+		}
+		if r.msgID != "" && ids[r.msgID] && !filters[key] {
+			// A repeat of a message id of this group: stored as a
+			// duplicate of it (or sent after it), so it holds no place
+			// in the order.
+			in[r] = true
+			continue
+		}
 		if filters[key] || c.inflight[key] || ids[r.msgID] || c.inflight["id:"+r.msgID] || (len(picked) > 0 && bytes+len(r.body) > c.s.cfg.BatchMaxBytes) {
 			continue
 		}
-		filters[key], ids[r.msgID] = true, true
+		filters[key], ids[r.msgID], in[r] = true, true, true
 		bytes += len(r.body)
 		picked = append(picked, i)
 	}

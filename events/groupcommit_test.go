@@ -223,3 +223,23 @@ func TestGroupCommitOversizedEvent(t *testing.T) {
 	}
 	checkStored(t, b, []events.Pending{ps[0], ps[2]}, []events.AppendResult{res[0], res[2]})
 }
+
+// The events of one AppendAll call are stored in the call's order, sent
+// one by one (below the batch minimum, several singles may be in flight)
+// or batched.
+func TestGroupCommitKeepsCallOrder(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t, eventstest.Options{})
+	for _, n := range []int{events.DefaultBatchMin(1) - 1, 40} {
+		for round := 0; round < 20; round++ {
+			ps := fresh(t, n)
+			res := b.Store.AppendAll(context.Background(), ps)
+			checkStored(t, b, ps, res)
+			for i := 1; i < len(res); i++ {
+				if res[i].Seq <= res[i-1].Seq {
+					t.Fatalf("%d events: event %d stored at #%d, before event %d at #%d", n, i, res[i].Seq, i-1, res[i-1].Seq)
+				}
+			}
+		}
+	}
+}

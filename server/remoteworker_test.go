@@ -90,17 +90,17 @@ func TestRemoteWorkerPoolThroughTheAPI(t *testing.T) {
 	}
 	// The token may not prepare another queue, and another worker token
 	// may not use its leases.
-	if err := client.WorkerSource().Prepare(b.ctx, "elsewhere", time.Second); trellis.ErrorCode(err) != trellis.CodeUnauthorized {
+	if _, err := client.WorkerSource().Prepare(b.ctx, "elsewhere", time.Second); trellis.ErrorCode(err) != trellis.CodeUnauthorized {
 		t.Fatalf("prepare outside the token's queues: %v", err)
 	}
 	task, _ := admin.Add(b.ctx, trellis.AddTaskRequest{Objective: "lease theft"})
 	claim, err := client.WorkerSource().Claim(b.ctx, "default", "worker/x", 2*time.Second)
-	if err != nil || claim == nil || claim.Task.TaskID != task.TaskID {
+	if err != nil || claim == nil || claim.Task == nil || claim.Task.TaskID != task.TaskID {
 		t.Fatalf("claim: %+v %v", claim, err)
 	}
 	_, onc, _ := b.natsClient(t, b.tokens["other"])
 	stealLease(t, b, onc, task.TaskID)
-	if err := claim.Heartbeat(b.ctx); err != nil {
+	if _, err := claim.Heartbeat(b.ctx); err != nil {
 		t.Fatalf("own heartbeat: %v", err)
 	}
 }
@@ -138,7 +138,7 @@ func TestRemoteClaimsEveryPriority(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := client.WorkerSource()
-	if err := src.Prepare(b.ctx, "default", 5*time.Second); err != nil {
+	if _, err := src.Prepare(b.ctx, "default", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -152,13 +152,13 @@ func TestRemoteClaimsEveryPriority(t *testing.T) {
 	order := []string{want[2], want[1], want[3], want[0]} // priorities 1, 2, 3, 4
 	for i, id := range order {
 		claim, err := src.Claim(b.ctx, "default", "worker/a", 2*time.Second)
-		if err != nil || claim == nil {
+		if err != nil || claim == nil || claim.Task == nil {
 			t.Fatalf("claim %d: %+v, %v", i, claim, err)
 		}
 		if claim.Task.TaskID != id {
 			t.Fatalf("claim %d took %s (priority %d); want %s", i, claim.Task.TaskID, claim.Task.Priority, id)
 		}
-		if err := claim.Heartbeat(b.ctx); err != nil {
+		if _, err := claim.Heartbeat(b.ctx); err != nil {
 			t.Fatalf("heartbeat of a priority-%d lease: %v", claim.Task.Priority, err)
 		}
 		if _, err := client.Done(b.ctx, trellis.DoneRequest{TaskID: id, Worker: "worker/a", WhatWasDone: "ok"}); err != nil {

@@ -80,14 +80,20 @@ func addedPayload(req trellis.AddTaskRequest) AddedPayload {
 	if req.Priority != trellis.DefaultPriority {
 		p.Priority = req.Priority
 	}
+	if req.Timeout != "" {
+		d, _ := time.ParseDuration(req.Timeout) // validated by Normalize
+		p.TimeoutMS = d.Milliseconds()
+	}
 	return p
 }
 
-// addCommand is the command adding one (normalized) plain task: a new
-// aggregate, stored under the idempotency key's message id when it has
-// one.
-func (q *Handler) addCommand(req trellis.AddTaskRequest) command.Independent[*trellis.Task] {
-	id := events.NewID(q.cfg.Now())
+// addCommand is the command adding one (normalized) plain task with id
+// (a new aggregate; "" for a fresh id), stored under the idempotency
+// key's message id when it has one.
+func (q *Handler) addCommand(req trellis.AddTaskRequest, id string) command.Independent[*trellis.Task] {
+	if id == "" {
+		id = events.NewID(q.cfg.Now())
+	}
 	msgID := ""
 	if req.IdempotencyKey != "" {
 		msgID = idempotencyMsgID(req.Queue, req.IdempotencyKey)
@@ -104,7 +110,7 @@ func (q *Handler) addCommand(req trellis.AddTaskRequest) command.Independent[*tr
 // links and unique key's hold.
 func (q *Handler) add(ctx context.Context, req trellis.AddTaskRequest) (*trellis.Task, error) {
 	if !needsAtomic(req, q.cfg.Now()) {
-		cmd := q.addCommand(req)
+		cmd := q.addCommand(req, "")
 		st, err := q.tasks.Run(ctx, cmd.State, cmd.Actor, cmd.Decide)
 		return q.added(ctx, st, err)
 	}

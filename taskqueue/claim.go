@@ -183,6 +183,9 @@ type dispatch struct {
 	st       taskState
 	delivery uint64
 	flow     *trellis.QueueControls
+	// unread: st was built from the dispatch message alone (a first
+	// delivery this process had not cached), not read from the log.
+	unread bool
 }
 
 // dispatched reads a dispatch message, or returns nil when it names no
@@ -201,7 +204,7 @@ func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch,
 		return nil, command.StoreError("dispatch payload", err)
 	}
 	d := &dispatch{rec: rec, delivery: meta.NumDelivered}
-	if d.st, err = q.dispatchedState(ctx, rec, d.delivery); err != nil {
+	if d.st, d.unread, err = q.dispatchedState(ctx, rec, d.delivery); err != nil {
 		if trellis.ErrorCode(err) == trellis.CodeNotFound {
 			// The dispatch is an event of the task: a load that finds
 			// nothing was answered by a replica that has not applied it
@@ -314,18 +317,22 @@ func (q *Handler) flowFor(ctx context.Context, st taskState, flow **trellis.Queu
 
 // dispatchedState returns the task a dispatch names and its last sequence.
 // A first delivery of an add is usually the task's only event, so its
-// sequence is the aggregate's last sequence and no load is needed.
-func (q *Handler) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (taskState, error) {
+// sequence is taken for the aggregate's last sequence and no load is
+// needed (unread is then true): a claim appended from it is checked
+// against the log anyway, but a decision that appends nothing first (a
+// hold, see HoldDispatched) must read the log before it trusts it.
+func (q *Handler) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (st taskState, unread bool, err error) {
 	if st, ok := q.tasks.Cached(rec.AggregateID); ok && st.Seq >= rec.Seq {
-		return st, nil
+		return st, false, nil
 	}
 	if rec.Type == Added && delivery == 1 {
 		task, err := Apply(nil, rec)
 		if err != nil {
-			return taskState{}, trellis.Errorf(trellis.CodeInternal, "dispatch %s: %w", rec.Subject, err)
+			return taskState{}, false, trellis.Errorf(trellis.CodeInternal, "dispatch %s: %w", rec.Subject, err)
 		}
 		// The add is the head of the task's hash chain: no read of it.
-		return taskState{ID: rec.AggregateID, Value: task, Seq: rec.Seq, Head: events.Hash(rec.Envelope)}, nil
+		return taskState{ID: rec.AggregateID, Value: task, Seq: rec.Seq, Head: events.Hash(rec.Envelope)}, true, nil
 	}
-	return q.loadState(ctx, rec.AggregateID)
+	st, err = q.loadState(ctx, rec.AggregateID)
+	return st, false, err
 }

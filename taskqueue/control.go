@@ -85,6 +85,29 @@ func foldControls(c *trellis.QueueControls, rec events.Recorded) (*trellis.Queue
 // consumer only after every pool has had time to heartbeat for it.
 const LeaseWatchEvery = 2 * time.Second
 
+// PoolLease is the lease a queue's pools must heartbeat for now: the
+// shorter of a lease being switched to and the one it replaces, else the
+// claim consumer's (see SetLease). A remote pool learns it from the
+// server with each claim and heartbeat. The controls are read at most
+// FlowCacheTTL ago.
+func (q *Handler) PoolLease(ctx context.Context, queue string) (time.Duration, error) {
+	c, err := q.flow(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	if l := c.HeartbeatLease(); l > 0 {
+		return l, nil
+	}
+	lanes, err := q.Lanes(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	if l := lanes[trellis.DefaultPriority-1].CachedInfo().Config.AckWait; l > 0 {
+		return l, nil
+	}
+	return q.cfg.ClaimAckWait, nil
+}
+
 // SetLease sets the queue's lease: how long a worker pool's claim survives
 // without a heartbeat (the claim consumer's AckWait), for every pool of
 // the queue. A longer lease applies at once, and so does a shorter one

@@ -223,6 +223,8 @@ type AddedPayload struct {
 	UniqueUntil *time.Time `json:"unique_until,omitempty"`
 	// ConcurrencyKey subjects the task to the queue's per-key limit.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// TimeoutMS bounds one attempt's run time (0: none of its own).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// Schedule names the periodic schedule whose tick added the task.
 	Schedule string `json:"schedule,omitempty"`
 }
@@ -422,6 +424,7 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 			UniqueKey:      p.UniqueKey,
 			UniqueUntil:    utcPtr(p.UniqueUntil),
 			ConcurrencyKey: p.ConcurrencyKey,
+			TimeoutMS:      p.TimeoutMS,
 			Schedule:       p.Schedule,
 		}
 		if nt.Priority == 0 {

@@ -143,12 +143,15 @@ func (q *Handler) AddMany(ctx context.Context, req trellis.AddManyRequest) (*tre
 	var cmds []command.Independent[*trellis.Task]
 	var plain, atomic []int
 	now := q.cfg.Now()
+	// Ids ascend in the request's order, and so do the plain adds' events
+	// (AppendAll keeps a call's order): claims follow it.
+	ids := events.NewIDs(now, len(req.Tasks))
 	for i, t := range req.Tasks {
 		if needsAtomic(t, now) {
 			atomic = append(atomic, i)
 			continue
 		}
-		cmds = append(cmds, q.addCommand(t))
+		cmds = append(cmds, q.addCommand(t, ids[i]))
 		plain = append(plain, i)
 	}
 	errs := make([]error, len(req.Tasks))
@@ -156,7 +159,7 @@ func (q *Handler) AddMany(ctx context.Context, req trellis.AddManyRequest) (*tre
 		res.Tasks[plain[j]], errs[plain[j]] = q.added(ctx, o.State, o.Err)
 	}
 	for _, i := range atomic {
-		res.Tasks[i], errs[i] = q.addAtomic(ctx, req.Tasks[i], atomicAdd{})
+		res.Tasks[i], errs[i] = q.addAtomic(ctx, req.Tasks[i], atomicAdd{id: ids[i]})
 	}
 	for i, err := range errs {
 		if err != nil {

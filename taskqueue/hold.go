@@ -21,7 +21,8 @@ import (
 // (RecordHold) once its window passes, as an eager claim would have been.
 //
 // Only a first delivery of a task that was never claimed, whose add is its
-// last event, that may be attempted more than once and that no gate of its
+// last event on the log (read from the log unless this process cached
+// it), that may be attempted more than once and that no gate of its
 // queue (rate, per-key or global limit) governs is held unrecorded; every
 // other dispatch is claimed at once (HoldDispatched records it).
 //
@@ -61,6 +62,16 @@ func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker 
 	d, err := q.dispatched(ctx, msg)
 	if err != nil || d == nil {
 		return nil, err
+	}
+	if holdable(d, d.st.Value) && d.unread {
+		// Built from the dispatch alone (this process never saw the task:
+		// a worker process, say): the task may have been cancelled while
+		// it waited, and a hold appends nothing that the log could refuse
+		// before the handler runs. Decide on the task as the log has it.
+		if d.st, err = q.loadState(ctx, d.st.ID); err != nil {
+			return nil, err
+		}
+		d.unread = false
 	}
 	if t := d.st.Value; holdable(d, t) {
 		at := q.cfg.Now().UTC()

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/trellis/trellis"
@@ -26,6 +27,11 @@ type HandlerFunc func(ctx context.Context, task *trellis.Task, progress *Progres
 func (f HandlerFunc) Handle(ctx context.Context, task *trellis.Task, progress *Progress) (*trellis.Checkpoint, error) {
 	return f(ctx, task, progress)
 }
+
+// ErrTimeout fails an attempt that ran past its timeout (the task's own,
+// or the pool's TaskTimeout): the handler's context is cancelled, and the
+// attempt is retried per the task's max attempts.
+var ErrTimeout = errors.New("timeout")
 
 // ErrBudgetExhausted is returned by Progress when a task's step or
 // tool-call budget is spent.

@@ -39,6 +39,12 @@ type Config struct {
 	// (default: a third of the queue's current lease, followed as it
 	// changes).
 	Heartbeat time.Duration
+	// TaskTimeout bounds one attempt's run time for tasks without a
+	// timeout of their own (a task's own timeout wins when shorter; 0:
+	// none). A handler running past it is cancelled and the attempt fails
+	// with a timeout error (ErrTimeout), retried per the task's max
+	// attempts.
+	TaskTimeout time.Duration
 	// Grace is how long a draining pool lets running handlers finish before
 	// cancelling them and releasing their tasks (default 30 s).
 	Grace time.Duration
@@ -139,8 +145,9 @@ func New(queue *taskqueue.Handler, h Handler, cfg Config) (*Pool, error) {
 }
 
 // NewWithSource returns a pool claiming from src (a remote server's API,
-// say); Run starts it. Such a pool's lease is the one it prepares; it does
-// not see cancellations of its running tasks before they end.
+// say); Run starts it. Such a pool follows the queue's lease as the server
+// tells it with each claim and heartbeat; it does not see cancellations
+// of its running tasks before they end.
 func NewWithSource(src Source, h Handler, cfg Config) (*Pool, error) {
 	p, err := newPool(h, cfg)
 	if err == nil {
@@ -189,13 +196,27 @@ type lease interface {
 	Ack() error
 }
 
-// remoteLease is a Source's claim as a lease.
-type remoteLease struct{ c *Claim }
+// remoteLease is a Source's claim as a lease. Each heartbeat tells the
+// queue's current lease, which the pool follows.
+type remoteLease struct {
+	c *Claim
+	p *Pool
+}
 
 func (l remoteLease) InProgress() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return l.c.Heartbeat(ctx)
+	lease, err := l.c.Heartbeat(ctx)
+	l.p.followLease(lease)
+	return err
+}
+
+// followLease makes lease (when known) the lease a remote pool heartbeats
+// for.
+func (p *Pool) followLease(lease time.Duration) {
+	if lease > 0 {
+		p.ackWait.Store(int64(lease))
+	}
 }
 
 func (l remoteLease) Ack() error {
@@ -259,17 +280,17 @@ func (p *Pool) drain(wg *sync.WaitGroup, cancelWork func()) {
 // runRemote runs the pool through a Source: each slot claims a task with a
 // lease (the server claims for it), runs it, and claims the next.
 func (p *Pool) runRemote(ctx context.Context) error {
-	lease := p.cfg.Lease
-	if lease <= 0 {
-		lease = 30 * time.Second
-	}
 	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err := p.src.Prepare(setupCtx, p.cfg.Queue, lease)
+	lease, err := p.src.Prepare(setupCtx, p.cfg.Queue, p.cfg.Lease)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
-	p.ackWait.Store(int64(lease))
+	p.followLease(lease)
+	// A refused credential (a revoked token) stops the pool: nothing it
+	// asks will be answered again.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	work, cancelWork := context.WithCancel(context.Background())
 	defer cancelWork()
 	var wg sync.WaitGroup
@@ -277,16 +298,20 @@ func (p *Pool) runRemote(ctx context.Context) error {
 		wg.Add(1)
 		go func(worker string) {
 			defer wg.Done()
-			p.remoteSlot(ctx, work, worker, &wg)
+			p.remoteSlot(ctx, work, worker, &wg, stop)
 		}(p.cfg.Worker + "/" + strconv.Itoa(slot))
 	}
 	<-ctx.Done()
 	p.drain(&wg, cancelWork)
+	if err := context.Cause(ctx); trellis.ErrorCode(err) == trellis.CodeUnauthorized {
+		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
+	}
 	return nil
 }
 
-// remoteSlot is one slot of a remote pool: claim, run, until ctx ends.
-func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.WaitGroup) {
+// remoteSlot is one slot of a remote pool: claim, run, until ctx ends; a
+// claim refused as unauthorized stops the pool (stop).
+func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.WaitGroup, stop context.CancelCauseFunc) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		start := time.Now()
@@ -295,6 +320,11 @@ func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.Wai
 		if errors.As(err, &claimErr) {
 			p.log.Warn("claim", "worker", worker, "err", err)
 			continue
+		}
+		if trellis.ErrorCode(err) == trellis.CodeUnauthorized {
+			p.log.Error("claim refused: the pool stops", "worker", worker, "err", err)
+			stop(err)
+			return
 		}
 		if err != nil {
 			// NATS unreachable, the server restarting: keep trying until
@@ -306,7 +336,10 @@ func (p *Pool) remoteSlot(ctx, work context.Context, worker string, wg *sync.Wai
 		}
 		backoff = 100 * time.Millisecond
 		if claim != nil {
-			p.runClaimed(work, remoteLease{claim}, claim.Task, nil, worker, start, wg)
+			p.followLease(claim.Lease)
+		}
+		if claim != nil && claim.Task != nil {
+			p.runClaimed(work, remoteLease{claim, p}, claim.Task, nil, worker, start, wg)
 		}
 	}
 }
@@ -413,6 +446,12 @@ func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, ho
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
+	timeout := p.taskTimeout(task)
+	if timeout > 0 {
+		var stopTimer context.CancelFunc
+		runCtx, stopTimer = context.WithTimeoutCause(runCtx, timeout, ErrTimeout)
+		defer stopTimer()
+	}
 	var cancelled atomic.Pointer[string]
 	go p.heartbeat(hbCtx, msg, task.TaskID, log, func(reason string) {
 		cancelled.Store(&reason)
@@ -423,6 +462,11 @@ func (p *Pool) runClaimed(ctx context.Context, msg lease, task *trellis.Task, ho
 	runStart := time.Now()
 	cp, herr := p.run(runCtx, task, progress)
 	took := time.Since(runStart)
+	if timeout > 0 && errors.Is(context.Cause(runCtx), ErrTimeout) && ctx.Err() == nil && cancelled.Load() == nil {
+		// Whatever the handler returned once cancelled, the attempt timed out.
+		herr = fmt.Errorf("%w: the handler ran past the task's timeout of %s", ErrTimeout, timeout)
+		log.Warn("task timed out: handler cancelled", "timeout", timeout)
+	}
 	stopWindow()
 	m.HandlerDuration.WithLabelValues(q).Observe(took.Seconds())
 	p.recording <- struct{}{}
@@ -622,6 +666,16 @@ func (p *Pool) finish(ctx, work context.Context, task *trellis.Task, hold *taskq
 			"steps_used", usage.StepsUsed, "tool_calls_used", usage.ToolCallsUsed)
 	}
 	return nil
+}
+
+// taskTimeout is how long one attempt of task may run: the shorter of the
+// task's own timeout and the pool's TaskTimeout (0: unbounded).
+func (p *Pool) taskTimeout(task *trellis.Task) time.Duration {
+	d := time.Duration(task.TimeoutMS) * time.Millisecond
+	if p.cfg.TaskTimeout > 0 && (d <= 0 || p.cfg.TaskTimeout < d) {
+		d = p.cfg.TaskTimeout
+	}
+	return max(d, 0)
 }
 
 // errorText bounds an error message to what a task's error field holds.

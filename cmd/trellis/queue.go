@@ -86,6 +86,7 @@ func addSchedulingFlags(f *pflag.FlagSet, req *trellis.AddTaskRequest) {
 	f.StringVar(&req.UniqueFor, "unique-for", "", "hold the unique key this long after the add (default: while the task is not finished)")
 	f.StringArrayVar(&req.After, "after", nil, "a prerequisite task id: waiting until it is done; repeatable")
 	f.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "a key the queue's per-key limit applies to (e.g. a repository)")
+	f.StringVar(&req.Timeout, "timeout", "", "how long one attempt may run (e.g. 10m): a worker cancels the handler and fails the attempt with a timeout error")
 }
 
 // parseMetadata turns k=v pairs into a map.

@@ -93,6 +93,7 @@ commands get --grace to finish, the rest are released back to the queue.`,
 			handler := &workers.Exec{Command: command}
 			defer handler.Close()
 			var pool *workers.Pool
+			tokenName := ""
 			if s.store == nil {
 				// With a token the server claims, decides and appends for
 				// this worker (retries are the server's backoff): the
@@ -100,6 +101,9 @@ commands get --grace to finish, the rest are released back to the queue.`,
 				who, err := s.client.Whoami(cmd.Context())
 				if err != nil {
 					return err
+				}
+				if who != nil {
+					tokenName = who.Name
 				}
 				if who != nil && cfg.Worker == "" {
 					// Pools of one token on several machines: each its own
@@ -118,7 +122,12 @@ commands get --grace to finish, the rest are released back to the queue.`,
 				return err
 			}
 			log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "lease", cfg.Lease)
-			return pool.Run(cmd.Context())
+			err = pool.Run(cmd.Context())
+			if trellis.ErrorCode(err) == trellis.CodeUnauthorized && tokenName != "" {
+				return &trellis.Error{Code: trellis.CodeUnauthorized, Err: err,
+					Message: fmt.Sprintf("token %q was revoked or has expired: the worker stops (%v)", tokenName, err)}
+			}
+			return err
 		},
 	}
 	f := c.Flags()
@@ -126,6 +135,7 @@ commands get --grace to finish, the rest are released back to the queue.`,
 	f.IntVar(&cfg.Concurrency, "concurrency", 1, "tasks run at once")
 	f.StringVar(&command, "exec", "", "command run per task with sh -c (required)")
 	f.DurationVar(&cfg.Lease, "lease", 0, "how long a claim survives without a heartbeat: the queue's lease, shared by all its pools (0 keeps the queue's; 30s for a new queue; another value becomes the queue's lease)")
+	f.DurationVar(&cfg.TaskTimeout, "task-timeout", 0, "how long one attempt may run (tasks added with a shorter --timeout keep theirs; 0: unbounded): CMD is then stopped and the attempt fails with a timeout error, retried per the task's max attempts")
 	f.DurationVar(&cfg.Grace, "grace", 30*time.Second, "on SIGTERM, how long running commands may finish before their tasks are released")
 	f.StringVar(&cfg.Worker, "worker-id", "", "worker id in claims and history (default <hostname>-<pid>; with a token <token name>/<hostname>-<pid>, and an explicit one must start with <token name>/)")
 	f.DurationVar(&backoff, "backoff", time.Second, "first retry delay; doubles per attempt up to 5m, with jitter")

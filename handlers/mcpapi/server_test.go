@@ -27,7 +27,7 @@ func TestToolsList(t *testing.T) {
 	}{
 		"queue_add": {[]string{"objective", "inputs", "acceptance", "max_tool_calls", "max_steps",
 			"queue", "parent_id", "max_attempts", "metadata", "idempotency_key",
-			"priority", "delay", "run_at", "unique_key", "unique_for", "after", "concurrency_key"}, []string{"objective"}, true},
+			"priority", "delay", "run_at", "unique_key", "unique_for", "after", "concurrency_key", "timeout"}, []string{"objective"}, true},
 		"queue_cancel":   {[]string{"task_id", "reason"}, []string{"task_id"}, true},
 		"queue_add_many": {[]string{"tasks"}, []string{"tasks"}, true},
 		"queue_next":     {[]string{"queue", "worker"}, nil, false},

@@ -115,6 +115,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 			{name: "unique_for", desc: "How long the unique_key is held after the add, as a duration (1h); default: while the first task is not finished."},
 			{name: "after", desc: fmt.Sprintf("task_ids of existing tasks (at most %d) that must be done first: the task is waiting until then, and is cancelled if one fails, dies or is cancelled. Its packet then lists each one's checkpoint summary under prerequisites.", trellis.MaxAfter)},
 			{name: "concurrency_key", desc: "A key (e.g. a repository) the queue's per-key limit applies to: at most that many tasks with one key run at once."},
+			{name: "timeout", desc: "How long one attempt may run, as a duration (1s to 24h, e.g. 10m): a worker pool stops the handler when it passes and fails the attempt with a timeout error (retried per max_attempts)."},
 		},
 		req: []string{"objective"},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AddTaskRequest) (*mcp.CallToolResult, error) {
@@ -140,7 +141,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 			Title: "Add many bounded tasks",
 			Description: fmt.Sprintf("Add up to %d tasks in one call (a plan broken into units): each element of tasks takes queue_add's arguments "+
 				"(objective required; inputs, acceptance, max_tool_calls, max_steps, queue, parent_id, max_attempts, metadata, idempotency_key, "+
-				"priority, delay, run_at, unique_key, unique_for, after, concurrency_key). "+
+				"priority, delay, run_at, unique_key, unique_for, after, concurrency_key, timeout). "+
 				"Every task is checked first: one bad element refuses the whole call, naming tasks[i]. The tasks are stored together (far fewer "+
 				"synced writes than one queue_add each); the result lists each task packet in order, and errors for any that could not be stored.", trellis.MaxAddMany),
 			OutputSchema: outputSchema[trellis.AddManyResult](),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,11 +55,14 @@ func (c *Client) WithToken(token string) *Client {
 }
 
 // request builds the message of a request on subject, with the token.
-func (c *Client) request(subject string, data []byte) *nats.Msg {
+func (c *Client) request(subject string, data []byte, deadline time.Time) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Data = data
 	if c.token != "" {
 		m.Header.Set(HeaderAuthorization, "Bearer "+c.token)
+	}
+	if !deadline.IsZero() {
+		m.Header.Set(HeaderDeadline, deadline.UTC().Format(time.RFC3339Nano))
 	}
 	return m
 }
@@ -97,7 +101,7 @@ func (c *Client) watchCall(ctx context.Context, op string) (context.Context, fun
 			}
 			lostSince = time.Time{}
 			pctx, pcancel := context.WithTimeout(ctx, c.watch)
-			_, err := c.nc.RequestMsgWithContext(pctx, c.request(Prefix+OpPing, []byte("{}")))
+			_, err := c.nc.RequestMsgWithContext(pctx, c.request(Prefix+OpPing, []byte("{}"), time.Time{}))
 			pcancel()
 			if errors.Is(err, nats.ErrNoResponders) {
 				cancel(fmt.Errorf("%w: no trellis server answers any more (the one handling %s stopped)", errServerGone, op))
@@ -120,8 +124,9 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	deadline, _ := ctx.Deadline()
 	wctx, stopWatch := c.watchCall(ctx, op)
-	msg, err := c.nc.RequestMsgWithContext(wctx, c.request(Prefix+op, data))
+	msg, err := c.nc.RequestMsgWithContext(wctx, c.request(Prefix+op, data, deadline))
 	cause := context.Cause(wctx)
 	stopWatch()
 	if err != nil && errors.Is(cause, errServerGone) {
@@ -129,6 +134,10 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 			"%v; the request may or may not have been applied: check before repeating it", cause)}
 	}
 	if err != nil {
+		if errors.Is(err, nats.ErrConnectionClosed) && authRefused(c.nc.LastError()) {
+			return &trellis.Error{Code: trellis.CodeUnauthorized, Err: err,
+				Message: "the NATS server closed the connection and refuses its token: the token was revoked or has expired"}
+		}
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return &trellis.Error{Code: trellis.CodeInvalid, Field: "body", Err: err,
 				Message: fmt.Sprintf("request is %d bytes; the NATS server accepts at most %d", len(data), c.nc.MaxPayload())}
@@ -158,6 +167,13 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 		return trellis.Errorf(trellis.CodeInternal, "decode %s result: %w", op, err)
 	}
 	return nil
+}
+
+// authRefused reports whether a connection's last error is the NATS
+// server refusing its credentials.
+func authRefused(err error) bool {
+	return err != nil && (errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
+		strings.Contains(strings.ToLower(err.Error()), "authorization violation"))
 }
 
 // Ping asks a server who it is.

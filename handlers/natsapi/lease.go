@@ -38,10 +38,19 @@ type claimRequest struct {
 	WaitMS int64  `json:"wait_ms"`
 }
 
-// claimResult is a leased claim (task null when none came).
+// claimResult is a leased claim (task null when none came) and the lease
+// the queue's pools heartbeat for now.
 type claimResult struct {
-	Task  *trellis.Task `json:"task"`
-	Lease string        `json:"lease,omitempty"`
+	Task    *trellis.Task `json:"task"`
+	Lease   string        `json:"lease,omitempty"`
+	LeaseMS int64         `json:"lease_ms,omitempty"`
+}
+
+// leaseResult answers a prepare and a heartbeat: the lease the queue's
+// pools heartbeat for now (it changes when a pool or an operator sets
+// another; see taskqueue.Handler.SetLease).
+type leaseResult struct {
+	LeaseMS int64 `json:"lease_ms"`
 }
 
 // leaseRequest names a task's lease (heartbeat, ack).
@@ -61,6 +70,10 @@ type releaseRequest struct {
 // maxClaimWait bounds how long one claim request waits for a dispatch.
 const maxClaimWait = 5 * time.Second
 
+// claimMargin is the time a claim request keeps, out of what its deadline
+// leaves, to claim the task that came and answer.
+const claimMargin = time.Second
+
 func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Context, []byte) (any, error) {
 	q := svc.QueueHandler()
 	return map[string]func(context.Context, []byte) (any, error){
@@ -75,7 +88,11 @@ func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Cont
 			if _, err := q.EnsureConsumer(ctx, queue, time.Duration(r.LeaseMS)*time.Millisecond); err != nil {
 				return nil, err
 			}
-			return struct{}{}, nil
+			lease, err := q.PoolLease(ctx, queue)
+			if err != nil {
+				return nil, err
+			}
+			return leaseResult{LeaseMS: lease.Milliseconds()}, nil
 		}),
 		OpQueueClaim: handler(func(ctx context.Context, r claimRequest) (any, error) {
 			queue, err := workQueue(ctx, r.Queue)
@@ -100,7 +117,11 @@ func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Cont
 			if err := nc.Publish(r.Lease, []byte("+WPI")); err != nil {
 				return nil, trellis.Errorf(trellis.CodeUnavailable, "heartbeat of task %s: %w", task.TaskID, err)
 			}
-			return struct{}{}, nil
+			lease, err := q.PoolLease(ctx, task.Queue)
+			if err != nil {
+				return leaseResult{}, nil // extended; the pool keeps the lease it knows
+			}
+			return leaseResult{LeaseMS: lease.Milliseconds()}, nil
 		}),
 		OpQueueAck: handler(func(ctx context.Context, r leaseRequest) (any, error) {
 			task, _, err := checkLease(ctx, svc, r, false)
@@ -153,11 +174,35 @@ func actingWorker(ctx context.Context, worker string) (string, error) {
 // claimLeased claims the next task of queue for worker, best priority
 // lane first, holding its dispatch as the lease, or none within wait.
 func claimLeased(ctx context.Context, q *taskqueue.Handler, queue, worker string, wait time.Duration) (*claimResult, error) {
-	task, msg, err := q.ClaimNext(ctx, queue, worker, true, wait)
-	if err != nil || task == nil {
-		return &claimResult{}, err
+	if deadline, ok := ctx.Deadline(); ok {
+		// Leave the claim itself and the answer time before the caller
+		// gives up.
+		if wait = min(wait, time.Until(deadline)-claimMargin); wait <= 0 {
+			return &claimResult{}, nil
+		}
 	}
-	return &claimResult{Task: task, Lease: msg.Reply()}, nil
+	task, msg, err := q.ClaimNext(ctx, queue, worker, true, wait)
+	if err != nil {
+		return nil, err
+	}
+	if task != nil && ctx.Err() != nil {
+		// Claimed after the caller gave up: nobody will run it, so give
+		// it back now rather than hold it for a whole lease.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := q.Release(rctx, task.TaskID, worker, "claimed after the claim request's deadline"); err == nil {
+			_ = msg.Ack()
+		}
+		return nil, trellis.Errorf(trellis.CodeUnavailable, "claim of task %s made after the request's deadline: released", task.TaskID)
+	}
+	res := &claimResult{}
+	if task != nil {
+		res.Task, res.Lease = task, msg.Reply()
+	}
+	if lease, err := q.PoolLease(ctx, queue); err == nil {
+		res.LeaseMS = lease.Milliseconds()
+	}
+	return res, nil
 }
 
 // ackLease is a parsed dispatch acknowledgement subject.
@@ -228,8 +273,10 @@ func (c *Client) WorkerSource() workers.Source { return &remoteSource{c: c} }
 
 type remoteSource struct{ c *Client }
 
-func (s *remoteSource) Prepare(ctx context.Context, queue string, lease time.Duration) error {
-	return s.c.call(ctx, OpQueuePrepare, prepareRequest{Queue: queue, LeaseMS: lease.Milliseconds()}, nil)
+func (s *remoteSource) Prepare(ctx context.Context, queue string, lease time.Duration) (time.Duration, error) {
+	var res leaseResult
+	err := s.c.call(ctx, OpQueuePrepare, prepareRequest{Queue: queue, LeaseMS: lease.Milliseconds()}, &res)
+	return time.Duration(res.LeaseMS) * time.Millisecond, err
 }
 
 func (s *remoteSource) Claim(ctx context.Context, queue, worker string, wait time.Duration) (*workers.Claim, error) {
@@ -238,8 +285,13 @@ func (s *remoteSource) Claim(ctx context.Context, queue, worker string, wait tim
 	}
 	var res claimResult
 	// The claim is not cancelled by the drain once sent: a claim the
-	// server made would otherwise be left to its lease.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+30*time.Second)
+	// server made would otherwise be left to its lease. It keeps ctx's
+	// deadline, which the server honours.
+	timeout := wait + 30*time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if err := s.c.call(cctx, OpQueueClaim, claimRequest{Queue: queue, Worker: worker, WaitMS: wait.Milliseconds()}, &res); err != nil {
 		if trellis.ErrorCode(err) == trellis.CodeConflict {
@@ -247,14 +299,23 @@ func (s *remoteSource) Claim(ctx context.Context, queue, worker string, wait tim
 		}
 		return nil, err
 	}
+	lease := time.Duration(res.LeaseMS) * time.Millisecond
 	if res.Task == nil {
+		if lease > 0 {
+			return &workers.Claim{Lease: lease}, nil
+		}
 		return nil, nil
 	}
 	req := leaseRequest{TaskID: res.Task.TaskID, Worker: worker, Lease: res.Lease}
 	return &workers.Claim{
-		Task:      res.Task,
-		Heartbeat: func(ctx context.Context) error { return s.c.call(ctx, OpQueueHeartbeat, req, nil) },
-		Ack:       func(ctx context.Context) error { return s.c.call(ctx, OpQueueAck, req, nil) },
+		Task:  res.Task,
+		Lease: lease,
+		Heartbeat: func(ctx context.Context) (time.Duration, error) {
+			var res leaseResult
+			err := s.c.call(ctx, OpQueueHeartbeat, req, &res)
+			return time.Duration(res.LeaseMS) * time.Millisecond, err
+		},
+		Ack: func(ctx context.Context) error { return s.c.call(ctx, OpQueueAck, req, nil) },
 	}, nil
 }
 

@@ -141,7 +141,7 @@ func (c *Client) Export(ctx context.Context, w io.Writer) error {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	_ = sub.SetPendingLimits(-1, -1)
-	m := c.request(Prefix+OpQueueExport, []byte("{}"))
+	m := c.request(Prefix+OpQueueExport, []byte("{}"), time.Time{})
 	m.Reply = inbox
 	if err := c.nc.PublishMsg(m); err != nil {
 		return trellis.Errorf(trellis.CodeUnavailable, "export: %w", err)

@@ -76,7 +76,14 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
-				ctx, err := authorize(ctx, cfg.Auth, m, op)
+				ctx, stop, err := withDeadline(ctx, m)
+				defer stop()
+				if err != nil {
+					cfg.Logger.Info("api request past its deadline: not applied", "subject", m.Subject, "err", err)
+					respond(m, nil, err, cfg.Logger)
+					return
+				}
+				ctx, err = authorize(ctx, cfg.Auth, m, op)
 				if err != nil {
 					respond(m, nil, err, cfg.Logger)
 					return
@@ -263,6 +270,25 @@ func respond(m *nats.Msg, res any, err error, log *slog.Logger) {
 	if err != nil {
 		log.Warn("api respond", "subject", m.Subject, "err", err)
 	}
+}
+
+// withDeadline bounds ctx by the request's deadline (HeaderDeadline), or
+// refuses a request received after it: its caller has given up, so
+// applying it now would act for nobody (a claim holding a task for a whole
+// lease, an outcome the worker reported as not recorded).
+func withDeadline(ctx context.Context, m *nats.Msg) (context.Context, func(), error) {
+	if m.Header == nil || m.Header.Get(HeaderDeadline) == "" {
+		return ctx, func() {}, nil
+	}
+	deadline, err := time.Parse(time.RFC3339Nano, m.Header.Get(HeaderDeadline))
+	if err != nil {
+		return ctx, func() {}, trellis.FieldError(HeaderDeadline, "is not an RFC 3339 time: %q", m.Header.Get(HeaderDeadline))
+	}
+	if late := time.Since(deadline); late >= 0 {
+		return ctx, func() {}, trellis.Errorf(trellis.CodeUnavailable, "the request arrived %s after its deadline (%s): not applied", late.Round(time.Millisecond), deadline.Format(time.RFC3339Nano))
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	return ctx, cancel, nil
 }
 
 // Stop unsubscribes; requests in flight finish.

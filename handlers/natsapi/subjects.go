@@ -72,6 +72,15 @@ const (
 // HeaderAuthorization carries a request's token: "Bearer <token>".
 const HeaderAuthorization = "Authorization"
 
+// HeaderDeadline carries the time (RFC 3339, UTC) after which the caller
+// no longer waits for a request's answer. A server that receives the
+// request later (a client's reconnect buffer replayed to a restarted
+// server, a server slow to pick it up) refuses it without applying it,
+// and one that receives it in time stops working on it at the deadline.
+// Caller and server clocks must agree to well within the request's
+// timeout.
+const HeaderDeadline = "Trellis-Deadline"
+
 // reply is the body of every answer.
 type reply struct {
 	Result any         `json:"result,omitempty"`
