@@ -112,8 +112,20 @@ func Bind(ctx context.Context, req any) error {
 			return nil // an observation on a branch, by no agent
 		}
 		return actAs(id, "agent_id", &r.Agent)
+	case ActorBound:
+		field, actor := r.BoundActor()
+		return actAs(id, field, actor)
 	}
 	return nil
+}
+
+// ActorBound is a request of another package (a workflow's start, signal,
+// cancel or retry) that names who acts: Bind makes it act as the caller,
+// like the root package's requests.
+type ActorBound interface {
+	// BoundActor returns the JSON name of the field naming who acts and a
+	// pointer to it.
+	BoundActor() (field string, actor *string)
 }
 
 // MayWork checks that the caller of ctx may claim on queue ("" is the

@@ -38,6 +38,7 @@ var natsOps = map[string]struct{ bodyIgnored bool }{
 	"code.search": {}, "code.chunk": {}, "code.explain": {}, "code.ingest": {}, "audit": {}, "audit.query": {},
 	"queue.prepare": {}, "queue.claim": {}, "queue.heartbeat": {}, "queue.ack": {}, "queue.release": {},
 	"token.create": {}, "token.list": {}, "token.revoke": {}, "token.whoami": {bodyIgnored: true},
+	"workflow.start": {}, "workflow.show": {}, "workflow.list": {}, "workflow.signal": {}, "workflow.cancel": {}, "workflow.retry": {},
 }
 
 // httpRoutes is every HTTP route, each with whether it reads a JSON body
@@ -60,6 +61,8 @@ var httpRoutes = map[string]struct{ body, open bool }{
 	"GET /v1/queue/workers": {}, "GET /v1/queue/tasks/{id}/checkpoint": {}, "GET /v1/vine/graphs": {},
 	"GET /v1/vine/graphs/{id}": {}, "GET /v1/vine/graphs/{id}/nodes/{node}": {}, "GET /v1/events/live": {},
 	"GET /{$}": {open: true}, "GET /ui/": {open: true},
+	"POST /v1/workflows": {body: true}, "GET /v1/workflows": {}, "GET /v1/workflows/{id}": {},
+	"POST /v1/workflows/{id}/signal": {body: true}, "POST /v1/workflows/{id}/cancel": {body: true}, "POST /v1/workflows/{id}/retry": {body: true},
 }
 
 // mcpTools is every MCP tool the server lists.
@@ -68,6 +71,7 @@ var mcpTools = []string{
 	"vine_next", "vine_read", "vine_write", "vine_claim", "vine_expand",
 	"task_create", "task_join", "task_objective", "task_complete_agent", "task_complete", "task_show", "task_list",
 	"task_context", "observe", "consolidate", "facts", "history", "consolidation_history", "search_chunks", "get_chunk", "explain_code", "audit_query",
+	"workflow_start", "workflow_show", "workflow_list", "workflow_signal", "workflow_cancel",
 }
 
 // below returns the token of the role just under what op needs ("" for an
@@ -255,6 +259,10 @@ func hostileRequests(taskID string) []hostileRequest {
 		{"expand a child through a symlink", "worker", "vine.expand", `{"file":"plan.vine","ref_id":"a","child_file":"shared/secret.vine"}`, inv, "POST /v1/vine/expand", "vine_expand"},
 		{"ingest outside the workspace", "admin", "code.ingest", `{"root":"/etc"}`, inv, "", ""},
 		{"ingest with ..", "admin", "code.ingest", `{"root":"../../.."}`, inv, "", ""},
+		{"foreign actor on workflow signal", "worker", "workflow.signal", `{"run_id":"01JAAAAAAAAAAAAAAAAAAAAAAA","name":"ship","actor":"mallory"}`, u, "", ""},
+		{"foreign actor on workflow start", "admin", "workflow.start", `{"workflow":"order","actor":"mallory"}`, u, "", ""},
+		{"foreign actor on workflow cancel", "admin", "workflow.cancel", `{"run_id":"01JAAAAAAAAAAAAAAAAAAAAAAA","actor":"mallory"}`, u, "", ""},
+		{"foreign actor on workflow retry", "admin", "workflow.retry", `{"run_id":"01JAAAAAAAAAAAAAAAAAAAAAAA","actor":"mallory"}`, u, "", ""},
 	}
 }
 

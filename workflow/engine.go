@@ -457,6 +457,18 @@ type RetryRequest struct {
 	Actor string `json:"actor,omitempty"`
 }
 
+// BoundActor names the field of who acts (see auth.ActorBound).
+func (r *StartRequest) BoundActor() (string, *string) { return "actor", &r.Actor }
+
+// BoundActor names the field of who acts (see auth.ActorBound).
+func (r *SignalRequest) BoundActor() (string, *string) { return "actor", &r.Actor }
+
+// BoundActor names the field of who acts (see auth.ActorBound).
+func (r *CancelRequest) BoundActor() (string, *string) { return "actor", &r.Actor }
+
+// BoundActor names the field of who acts (see auth.ActorBound).
+func (r *RetryRequest) BoundActor() (string, *string) { return "actor", &r.Actor }
+
 // Retry resumes a failed run from its failed step: the journal is cut back
 // to that step (compensations recorded after it are dropped from the
 // journal; their effects stay), and the run is dispatched again. A run

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/workflow"
 )
 
@@ -101,7 +102,11 @@ func registerWorkflowTools(srv *mcp.Server, wf workflow.Service) {
 			if err != nil {
 				return nil, err
 			}
-			r, err := wf.Start(ctx, workflow.StartRequest{Workflow: in.Workflow, Version: in.Version, Input: input, RunID: in.RunID})
+			req := workflow.StartRequest{Workflow: in.Workflow, Version: in.Version, Input: input, RunID: in.RunID}
+			if err := auth.Bind(ctx, &req); err != nil {
+				return nil, err
+			}
+			r, err := wf.Start(ctx, req)
 			if err != nil {
 				return nil, fmt.Errorf("workflow_start: %w", err)
 			}
@@ -157,7 +162,11 @@ func registerWorkflowTools(srv *mcp.Server, wf workflow.Service) {
 			if err != nil {
 				return nil, err
 			}
-			r, err := wf.Signal(ctx, workflow.SignalRequest{RunID: in.RunID, Name: in.Name, Data: data})
+			req := workflow.SignalRequest{RunID: in.RunID, Name: in.Name, Data: data}
+			if err := auth.Bind(ctx, &req); err != nil {
+				return nil, err
+			}
+			r, err := wf.Signal(ctx, req)
 			if err != nil {
 				return nil, fmt.Errorf("workflow_signal: %w", err)
 			}
@@ -174,7 +183,11 @@ func registerWorkflowTools(srv *mcp.Server, wf workflow.Service) {
 		},
 		req: []string{"run_id"},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *workflowCancelArgs) (*mcp.CallToolResult, error) {
-			r, err := wf.Cancel(ctx, workflow.CancelRequest{RunID: in.RunID, Reason: in.Reason})
+			req := workflow.CancelRequest{RunID: in.RunID, Reason: in.Reason}
+			if err := auth.Bind(ctx, &req); err != nil {
+				return nil, err
+			}
+			r, err := wf.Cancel(ctx, req)
 			if err != nil {
 				return nil, fmt.Errorf("workflow_cancel: %w", err)
 			}
