@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -575,8 +576,12 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 	}
 	slices.SortFunc(over, func(x, y *trellis.Task) int { return strings.Compare(x.TaskID, y.TaskID) })
 	sinceNanos := since.UnixNano()
-	if since.IsZero() {
+	switch {
+	case since.IsZero():
 		sinceNanos = 0
+	case since.After(time.Unix(0, math.MaxInt64)):
+		// UnixNano overflows past 2262: nothing was updated that late.
+		sinceNanos = math.MaxInt64
 	}
 	return b.db.View(func(tx *bolt.Tx) error {
 		var k, v []byte

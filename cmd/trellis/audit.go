@@ -588,5 +588,6 @@ func (a *app) replayUntil(cmd *cobra.Command, until, out string, asJSON bool) er
 			fmt.Fprintf(a.stdout, "rebuilt %-12s from %s up to #%d\n", p.Name, p.Stream, p.LastSeq)
 		}
 		fmt.Fprintf(a.stdout, "as of %s into %s in %d ms\n", res.Cut.At.Format(time.RFC3339Nano), res.Dir, res.Millis)
+		fmt.Fprintf(a.stdout, "read it with commands that only read, given --data %s (for example: trellis queue list --data %s), while no server runs on it\n", res.Dir, res.Dir)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -226,6 +227,15 @@ func (a *app) queueList() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Status = trellis.Status(status)
+			// One time syntax everywhere: RFC 3339, a date or a duration
+			// ago, like audit --since.
+			if req.Since != "" {
+				t, err := trellis.ParseTimeArg("since", req.Since, time.Now())
+				if err != nil {
+					return err
+				}
+				req.Since = t.Format(time.RFC3339Nano)
+			}
 			if asOf != "" {
 				return a.listAsOf(cmd, req, asOf, asJSON)
 			}
@@ -235,7 +245,7 @@ func (a *app) queueList() *cobra.Command {
 	}
 	c.Flags().StringVar(&req.Queue, "queue", "", "only this queue")
 	c.Flags().StringVar(&status, "status", "", "only this status: scheduled, waiting, queued, claimed, done, failed, dead, cancelled")
-	c.Flags().StringVar(&req.Since, "since", "", "only tasks updated at or after this RFC 3339 time (e.g. 2026-01-02T15:04:05Z)")
+	c.Flags().StringVar(&req.Since, "since", "", "only tasks updated at or after this time (RFC 3339, a date, or a duration ago: 90m)")
 	c.Flags().IntVar(&req.Limit, "limit", trellis.DefaultListLimit, fmt.Sprintf("rows per page (at most %d)", trellis.MaxListLimit))
 	c.Flags().StringVar(&req.Cursor, "cursor", "", "continue after the previous page: its next cursor")
 	c.Flags().StringVar(&req.Text, "text", "", "only tasks whose objective contains this text (ignoring case) or whose id starts with it")

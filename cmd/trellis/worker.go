@@ -121,7 +121,11 @@ commands get --grace to finish, the rest are released back to the queue.`,
 			} else if pool, err = workers.New(taskqueue.New(s.store, qcfg), handler, cfg); err != nil {
 				return err
 			}
-			log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "lease", cfg.Lease)
+			lease := "the queue's"
+			if cfg.Lease > 0 {
+				lease = cfg.Lease.String()
+			}
+			log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "lease", lease)
 			err = pool.Run(cmd.Context())
 			if trellis.ErrorCode(err) == trellis.CodeUnauthorized && tokenName != "" {
 				return &trellis.Error{Code: trellis.CodeUnauthorized, Err: err,
