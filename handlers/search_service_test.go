@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,4 +85,41 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// The suggestions of a search that finds nothing are close to the words
+// asked for: no one- or two-letter words ("d", "io", "go"), nothing two
+// edits from a four-letter word ("mode" for "modl" is fine, "body" not).
+func TestSearchSuggestionsAreNotNoise(t *testing.T) {
+	t.Parallel()
+	svc, b := setupMemory(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"model.go": `package model
+
+// Model holds the mode of a body of work.
+func Model(d int, io string, ok bool, foo string) (mode string, body string, got bool) {
+	go func() {}()
+	return io, foo, ok
+}
+`})
+	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Search(ctx, trellis.SearchRequest{Query: "modl", Repo: "demo"})
+	if err != nil || !res.NotFound {
+		t.Fatalf("search modl = %+v, %v", res, err)
+	}
+	for _, s := range res.Suggestions {
+		switch {
+		case s == "(drop the filters)":
+		case len(s) < 3:
+			t.Errorf("suggestion %q is too short to be a next search (all: %q)", s, res.Suggestions)
+		case s == "body" || s == "foo" || s == "got":
+			t.Errorf("suggestion %q is nowhere near %q (all: %q)", s, "modl", res.Suggestions)
+		}
+	}
+	if !slices.Contains(res.Suggestions, "model") && !slices.Contains(res.Suggestions, "mode") {
+		t.Errorf("suggestions for modl: %q; want model or mode", res.Suggestions)
+	}
 }

@@ -642,8 +642,11 @@ func (s *Search) Suggest(text string, limit int) ([]string, error) {
 		if seen[e.Term] {
 			continue
 		}
+		if len(e.Term) < 3 {
+			continue // "d", "io": never a useful next search
+		}
 		for _, w := range stems {
-			if editDistance(w, e.Term, 2) <= 2 || (len(w) >= 4 && len(e.Term) >= 4 && e.Term[:4] == w[:4]) {
+			if d := fuzziness(w); editDistance(w, e.Term, d) <= d || (len(w) >= 5 && len(e.Term) >= 5 && e.Term[:5] == w[:5]) {
 				seen[e.Term] = true
 				out = append(out, cand{e.Term, e.Count})
 				break
@@ -662,7 +665,7 @@ func (s *Search) Suggest(text string, limit int) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if w != "" && !words[w] {
+		if len(w) >= 3 && !words[w] {
 			words[w] = true
 			terms = append(terms, w)
 		}
@@ -671,7 +674,7 @@ func (s *Search) Suggest(text string, limit int) ([]string, error) {
 	for _, w := range stems {
 		fq := bleve.NewFuzzyQuery(w)
 		fq.SetField("content")
-		fq.Fuzziness = 2
+		fq.Fuzziness = fuzziness(w)
 		qs = append(qs, fq)
 	}
 	if len(qs) == 0 {
@@ -684,7 +687,7 @@ func (s *Search) Suggest(text string, limit int) ([]string, error) {
 		return terms, nil
 	}
 	for _, h := range res.Hits {
-		if n, ok := h.Fields["name"].(string); ok && n != "" && !words[n] && len(terms) < limit {
+		if n, ok := h.Fields["name"].(string); ok && len(n) >= 3 && !words[n] && len(terms) < limit {
 			words[n] = true
 			terms = append(terms, n)
 		}
@@ -711,6 +714,16 @@ func (s *Search) surfaceWord(an analysis.Analyzer, term string) (string, error) 
 		}
 	}
 	return "", nil
+}
+
+// fuzziness is how many edits a suggestion may be from a word of the
+// query: one for a short word (two edits turn "mod" into "go" or "io"),
+// two from five letters on.
+func fuzziness(word string) int {
+	if len(word) <= 4 {
+		return 1
+	}
+	return 2
 }
 
 // editDistance is the Levenshtein distance of a and b, or max+1 once it
