@@ -360,6 +360,20 @@ const HandEditActor = "hand-edit"
 // edit never reverts a recorded claim. It never writes the file. The
 // graph's lock is held.
 func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
+	for attempt := 1; ; attempt++ {
+		st, rep, err := v.reconcileOnce(ctx, f, actor)
+		if !errors.Is(err, errJudgedStale) || attempt == 8 || ctx.Err() != nil {
+			if errors.Is(err, errJudgedStale) {
+				err = trellis.Errorf(trellis.CodeConflict, "graph %s kept changing while its file was being reconciled; try again", f.graphID)
+			}
+			return st, rep, err
+		}
+	}
+}
+
+// reconcileOnce is one attempt of reconcile; errJudgedStale when the log
+// moved on before its judgement was recorded.
+func (v *Vine) reconcileOnce(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
 	rep := &openReport{}
 	st, err := v.graphs.Load(ctx, f.graphID)
 	if err != nil {
@@ -513,24 +527,34 @@ func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, ty
 	if err != nil {
 		return st, trellis.Errorf(trellis.CodeInternal, "compress graph: %w", err)
 	}
-	base := st.Seq
+	// The snapshot was judged against st: when the runner finds the log
+	// moved on (another process claimed or wrote meanwhile) and decides
+	// again on the newer state, appending the snapshot would undo what
+	// was recorded since. It is refused instead; reconcile judges again.
+	judged := -1
+	if st.Value != nil {
+		judged = st.Value.Events
+	}
 	next, err := v.graphs.Run(ctx, st, actor, func(cur *events.GraphState) (command.Decision, error) {
-		if st.Seq != base || (typ == events.GraphImported && cur != nil) {
-			// The log moved on while the file was being judged.
-			return command.Decision{}, trellis.Errorf(trellis.CodeConflict, "graph %s changed while its file was being reconciled; try again", f.graphID)
+		if (typ == events.GraphImported && cur != nil) || (typ != events.GraphImported && (cur == nil || cur.Events != judged)) {
+			return command.Decision{}, fmt.Errorf("graph %s: %w", f.graphID, errJudgedStale)
 		}
 		return command.Decision{Subject: events.VineSubject(f.graphID, typ), Type: typ,
 			Payload: events.GraphSnapshotPayload{Path: f.rel, TextGz: gz, Hash: events.TextHash(text), Nodes: len(g.Nodes),
 				NoticedBy: noticedBy, Conflicts: conflicts}}, nil
 	})
 	if err != nil {
-		if errors.Is(err, command.ErrConflict) {
-			return st, trellis.Errorf(trellis.CodeConflict, "graph %s changed while its file was being reconciled; try again", f.graphID)
+		if errors.Is(err, command.ErrConflict) || errors.Is(err, errJudgedStale) {
+			return st, fmt.Errorf("graph %s: %w", f.graphID, errJudgedStale)
 		}
 		return st, graphError(f.graphID, "append "+typ, err)
 	}
 	return next, nil
 }
+
+// errJudgedStale reports a file judged against a state of the graph that
+// the log has moved past before the judgement was recorded.
+var errJudgedStale = errors.New("the graph changed while its file was being reconciled")
 
 // writeGraph rewrites the .vine file from the state, atomically, if it
 // still holds what was read (see writeFileCAS): a file saved by someone
