@@ -110,3 +110,38 @@ func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 		t.Fatalf("old task's facts = %+v, %v", of, err)
 	}
 }
+
+// TestMemoryMergeIntoParentTask: a task whose parent is another task's
+// branch merges its durable facts into that task's own memory (its scope
+// is keyed by its id), so they are in the parent task's context.
+func TestMemoryMergeIntoParentTask(t *testing.T) {
+	t.Parallel()
+	svc, _ := setupMemory(t)
+	ctx := context.Background()
+	epic, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "epic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "sub", Parent: epic.Branch}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "sub", Agent: "agent_1", Role: "implementer"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{reuseFinding, reuseFinding + "!"} {
+		if _, err := svc.Observe(ctx, trellis.ObserveRequest{Task: "sub", Agent: "agent_1", Session: "s1", Type: "insight", Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "sub", Agent: "agent_1"}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "sub", Merge: true})
+	if err != nil || len(done.Runs) != 1 || done.Runs[0].Created != 1 || done.Runs[0].TargetBranch != "task/epic" {
+		t.Fatalf("sub's completion = %+v, %v", done, err)
+	}
+	c, err := svc.TaskContext(ctx, "epic")
+	if err != nil || len(c.KeyFacts) != 1 || c.KeyFacts[0].FactText != reuseFinding || c.KeyFacts[0].Branch != "task/epic" {
+		t.Fatalf("epic's context = %+v, %v", c, err)
+	}
+}
