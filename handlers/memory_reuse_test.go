@@ -64,6 +64,14 @@ func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 			t.Fatalf("facts on %s of the new task = %+v, %v", b, fs, err)
 		}
 	}
+	// Writing through the old id is refused: it never reaches the task that
+	// now has the name (open).
+	if _, err := svc.Observe(ctx, trellis.ObserveRequest{Task: old.TaskID, Agent: "agent_1", Session: "s3", Type: "insight", Text: "late"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("observe on the old task's id: %v", err)
+	}
+	if _, err := svc.Consolidate(ctx, trellis.ConsolidateRequest{Level: "task", Task: old.TaskID}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("checkpoint of the old task's id: %v", err)
+	}
 	j, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"})
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +116,9 @@ func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 	of, err := svc.Facts(ctx, trellis.FactsRequest{Task: old.TaskID, Branch: old.Branch, Status: "active"})
 	if err != nil || len(of) != 2 || of[0].TaskID != old.TaskID {
 		t.Fatalf("old task's facts = %+v, %v", of, err)
+	}
+	if v, err := svc.TaskShow(ctx, old.TaskID); err != nil || v.TaskID != old.TaskID || v.Status != "completed" {
+		t.Fatalf("task show of the old id = %+v, %v", v, err)
 	}
 }
 
