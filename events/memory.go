@@ -7,10 +7,13 @@ import (
 )
 
 // Agent-memory event types: the last token of trellis.memory.<scope>.<type>.
-// The scope of a task's branches (task/<name> and task/<name>/<agent>) is
-// "task-<name>", so a consolidation run that supersedes facts on an agent's
-// branch and merges them into the task branch is one checked event; any
-// other branch B has the scope "branch-<B with / as ~>".
+// A task's branches (task/<name> and task/<name>/<agent>) share one scope,
+// so a consolidation run that supersedes facts on an agent's branch and
+// merges them into the task branch is one checked event. That scope is
+// keyed by the task's id, "taskid-<id>" (TaskScope; AgentTask.Scope), so a
+// later task with the same name starts with empty memory; tasks created
+// before that keep the name's scope "task-<name>". Any other branch B has
+// the scope "branch-<B with / as ~>".
 const (
 	// MemoryObserved records an observation an agent made in a session.
 	MemoryObserved = "observed"
@@ -22,7 +25,9 @@ const (
 // MemorySchema is the current schema version of memory payloads.
 const MemorySchema = 1
 
-// MemoryScope is the aggregate token of a branch's memory.
+// MemoryScope is the aggregate token of a branch's memory by its name
+// alone. For a task's branches that is the scope of tasks created before
+// memory was keyed by task id; use AgentTask.Scope for a task's own.
 func MemoryScope(branch string) string {
 	if rest, ok := strings.CutPrefix(branch, "task/"); ok {
 		name, _, _ := strings.Cut(rest, "/")

@@ -39,6 +39,10 @@ type TaskCreatedPayload struct {
 	Description  string          `json:"description,omitempty"`
 	ParentBranch string          `json:"parent_branch"`
 	Objectives   []ObjectiveSpec `json:"objectives"`
+	// MemoryScope is the memory scope of the task's branches, keyed by its
+	// id (TaskScope). A created event without it (written before memory was
+	// keyed by task id) keeps the name's scope, "task-<name>".
+	MemoryScope string `json:"memory_scope,omitempty"`
 }
 
 // TaskAgentJoinedPayload is the payload of an agent_joined event.
@@ -88,6 +92,20 @@ type AgentTask struct {
 	Durable      []string        `json:"durable,omitempty"`
 	Ephemeral    []string        `json:"ephemeral,omitempty"`
 	Merged       bool            `json:"merged"`
+	// MemoryScope is the memory scope of the task's branches (see
+	// TaskCreatedPayload.MemoryScope); empty in a snapshot of a task
+	// created before memory was keyed by task id (Scope upcasts it).
+	MemoryScope string `json:"memory_scope,omitempty"`
+}
+
+// Scope returns the memory scope of the task's branches: its own
+// (TaskScope of its id), or, for a task created before memory was keyed by
+// task id, the name's scope "task-<name>" it was written under.
+func (t *AgentTask) Scope() string {
+	if t.MemoryScope != "" {
+		return t.MemoryScope
+	}
+	return MemoryScope(TaskBranch(t.Name))
 }
 
 // TaskObjective is one objective of a task.
@@ -135,6 +153,11 @@ func (t *AgentTask) Agent(id string) (*TaskAgent, bool) {
 	return nil, false
 }
 
+// TaskScope is the memory scope of a task's branches, keyed by its id, so
+// that a later task with the same name never shares its memory:
+// "taskid-<id>" (no branch's scope, see MemoryScope, has this prefix).
+func TaskScope(taskID string) string { return "taskid-" + taskID }
+
 // TaskBranch is the branch of a task: task/<name>.
 func TaskBranch(name string) string { return "task/" + name }
 
@@ -156,7 +179,7 @@ func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
 		}
 		nt := &AgentTask{TaskID: p.TaskID, Name: p.Name, Description: p.Description, Branch: TaskBranch(p.Name),
 			ParentBranch: p.ParentBranch, Status: AgentTaskOpen, CreatedAt: at, UpdatedAt: at,
-			Objectives: []TaskObjective{}, Agents: []TaskAgent{}}
+			Objectives: []TaskObjective{}, Agents: []TaskAgent{}, MemoryScope: p.MemoryScope}
 		for _, o := range p.Objectives {
 			nt.Objectives = append(nt.Objectives, TaskObjective{ObjectiveID: o.ObjectiveID, Description: o.Description, Status: "todo"})
 		}

@@ -60,6 +60,7 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 		return nil, err
 	}
 	branch, taskID, agent := req.Branch, "", ""
+	scope := events.MemoryScope(branch)
 	if branch == "" {
 		if err := trellis.ValidateAgentID("agent_id", req.Agent); err != nil {
 			return nil, err
@@ -70,6 +71,7 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 		}
 		a, ok := te.t.Agent(req.Agent)
 		name, tid := te.t.Name, te.t.TaskID
+		scope = te.t.Scope()
 		te.unlock()
 		if !ok {
 			return nil, trellis.Errorf(trellis.CodeNotFound, "agent %s has not joined task %s (join it first)", req.Agent, name)
@@ -79,7 +81,7 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 		}
 		branch, taskID, agent = events.AgentBranch(name, req.Agent), tid, req.Agent
 	}
-	e, err := m.lockScope(ctx, events.MemoryScope(branch))
+	e, err := m.lockScope(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +94,32 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 	o := e.m.Observations[len(e.m.Observations)-1]
 	c := *o
 	return &c, nil
+}
+
+// branchScope is the memory scope of a task's parent branch: a task's
+// branch (task/<name>[/...]) is in the scope of the current task of that
+// name (own, when it is own's); any other branch in its name's scope.
+func (m *Memory) branchScope(ctx context.Context, branch string, own *events.AgentTask) string {
+	rest, ok := strings.CutPrefix(branch, "task/")
+	if !ok {
+		return events.MemoryScope(branch)
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == own.Name {
+		return own.Scope()
+	}
+	if trellis.ValidateTaskName("branch", name) != nil {
+		return events.MemoryScope(branch)
+	}
+	e, err := m.lockTask(ctx, name)
+	if err != nil {
+		return events.MemoryScope(branch)
+	}
+	defer e.unlock()
+	if e.t == nil {
+		return events.MemoryScope(branch)
+	}
+	return e.t.Scope()
 }
 
 // taskBranchObservation turns an observation named by an agent's branch
@@ -275,7 +303,7 @@ func (m *Memory) CompleteAgent(ctx context.Context, req trellis.TaskAgentRequest
 	if a.Completed {
 		return nil, trellis.Errorf(trellis.CodeConflict, "agent %s already completed its work on task %s", req.Agent, te.t.Name)
 	}
-	se, err := m.lockScope(ctx, events.MemoryScope(te.t.Branch))
+	se, err := m.lockScope(ctx, te.t.Scope())
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +357,7 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 				te.t.Name, strings.Join(open, "; "))
 		}
 	}
-	se, err := m.lockScope(ctx, events.MemoryScope(te.t.Branch))
+	se, err := m.lockScope(ctx, te.t.Scope())
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +379,7 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 	}
 	runs := []events.ConsolidatedPayload{run}
 	if req.Merge && len(run.Durable) > 0 {
-		pe, err := m.lockScope(ctx, events.MemoryScope(te.t.ParentBranch))
+		pe, err := m.lockScope(ctx, m.branchScope(ctx, te.t.ParentBranch, te.t))
 		if err != nil {
 			return runs, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/trellis/trellis"
@@ -32,6 +33,22 @@ func (s *Service) taskNameOf(ctx context.Context, id string) (string, error) {
 		return "", trellis.Errorf(trellis.CodeNotFound, "no task %s", id)
 	}
 	return t.Name, nil
+}
+
+// task returns a task by name (the current task of that name) or by id
+// (any task, also an older, completed one whose name a newer task took).
+func (s *Service) task(ctx context.Context, task string) (*events.AgentTask, error) {
+	if trellis.ValidateTaskID("task", task) != nil {
+		return s.memory.Task(ctx, task)
+	}
+	if err := s.catchUp(ctx, s.taskRun); err != nil {
+		return nil, err
+	}
+	t, ok := s.taskViews.ByID(task)
+	if !ok {
+		return nil, trellis.Errorf(trellis.CodeNotFound, "no task %q", task)
+	}
+	return t, nil
 }
 
 func stamp(t time.Time) string {
@@ -140,7 +157,7 @@ func (s *Service) TaskComplete(ctx context.Context, req trellis.TaskCompleteRequ
 
 // TaskShow implements trellis.MemoryService.
 func (s *Service) TaskShow(ctx context.Context, task string) (*trellis.AgentTaskView, error) {
-	t, err := s.memory.Task(ctx, task)
+	t, err := s.task(ctx, task)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +185,7 @@ func (s *Service) TaskList(ctx context.Context, req trellis.TaskListRequest) ([]
 // status, agent summaries, key facts (the task branch's active facts, most
 // confident first, at most 20) and progress counts.
 func (s *Service) TaskContext(ctx context.Context, task string) (*trellis.TaskContextView, error) {
-	t, err := s.memory.Task(ctx, task)
+	t, err := s.task(ctx, task)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +194,7 @@ func (s *Service) TaskContext(ctx context.Context, task string) (*trellis.TaskCo
 	}
 	v := taskView(t)
 	out := &trellis.TaskContextView{Task: *v, AgentSummaries: v.Agents, KeyFacts: []trellis.FactView{}, Progress: v.Progress}
-	facts := s.facts.Facts(projections.FactFilter{Branch: t.Branch, Status: "active"})
+	facts := s.facts.Facts(projections.FactFilter{Branch: t.Branch, Status: "active", Scope: t.Scope()})
 	sort.SliceStable(facts, func(i, j int) bool { return facts[i].Confidence > facts[j].Confidence })
 	for i, f := range facts {
 		if i == 20 {
@@ -218,12 +235,12 @@ func (s *Service) Consolidate(ctx context.Context, req trellis.ConsolidateReques
 		var task *events.AgentTask
 		if req.Task != "" {
 			// Only the session's observations on this task's branches.
-			t, err := s.memory.Task(ctx, req.Task)
+			t, err := s.task(ctx, req.Task)
 			if err != nil {
 				return nil, err
 			}
 			task = t
-			scope := events.MemoryScope(t.Branch)
+			scope := t.Scope()
 			scopes = map[string][]string{scope: scopes[scope]}
 			if len(scopes[scope]) == 0 {
 				scopes = nil
@@ -285,19 +302,30 @@ func (s *Service) Facts(ctx context.Context, req trellis.FactsRequest) ([]trelli
 			return nil, err
 		}
 	}
-	taskID := ""
+	taskID, scope := "", ""
 	if req.Task != "" {
-		t, err := s.memory.Task(ctx, req.Task)
+		t, err := s.task(ctx, req.Task)
 		if err != nil {
 			return nil, err
 		}
 		taskID = t.TaskID
+	} else if rest, ok := strings.CutPrefix(req.Branch, "task/"); ok {
+		// A task's branch names the current task of its name: the
+		// branches of older tasks of that name are read with --task <id>.
+		name, _, _ := strings.Cut(rest, "/")
+		t, err := s.task(ctx, name)
+		switch {
+		case err == nil:
+			scope = t.Scope()
+		case trellis.ErrorCode(err) != trellis.CodeNotFound && trellis.ErrorCode(err) != trellis.CodeInvalid:
+			return nil, err
+		}
 	}
 	if err := s.catchUp(ctx, s.factRun); err != nil {
 		return nil, err
 	}
 	out := []trellis.FactView{}
-	for _, f := range s.facts.Facts(projections.FactFilter{Branch: req.Branch, Status: req.Status, Category: req.Category, Query: req.Query, TaskID: taskID}) {
+	for _, f := range s.facts.Facts(projections.FactFilter{Branch: req.Branch, Status: req.Status, Category: req.Category, Query: req.Query, TaskID: taskID, Scope: scope}) {
 		out = append(out, factView(f))
 	}
 	return out, nil
@@ -307,7 +335,7 @@ func (s *Service) Facts(ctx context.Context, req trellis.FactsRequest) ([]trelli
 func (s *Service) History(ctx context.Context, req trellis.HistoryRequest) ([]trellis.ConsolidationReport, error) {
 	taskID := ""
 	if req.Task != "" {
-		t, err := s.memory.Task(ctx, req.Task)
+		t, err := s.task(ctx, req.Task)
 		if err != nil {
 			return nil, err
 		}

@@ -129,6 +129,12 @@ func (m *Memory) openTask(ctx context.Context, task string) (*taskEntry, error) 
 		e.unlock()
 		return nil, trellis.Errorf(trellis.CodeNotFound, "no task %q", task)
 	}
+	if name != task && e.t.TaskID != task {
+		// An older task of this name, completed before the current one
+		// was created.
+		e.unlock()
+		return nil, trellis.Errorf(trellis.CodeConflict, "task %s is completed (the task named %s now is %s)", task, name, e.t.TaskID)
+	}
 	if e.t.Status != events.AgentTaskOpen {
 		e.unlock()
 		return nil, trellis.Errorf(trellis.CodeConflict, "task %s (%s) is %s", e.t.Name, e.t.TaskID, e.t.Status)
@@ -164,7 +170,9 @@ func (m *Memory) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) 
 	if e.t != nil && e.t.Status == events.AgentTaskOpen {
 		return nil, trellis.Errorf(trellis.CodeConflict, "a task named %q is already open (task_id %s); names are unique among open tasks", req.Name, e.t.TaskID)
 	}
-	p := events.TaskCreatedPayload{TaskID: events.NewID(m.now()), Name: req.Name, Description: req.Description, ParentBranch: req.Parent, Objectives: []events.ObjectiveSpec{}}
+	id := events.NewID(m.now())
+	p := events.TaskCreatedPayload{TaskID: id, Name: req.Name, Description: req.Description, ParentBranch: req.Parent,
+		Objectives: []events.ObjectiveSpec{}, MemoryScope: events.TaskScope(id)}
 	for i, o := range req.Objectives {
 		p.Objectives = append(p.Objectives, events.ObjectiveSpec{ObjectiveID: fmt.Sprintf("obj-%d", i+1), Description: o})
 	}
@@ -253,7 +261,9 @@ func (m *Memory) TaskObjective(ctx context.Context, req trellis.TaskObjectiveReq
 	return cloneTask(e.t), nil
 }
 
-// Task returns the current task of a name or id (open or completed).
+// Task returns the current task of a name or id (open or completed): an
+// id of an older task of the name is not found here (the task views have
+// it, see Service.TaskShow).
 func (m *Memory) Task(ctx context.Context, task string) (*events.AgentTask, error) {
 	name, err := m.taskName(ctx, task)
 	if err != nil {
@@ -264,7 +274,7 @@ func (m *Memory) Task(ctx context.Context, task string) (*events.AgentTask, erro
 		return nil, err
 	}
 	defer e.unlock()
-	if e.t == nil {
+	if e.t == nil || (name != task && e.t.TaskID != task) {
 		return nil, trellis.Errorf(trellis.CodeNotFound, "no task %q", task)
 	}
 	return cloneTask(e.t), nil

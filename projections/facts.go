@@ -113,9 +113,11 @@ func (s *FactStore) Reset() error {
 	return removeFile(s.path)
 }
 
-// FactFilter selects facts.
+// FactFilter selects facts; Scope, when set, only those of one memory
+// scope (a task's branch names the branches of every task of its name,
+// its scope only those of one task).
 type FactFilter struct {
-	Branch, Status, Category, Query, TaskID string
+	Branch, Status, Category, Query, TaskID, Scope string
 }
 
 // Facts returns the facts matching f, in creation order within each scope
@@ -126,6 +128,9 @@ func (s *FactStore) Facts(f FactFilter) []events.Fact {
 	q := strings.ToLower(f.Query)
 	var out []events.Fact
 	for _, name := range s.sortedScopes() {
+		if f.Scope != "" && name != f.Scope {
+			continue
+		}
 		m := s.scopes[name]
 		for _, id := range m.Order {
 			fact := m.Facts[id]

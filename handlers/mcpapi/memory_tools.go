@@ -353,8 +353,8 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			Name:  ToolFacts,
 			Title: "Query facts",
 			Description: "Query the fact store, the consolidated memory: facts with their text, category, confidence, status (active, or superseded/archived), branch and provenance " +
-				"(source observations, source fact, task, agent, session). Filter by branch (main holds what completed tasks merged; task/<name> and task/<name>/<agent_id> hold a task's), " +
-				"status, category, text query and task. Read-only.",
+				"(source observations, source fact, task, agent, session). Filter by branch (main holds what completed tasks merged; task/<name> and task/<name>/<agent_id> hold a task's: " +
+				"those of the current task of that name; an older task of the name is read with task set to its id), status, category, text query and task. Read-only.",
 			OutputSchema: outputSchema[factsResult](),
 			Annotations:  &mcp.ToolAnnotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
 		},
