@@ -439,12 +439,22 @@ func (c *committer) commitBatch(group []*request) {
 		// A batch whose answer was lost (not one the server refused) may
 		// be committing while its events are sent again.
 		lost := !errors.Is(err, ErrBatchRefused)
+		inGroup := make(map[*request]bool, len(group))
+		for _, r := range group {
+			inGroup[r] = true
+		}
 		var wg sync.WaitGroup
 		for _, r := range group {
 			r.inDoubt = lost
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				if r.after != nil && inGroup[r.after] {
+					// One call's events keep their order when sent
+					// again: this one goes once the one before it is
+					// settled.
+					<-r.after.done
+				}
 				a, err := c.s.publishOne(r.ctx, r)
 				r.finish(AppendResult{Appended: a, Err: err})
 			}()

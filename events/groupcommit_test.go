@@ -89,6 +89,12 @@ func TestGroupCommitStaleEventFailsAlone(t *testing.T) {
 	if st := b.Store.GroupCommitStats(); st.Fallbacks != 1 {
 		t.Fatalf("stats = %+v; want the refused batch counted", st)
 	}
+	// Sent again one by one, the call's other events keep its order.
+	for i := 1; i < len(otherRes); i++ {
+		if otherRes[i].Seq <= otherRes[i-1].Seq {
+			t.Fatalf("after the refused batch, event %d was stored at #%d, before event %d at #%d", i, otherRes[i].Seq, i-1, otherRes[i-1].Seq)
+		}
+	}
 }
 
 // Two events of one aggregate never share a batch (the second would fail

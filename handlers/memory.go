@@ -99,27 +99,28 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 // branchScope is the memory scope of a task's parent branch: a task's
 // branch (task/<name>[/...]) is in the scope of the current task of that
 // name (own, when it is own's); any other branch in its name's scope.
-func (m *Memory) branchScope(ctx context.Context, branch string, own *events.AgentTask) string {
+func (m *Memory) branchScope(ctx context.Context, branch string, own *events.AgentTask) (string, error) {
 	rest, ok := strings.CutPrefix(branch, "task/")
 	if !ok {
-		return events.MemoryScope(branch)
+		return events.MemoryScope(branch), nil
 	}
 	name, _, _ := strings.Cut(rest, "/")
 	if name == own.Name {
-		return own.Scope()
+		return own.Scope(), nil
 	}
 	if trellis.ValidateTaskName("branch", name) != nil {
-		return events.MemoryScope(branch)
+		return events.MemoryScope(branch), nil
 	}
-	e, err := m.lockTask(ctx, name)
+	// Read without the name's lock: the caller holds its own task's, and
+	// two tasks that are each other's parent must not wait on each other.
+	st, err := m.tasks.Load(ctx, name)
 	if err != nil {
-		return events.MemoryScope(branch)
+		return "", command.StoreError("load task "+name, err)
 	}
-	defer e.unlock()
-	if e.t == nil {
-		return events.MemoryScope(branch)
+	if st.Value == nil {
+		return events.MemoryScope(branch), nil
 	}
-	return e.t.Scope()
+	return st.Value.Scope(), nil
 }
 
 // taskBranchObservation turns an observation named by an agent's branch
@@ -379,7 +380,11 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 	}
 	runs := []events.ConsolidatedPayload{run}
 	if req.Merge && len(run.Durable) > 0 {
-		pe, err := m.lockScope(ctx, m.branchScope(ctx, te.t.ParentBranch, te.t))
+		scope, err := m.branchScope(ctx, te.t.ParentBranch, te.t)
+		if err != nil {
+			return runs, err
+		}
+		pe, err := m.lockScope(ctx, scope)
 		if err != nil {
 			return runs, err
 		}

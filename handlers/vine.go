@@ -362,11 +362,16 @@ const HandEditActor = "hand-edit"
 func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
 	for attempt := 1; ; attempt++ {
 		st, rep, err := v.reconcileOnce(ctx, f, actor)
-		if !errors.Is(err, errJudgedStale) || attempt == 8 || ctx.Err() != nil {
-			if errors.Is(err, errJudgedStale) {
-				err = trellis.Errorf(trellis.CodeConflict, "graph %s kept changing while its file was being reconciled; try again", f.graphID)
-			}
+		if !errors.Is(err, errJudgedStale) {
 			return st, rep, err
+		}
+		if attempt == 8 {
+			return st, rep, trellis.Errorf(trellis.CodeConflict, "graph %s kept changing while its file was being reconciled; try again", f.graphID)
+		}
+		select {
+		case <-ctx.Done():
+			return st, rep, ctx.Err()
+		case <-time.After(command.DefaultBackoff(attempt)):
 		}
 	}
 }
@@ -530,13 +535,17 @@ func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, ty
 	// The snapshot was judged against st: when the runner finds the log
 	// moved on (another process claimed or wrote meanwhile) and decides
 	// again on the newer state, appending the snapshot would undo what
-	// was recorded since. It is refused instead; reconcile judges again.
+	// was recorded since (even events this build does not fold). Only the
+	// first decision, on st itself, may append; reconcile judges again.
 	judged := -1
 	if st.Value != nil {
 		judged = st.Value.Events
 	}
+	decided := false
 	next, err := v.graphs.Run(ctx, st, actor, func(cur *events.GraphState) (command.Decision, error) {
-		if (typ == events.GraphImported && cur != nil) || (typ != events.GraphImported && (cur == nil || cur.Events != judged)) {
+		again := decided
+		decided = true
+		if again || (typ == events.GraphImported && cur != nil) || (typ != events.GraphImported && (cur == nil || cur.Events != judged)) {
 			return command.Decision{}, fmt.Errorf("graph %s: %w", f.graphID, errJudgedStale)
 		}
 		return command.Decision{Subject: events.VineSubject(f.graphID, typ), Type: typ,

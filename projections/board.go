@@ -582,6 +582,10 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 	case since.After(time.Unix(0, math.MaxInt64)):
 		// UnixNano overflows past 2262: nothing was updated that late.
 		sinceNanos = math.MaxInt64
+	case since.Before(time.Unix(0, 0)):
+		// ... and before 1970 it would go wrong too: everything was
+		// updated since.
+		sinceNanos = 0
 	}
 	return b.db.View(func(tx *bolt.Tx) error {
 		var k, v []byte
