@@ -20,7 +20,7 @@ import (
 )
 
 // Limits of the workflow API. They are part of the contract and documented
-// in the README.
+// in docs/workflows.md.
 const (
 	// MaxInputBytes bounds a run's input and a signal's data.
 	MaxInputBytes = 1 << 20

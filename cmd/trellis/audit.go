@@ -281,7 +281,7 @@ func (a *app) auditVerify() *cobra.Command {
 			"(each event's prev against the hash of its aggregate's previous event), each event's message id, ULID and\n" +
 			"times, and the heads the server's keyed anchors (and --witness FILE) recorded. Each finding is printed with its\n" +
 			"position (stream, sequence, aggregate). Links without prev (events from before the chain existed) are counted\n" +
-			"as unchained; timers that fired are accounted for by their batch (see README, Auditing). With --file, checks an\n" +
+			"as unchained; timers that fired are accounted for by their batch (see docs/audit.md). With --file, checks an\n" +
 			"`audit export` offline (no server): line hashes, chains, continuity and the trailer (its MAC with --anchor-key).\n" +
 			"Exit 0 when nothing was found, 9 when something was, other codes for errors.",
 		Example: `  trellis audit verify

@@ -1,4 +1,4 @@
-// Command order is the example workflow of the README: a worker pool that
+// Command order is the example workflow of docs/workflows.md: a worker pool that
 // hosts workflow "order" (version 1) on a running Trellis server.
 //
 //	go run ./workflow/example/order worker [--queue Q]
