@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trellis/trellis/projections"
 )
 
 // fileRead is what a command read of a .vine file: whether it existed,
@@ -97,7 +99,7 @@ func writeFileCAS(path string, data []byte, want fileRead) error {
 			}
 			return fmt.Errorf("create %s: %w", path, err)
 		}
-		return syncDir(dir)
+		return projections.SyncDir(dir)
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
 		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
@@ -108,7 +110,7 @@ func writeFileCAS(path string, data []byte, want fileRead) error {
 		if err := os.Rename(tmp.Name(), path); err != nil {
 			return fmt.Errorf("rename %s: %w", path, err)
 		}
-		return syncDir(dir)
+		return projections.SyncDir(dir)
 	}
 	if stampOf(tmp.Name()) != want.stamp {
 		// Saved by someone between the check and the exchange: put their
@@ -116,23 +118,10 @@ func writeFileCAS(path string, data []byte, want fileRead) error {
 		if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
 			return fmt.Errorf("restore %s: %w", path, err)
 		}
-		_ = syncDir(dir)
+		_ = projections.SyncDir(dir)
 		return errFileChanged
 	}
-	return syncDir(dir)
-}
-
-// syncDir makes a directory's entries (a renamed file) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return projections.SyncDir(dir)
 }
 
 // fileMemory remembers, per graph, the text this process last wrote to

@@ -113,7 +113,7 @@ func (b *Board) BeginReplay(backlog uint64) error {
 	if err := WriteFileAtomic(b.markPath(), []byte("replaying\n")); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(b.path)); err != nil {
+	if err := SyncDir(filepath.Dir(b.path)); err != nil {
 		return err
 	}
 	b.db.NoSync, b.replaying = true, true

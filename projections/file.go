@@ -63,9 +63,9 @@ func writeSnapshot(path string, v any) error {
 	return WriteFileAtomic(path, data)
 }
 
-// syncDir makes the directory's entries (a created or renamed file)
+// SyncDir makes the directory's entries (a created or renamed file)
 // durable.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -14,6 +14,18 @@ import (
 	"github.com/trellis/trellis/workflow"
 )
 
+// callWorkflows runs fn on the session's workflow service, printing as
+// a.call does.
+func (a *app) callWorkflows(cmd *cobra.Command, asJSON bool, fn func(ctx context.Context, wf workflow.Service) (any, error), human func(any)) error {
+	return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
+		wf, err := s.workflows()
+		if err != nil {
+			return nil, err
+		}
+		return fn(ctx, wf)
+	}, human)
+}
+
 // workflows returns the session's workflow API: the engine on the log, or
 // the server's NATS API with a token.
 func (s *session) workflows() (workflow.Service, error) {
@@ -62,11 +74,7 @@ func (a *app) workflowStart() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				wf, err := s.workflows()
-				if err != nil {
-					return nil, err
-				}
+			return a.callWorkflows(cmd, asJSON, func(ctx context.Context, wf workflow.Service) (any, error) {
 				r, err := wf.Start(ctx, workflow.StartRequest{Workflow: args[0], Version: version, Input: in, RunID: runID})
 				if err != nil {
 					return nil, err
@@ -92,11 +100,7 @@ func (a *app) workflowShow() *cobra.Command {
 		Short: "Show a run: status, steps in journal order, output",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				wf, err := s.workflows()
-				if err != nil {
-					return nil, err
-				}
+			return a.callWorkflows(cmd, asJSON, func(ctx context.Context, wf workflow.Service) (any, error) {
 				r, err := wf.Show(ctx, args[0])
 				if err != nil {
 					return nil, err
@@ -131,11 +135,7 @@ func (a *app) workflowList() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Status = workflow.Status(status)
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				wf, err := s.workflows()
-				if err != nil {
-					return nil, err
-				}
+			return a.callWorkflows(cmd, asJSON, func(ctx context.Context, wf workflow.Service) (any, error) {
 				return wf.List(ctx, req)
 			}, func(v any) {
 				l := v.(*workflow.RunList)
@@ -173,11 +173,7 @@ func (a *app) workflowSignal() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				wf, err := s.workflows()
-				if err != nil {
-					return nil, err
-				}
+			return a.callWorkflows(cmd, asJSON, func(ctx context.Context, wf workflow.Service) (any, error) {
 				r, err := wf.Signal(ctx, workflow.SignalRequest{RunID: args[0], Name: args[1], Data: d})
 				if err != nil {
 					return nil, err
@@ -199,11 +195,7 @@ func (a *app) workflowCancel() *cobra.Command {
 		Short: "Cancel a run: its running step is interrupted, compensations run in reverse order",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				wf, err := s.workflows()
-				if err != nil {
-					return nil, err
-				}
+			return a.callWorkflows(cmd, asJSON, func(ctx context.Context, wf workflow.Service) (any, error) {
 				r, err := wf.Cancel(ctx, workflow.CancelRequest{RunID: args[0], Reason: reason})
 				if err != nil {
 					return nil, err
@@ -224,11 +216,7 @@ func (a *app) workflowRetry() *cobra.Command {
 		Short: "Resume a failed run from its failed step",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				wf, err := s.workflows()
-				if err != nil {
-					return nil, err
-				}
+			return a.callWorkflows(cmd, asJSON, func(ctx context.Context, wf workflow.Service) (any, error) {
 				r, err := wf.Retry(ctx, workflow.RetryRequest{RunID: args[0]})
 				if err != nil {
 					return nil, err
