@@ -70,11 +70,14 @@ type app struct {
 	dataDir        string
 	natsURL        string
 	workspaces     []string
-	batchMin       int // bench: the store's group-commit batch minimum
-	models         modelFlags
-	token          string // --token / TRELLIS_TOKEN
-	tlsCA          string // --tls-ca / TRELLIS_TLS_CA
-	natsCreds      string // --nats-creds
+	// namedDirs are the directories of the VINE files named on the
+	// command line: workspace roots of an in-process session.
+	namedDirs []string
+	batchMin  int // bench: the store's group-commit batch minimum
+	models    modelFlags
+	token     string // --token / TRELLIS_TOKEN
+	tlsCA     string // --tls-ca / TRELLIS_TLS_CA
+	natsCreds string // --nats-creds
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -202,7 +203,7 @@ func (a *app) localSession(ctx context.Context) (*session, error) {
 		Code:       code,
 		DataDir:    a.dataDir,
 		NATSAddr:   "-",
-		Workspaces: a.workspaces,
+		Workspaces: a.localRoots(),
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if errors.Is(err, server.ErrLocked) {
@@ -211,6 +212,22 @@ func (a *app) localSession(ctx context.Context) (*session, error) {
 				"otherwise point TRELLIS_NATS_URL at the server or use another --data", trellis.AsError(err).Message)}
 	}
 	return s, err
+}
+
+// localRoots are the workspace roots of an in-process session: --workspace
+// (or the working directory), plus the directories of the VINE files the
+// user named on this command line.
+func (a *app) localRoots() []string {
+	if len(a.namedDirs) == 0 {
+		return a.workspaces
+	}
+	roots := append([]string(nil), a.workspaces...)
+	if len(roots) == 0 {
+		if wd, err := os.Getwd(); err == nil {
+			roots = append(roots, wd)
+		}
+	}
+	return append(roots, a.namedDirs...)
 }
 
 // startLocal starts Trellis in this process; its errors keep their code

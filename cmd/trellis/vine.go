@@ -182,6 +182,16 @@ func insideAny(path string, roots []string) bool {
 	return false
 }
 
+// vineFile is absFile for a VINE file named on this command line: when
+// the command runs Trellis in this process (no server answers), the
+// file's directory joins the workspace roots, so a path the user names
+// works from any directory. A running server keeps its own roots.
+func (a *app) vineFile(p string) string {
+	abs := absFile(p)
+	a.namedDirs = append(a.namedDirs, filepath.Dir(abs))
+	return abs
+}
+
 // absFile makes a path absolute against this process's working directory,
 // so a server in another directory resolves the same file.
 func absFile(p string) string {
@@ -220,8 +230,9 @@ func (a *app) vineNext() *cobra.Command {
 		Example: "  trellis vine next plan.vine --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			file := a.vineFile(args[0])
 			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				return s.vine.VineNext(ctx, trellis.VineFileRequest{File: absFile(args[0])})
+				return s.vine.VineNext(ctx, trellis.VineFileRequest{File: file})
 			}, func(v any) { printFrontier(a.stdout, &v.(*trellis.VineFrontier).Frontier) })
 		},
 	}
@@ -248,7 +259,7 @@ With --json: {"graph_id", "action", "result"}, result being the query's answer.`
 		Example: "  trellis vine read plan.vine context --id build\n  trellis vine read plan.vine search --query deploy --json",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.File, req.Action = absFile(args[0]), args[1]
+			req.File, req.Action = a.vineFile(args[0]), args[1]
 			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
 				return s.vine.VineRead(ctx, req)
 			}, func(v any) {
@@ -304,8 +315,9 @@ func (a *app) vineWrite() *cobra.Command {
 			if err != nil {
 				return &trellis.Error{Code: trellis.CodeInvalid, Field: "ops", Message: err.Error(), Err: err}
 			}
+			file := a.vineFile(args[0])
 			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				return s.vine.VineWrite(ctx, trellis.VineWriteRequest{File: absFile(args[0]), Operations: ops, Agent: agent})
+				return s.vine.VineWrite(ctx, trellis.VineWriteRequest{File: file, Operations: ops, Agent: agent})
 			}, func(v any) { a.printWrite(v.(*trellis.VineWriteResult)) })
 		},
 	}
@@ -329,7 +341,7 @@ With --json: {"graph_id", "task", "resolved_dependencies", "progress"}; task is 
 		Example: "  trellis vine claim plan.vine --agent agent-3 --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.File = absFile(args[0])
+			req.File = a.vineFile(args[0])
 			s, err := a.openSession(cmd.Context())
 			if err != nil {
 				return err
@@ -366,8 +378,9 @@ func (a *app) vineExpand() *cobra.Command {
 			if !filepath.IsAbs(child) && !strings.HasPrefix(child, "./") && !strings.HasPrefix(child, "../") {
 				child = "./" + child
 			}
+			file := a.vineFile(args[0])
 			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				return s.vine.VineExpand(ctx, trellis.VineExpandRequest{File: absFile(args[0]), RefID: args[1], ChildFile: child, Agent: agent})
+				return s.vine.VineExpand(ctx, trellis.VineExpandRequest{File: file, RefID: args[1], ChildFile: child, Agent: agent})
 			}, func(v any) { a.printWrite(v.(*trellis.VineWriteResult)) })
 		},
 	}
@@ -384,8 +397,9 @@ func (a *app) vineImport() *cobra.Command {
 		Example: "  trellis vine import plan.vine",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			file := a.vineFile(args[0])
 			return a.vineCall(cmd, asJSON, func(ctx context.Context, s *session) (any, error) {
-				return s.vine.VineImport(ctx, trellis.VineFileRequest{File: absFile(args[0])})
+				return s.vine.VineImport(ctx, trellis.VineFileRequest{File: file})
 			}, func(v any) {
 				info := v.(*trellis.VineGraphInfo)
 				what := "already in the log"
@@ -413,7 +427,7 @@ func (a *app) vineExport() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			graph := args[0]
 			if _, err := os.Stat(graph); err == nil || strings.ContainsAny(graph, "/.") {
-				graph = absFile(graph)
+				graph = a.vineFile(graph)
 			}
 			s, err := a.openSession(cmd.Context())
 			if err != nil {
@@ -467,7 +481,7 @@ child file is missing or invalid), or nothing became ready for --idle while othe
 			}
 			defer s.close()
 			a.warnWorkspaces(s)
-			file := absFile(args[0])
+			file := a.vineFile(args[0])
 			ag := &workers.VineAgent{Service: s.vine, File: file, Agent: agent, Idle: idle}
 			if command != "" {
 				ag.Work = &workers.VineExec{Command: command, File: file}

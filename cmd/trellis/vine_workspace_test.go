@@ -125,3 +125,48 @@ func TestVineServeWorkspaces(t *testing.T) {
 		t.Fatalf("--workspace with a server running: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestVineFileNamedFromAnotherDirectory: without a server, a VINE file the
+// user names on the command line works from any directory (`trellis vine
+// next ../plans/x.vine`); its references stay inside the file's own
+// directory, and a running server still decides by its own roots.
+func TestVineFileNamedFromAnotherDirectory(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	plans, work, data := filepath.Join(base, "plans"), filepath.Join(base, "work"), t.TempDir()
+	for _, d := range []string{plans, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := "vine 1.2.0\n---\n[root] Ship (notstarted)\n-> a\n---\n[a] A (notstarted)\n"
+	if err := os.WriteFile(filepath.Join(plans, "x.vine"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runIn(t, work, "vine", "next", "../plans/x.vine", "--data", data)
+	if code != 0 || !strings.Contains(out, "ready to start") || !strings.Contains(out, "A") {
+		t.Fatalf("vine next ../plans/x.vine from another directory: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runIn(t, work, "vine", "claim", "../plans/x.vine", "--agent", "agent-1", "--data", data)
+	if code != 0 || !strings.Contains(out, "claimed a") {
+		t.Fatalf("vine claim ../plans/x.vine: exit %d\n%s%s", code, out, errOut)
+	}
+	got, err := os.ReadFile(filepath.Join(plans, "x.vine"))
+	if err != nil || !strings.Contains(string(got), "[a] A (started)") {
+		t.Fatalf("the named file was not rewritten with the claim: %v\n%s", err, got)
+	}
+	// A file the command line does not name (a path built from a request)
+	// is still held to the roots: a reference escaping the file's
+	// directory is refused.
+	esc := "vine 1.2.0\n---\n[root] Ship (notstarted)\n-> r\n---\n[r] R (reference)\nvine: ../../outside.vine\n"
+	if err := os.WriteFile(filepath.Join(plans, "esc.vine"), []byte(esc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(base), "outside.vine"), []byte(plan), 0o644); err == nil {
+		t.Cleanup(func() { _ = os.Remove(filepath.Join(filepath.Dir(base), "outside.vine")) })
+	}
+	code, out, errOut = runIn(t, work, "vine", "expand", "../plans/esc.vine", "r", "../../outside.vine", "--data", data)
+	if code == 0 || !strings.Contains(errOut, "outside the workspace roots") {
+		t.Fatalf("a reference leaving the named file's directory must be refused: exit %d\n%s%s", code, out, errOut)
+	}
+}
