@@ -665,6 +665,9 @@ type ListRequest struct {
 	// or whose id starts with it (at most MaxListTextBytes). Like Since,
 	// it costs a scan of the rows it skips.
 	Text string `json:"text,omitempty"`
+	// Newest lists newest first (descending task id, that is creation
+	// order); a cursor continues in the direction that made it.
+	Newest bool `json:"newest,omitempty"`
 }
 
 // MaxListTextBytes bounds ListRequest.Text.
@@ -707,8 +710,27 @@ func (r *ListRequest) Normalize() error {
 	if _, err := r.SinceTime(); err != nil {
 		return err
 	}
-	_, err := DecodeCursor(r.Cursor)
+	_, err := r.CursorID()
 	return err
+}
+
+// CursorID is the task id the request's cursor continues from: after it
+// (oldest first) or before it (Newest). A cursor made by a listing in
+// the other direction is refused.
+func (r *ListRequest) CursorID() (string, error) {
+	if r.Newest {
+		return decodeCursor(r.Cursor, newestCursorPrefix, "newest")
+	}
+	return decodeCursor(r.Cursor, cursorPrefix, "oldest")
+}
+
+// NextCursor is the cursor that continues the request's listing after
+// (or, Newest, before) the task with this id.
+func (r *ListRequest) NextCursor(lastID string) string {
+	if r.Newest {
+		return base64.RawURLEncoding.EncodeToString([]byte(newestCursorPrefix + lastID))
+	}
+	return EncodeCursor(lastID)
 }
 
 // SinceTime parses Since (the zero time when it is empty).
@@ -723,8 +745,12 @@ func (r *ListRequest) SinceTime() (time.Time, error) {
 	return t, nil
 }
 
-// cursorPrefix versions the cursor's content.
-const cursorPrefix = "t1:"
+// cursorPrefix versions the cursor's content; newestCursorPrefix marks a
+// cursor of a newest-first listing.
+const (
+	cursorPrefix       = "t1:"
+	newestCursorPrefix = "t1n:"
+)
 
 // EncodeCursor returns the opaque cursor that continues a listing after
 // the task with this id.
@@ -735,11 +761,24 @@ func EncodeCursor(afterID string) string {
 // DecodeCursor returns the task id a cursor continues after ("" for the
 // empty cursor). A cursor that no list returned is invalid.
 func DecodeCursor(c string) (string, error) {
+	return decodeCursor(c, cursorPrefix, "oldest")
+}
+
+func decodeCursor(c, prefix, order string) (string, error) {
 	if c == "" {
 		return "", nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(c)
-	id, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	if err == nil {
+		other := newestCursorPrefix
+		if prefix == newestCursorPrefix {
+			other = cursorPrefix
+		}
+		if _, wrong := strings.CutPrefix(string(raw), other); wrong {
+			return "", FieldError("cursor", "was made by a listing in the other order: pass newest as on the first page (this page lists %s first)", order)
+		}
+	}
+	id, ok := strings.CutPrefix(string(raw), prefix)
 	if err != nil || !ok || ValidateTaskID("cursor", id) != nil {
 		return "", FieldError("cursor", "%q is not a cursor: pass the next_cursor of the previous page unchanged", truncate(c, 64))
 	}

@@ -508,7 +508,7 @@ func (b *Board) countsLocked() map[string]map[trellis.Status]int {
 }
 
 // List returns one page of the rows matching req (normalized), oldest
-// first, the cursor of the next page, and the counts (of every queue, or
+// first (newest first with req.Newest), the cursor of the next page, and the counts (of every queue, or
 // of req.Queue). The page costs an index range scan from the cursor on:
 // proportional to the page for the queue and status filters, and to the
 // rows skipped for since.
@@ -526,7 +526,7 @@ func (b *Board) List(req trellis.ListRequest) (*trellis.TaskList, error) {
 			return false, err
 		}
 		if len(out.Tasks) == req.Limit || (len(out.Tasks) > 0 && size+len(enc) > trellis.MaxListBytes) {
-			out.NextCursor = trellis.EncodeCursor(last)
+			out.NextCursor = req.NextCursor(last)
 			return false, nil
 		}
 		out.Tasks = append(out.Tasks, row)
@@ -548,12 +548,20 @@ func (b *Board) List(req trellis.ListRequest) (*trellis.TaskList, error) {
 }
 
 // scan calls fn with the tasks matching req's filters after req's cursor,
-// in id order, until fn says stop: the committed tasks from the index
-// merged with the uncommitted ones.
+// in id order (descending with req.Newest), until fn says stop: the
+// committed tasks from the index merged with the uncommitted ones.
 func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, error)) error {
-	after, err := trellis.DecodeCursor(req.Cursor)
+	from, err := req.CursorID()
 	if err != nil {
 		return err
+	}
+	// beyond reports whether id lies past the cursor in the listing's
+	// order; first whether x comes before y.
+	beyond := func(id string) bool { return id > from }
+	first := func(x, y string) bool { return x < y }
+	if req.Newest {
+		beyond = func(id string) bool { return from == "" || id < from }
+		first = func(x, y string) bool { return x > y }
 	}
 	since, err := req.SinceTime()
 	if err != nil {
@@ -570,11 +578,16 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 	}
 	var over []*trellis.Task
 	for id, t := range b.dirty {
-		if id > after && matches(t) {
+		if beyond(id) && matches(t) {
 			over = append(over, t)
 		}
 	}
-	slices.SortFunc(over, func(x, y *trellis.Task) int { return strings.Compare(x.TaskID, y.TaskID) })
+	slices.SortFunc(over, func(x, y *trellis.Task) int {
+		if req.Newest {
+			return strings.Compare(y.TaskID, x.TaskID)
+		}
+		return strings.Compare(x.TaskID, y.TaskID)
+	})
 	sinceNanos := since.UnixNano()
 	switch {
 	case since.IsZero():
@@ -590,11 +603,27 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 	return b.db.View(func(tx *bolt.Tx) error {
 		var k, v []byte
 		var c *bolt.Cursor
+		step := func() ([]byte, []byte) { return c.Next() }
 		if ix := tx.Bucket(bucketIndex).Bucket(filterBucket(req.Queue, req.Status)); ix != nil {
 			c = ix.Cursor()
-			k, v = c.Seek([]byte(after))
-			if after != "" && string(k) == after {
-				k, v = c.Next()
+			switch {
+			case !req.Newest:
+				k, v = c.Seek([]byte(from))
+				if from != "" && string(k) == from {
+					k, v = c.Next()
+				}
+			case from == "":
+				k, v = c.Last()
+				step = func() ([]byte, []byte) { return c.Prev() }
+			default:
+				// Seek lands on the first key at or after the cursor:
+				// the page starts at the key before it.
+				if k, _ = c.Seek([]byte(from)); k == nil {
+					k, v = c.Last()
+				} else {
+					k, v = c.Prev()
+				}
+				step = func() ([]byte, []byte) { return c.Prev() }
 			}
 		}
 		oi := 0
@@ -607,11 +636,11 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 					fromFile = id
 					break
 				}
-				k, v = c.Next()
+				k, v = step()
 			}
 			var t *trellis.Task
 			switch {
-			case oi < len(over) && (fromFile == "" || over[oi].TaskID < fromFile):
+			case oi < len(over) && (fromFile == "" || first(over[oi].TaskID, fromFile)):
 				t = over[oi].Clone()
 				oi++
 			case fromFile != "":
@@ -622,7 +651,7 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 				if t == nil {
 					return fmt.Errorf("board: index names task %s that is not stored", fromFile)
 				}
-				k, v = c.Next()
+				k, v = step()
 				if !req.MatchText(t.TaskID, t.Objective) {
 					continue
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -117,9 +118,18 @@ func TestBoardPagesMatchTheLog(t *testing.T) {
 				want = append(want, projections.Row(task))
 			}
 		}
-		for _, limit := range []int{1, 7, trellis.MaxListLimit} {
+		for _, c := range []struct {
+			limit  int
+			newest bool
+		}{{1, false}, {7, false}, {trellis.MaxListLimit, false}, {1, true}, {7, true}, {trellis.MaxListLimit, true}} {
+			limit := c.limit
 			req := f
-			req.Limit = limit
+			req.Limit, req.Newest = limit, c.newest
+			want := want
+			if c.newest {
+				want = slices.Clone(want)
+				slices.Reverse(want)
+			}
 			var got []trellis.TaskRow
 			for page := 0; ; page++ {
 				if page > len(oracle)+1 {
@@ -142,8 +152,29 @@ func TestBoardPagesMatchTheLog(t *testing.T) {
 				req.Cursor = l.NextCursor
 			}
 			if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
-				t.Fatalf("filter %+v limit %d: %d rows, the log says %d", f, limit, len(got), len(want))
+				t.Fatalf("filter %+v limit %d newest %v: %d rows, the log says %d", f, limit, c.newest, len(got), len(want))
 			}
+		}
+	}
+}
+
+// TestBoardCursorKeepsItsOrder: a cursor from an oldest-first page is
+// refused by a newest-first listing and the other way round, saying why,
+// rather than paging on from the wrong end.
+func TestBoardCursorKeepsItsOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	randomWorkload(t, ctx, b.svc, 5, 20)
+	for _, newest := range []bool{false, true} {
+		l, err := b.svc.List(ctx, trellis.ListRequest{Limit: 2, Newest: newest})
+		if err != nil || l.NextCursor == "" {
+			t.Fatalf("newest %v: %v, cursor %q", newest, err, l.NextCursor)
+		}
+		_, err = b.svc.List(ctx, trellis.ListRequest{Limit: 2, Newest: !newest, Cursor: l.NextCursor})
+		if trellis.ErrorCode(err) != trellis.CodeInvalid || !strings.Contains(err.Error(), "other order") {
+			t.Fatalf("a newest=%v cursor on a newest=%v listing: %v", newest, !newest, err)
 		}
 	}
 }

@@ -215,15 +215,17 @@ func (a *app) queueList() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list",
-		Short: "List one page of tasks from the queue board, oldest first, with counts per queue",
-		Long: "List one page of tasks from the queue board in task id (creation) order, with the task counts per queue and status.\n" +
+		Short: "List one page of tasks from the queue board, oldest first (or --newest first), with counts per queue",
+		Long: "List one page of tasks from the queue board in task id (creation) order, newest first with --newest, with the task\n" +
+			"counts per queue and status.\n" +
 			"A page holds at most --limit rows (default 100, at most 1000); when more match, the output ends with the\n" +
 			"next cursor (next_cursor in --json): pass it as --cursor for the next page.\n" +
 			"With --as-of TIME the board is the one the log held at TIME (rebuilt from the log, cached under <data>/asof/).",
 		Example: `  trellis queue list --status queued --json
   trellis queue list --as-of 2026-01-02T09:30:00Z
   trellis queue list --queue ops --since 2026-01-02T15:04:05Z --limit 50
-  trellis queue list --limit 50 --cursor dDE6MDFKLi4u`,
+  trellis queue list --limit 50 --cursor dDE6MDFKLi4u
+  trellis queue list --newest --limit 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req.Status = trellis.Status(status)
@@ -249,6 +251,7 @@ func (a *app) queueList() *cobra.Command {
 	c.Flags().IntVar(&req.Limit, "limit", trellis.DefaultListLimit, fmt.Sprintf("rows per page (at most %d)", trellis.MaxListLimit))
 	c.Flags().StringVar(&req.Cursor, "cursor", "", "continue after the previous page: its next cursor")
 	c.Flags().StringVar(&req.Text, "text", "", "only tasks whose objective contains this text (ignoring case) or whose id starts with it")
+	c.Flags().BoolVar(&req.Newest, "newest", false, "newest first (a --cursor continues in its page's order)")
 	c.Flags().StringVar(&asOf, "as-of", "", "the board as the log stood at this time (RFC 3339, a date, or a duration ago), rebuilt from the log")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c

@@ -152,6 +152,8 @@ func TestBadInput(t *testing.T) {
 		{"list/limit overflows", get, list + "?limit=99999999999999999999", nil, bad, inv, "limit", "not an integer"},
 		{"list/malformed cursor", get, list + "?cursor=abc", nil, bad, inv, "cursor", "next_cursor"},
 		{"list/cursor of no task", get, list + "?cursor=" + trellis.EncodeCursor("nope"), nil, bad, inv, "cursor", ""},
+		{"list/newest not a boolean", get, list + "?newest=maybe", nil, bad, inv, "newest", "not a boolean"},
+		{"list/oldest-first cursor on a newest-first list", get, list + "?newest=true&cursor=" + trellis.EncodeCursor(claimed.TaskID), nil, bad, inv, "cursor", "other order"},
 		{"list/bad since", get, list + "?since=yesterday", nil, bad, inv, "since", "RFC 3339"},
 		{"list/since without zone", get, list + "?since=2026-01-02T15:04:05", nil, bad, inv, "since", "RFC 3339"},
 		{"list/non-UTF-8 status", get, list + "?status=%ff", nil, bad, inv, "status", "UTF-8"},

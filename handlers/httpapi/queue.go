@@ -120,15 +120,20 @@ func bodyTaskID(pathID, bodyID string) (string, error) {
 	return pathID, nil
 }
 
-// listTasks serves GET /v1/queue/tasks?queue=&status=&since=&text=&as_of=&limit=&cursor=:
-// one page of the board (as it stood at as_of, when given), with
-// next_cursor when more rows match.
+// listTasks serves GET /v1/queue/tasks?queue=&status=&since=&text=&as_of=&limit=&cursor=&newest=:
+// one page of the board (as it stood at as_of, when given; newest first
+// with newest=true), with next_cursor when more rows match.
 func (s *server) listTasks(w http.ResponseWriter, r *http.Request) error {
-	q, err := queryParams(r, "queue", "status", "since", "text", "as_of", "limit", "cursor")
+	q, err := queryParams(r, "queue", "status", "since", "text", "as_of", "limit", "cursor", "newest")
 	if err != nil {
 		return err
 	}
 	req := trellis.ListRequest{Queue: q["queue"], Status: trellis.Status(q["status"]), Since: q["since"], Text: q["text"], Cursor: q["cursor"]}
+	if v, ok := q["newest"]; ok {
+		if req.Newest, err = strconv.ParseBool(v); err != nil {
+			return trellis.FieldError("newest", "%q is not a boolean (true or false)", truncateQuery(v))
+		}
+	}
 	if v, ok := q["limit"]; ok {
 		if req.Limit, err = strconv.Atoi(v); err != nil {
 			return trellis.FieldError("limit", "%q is not an integer (0 or omitted: %d; at most %d)", truncateQuery(v), trellis.DefaultListLimit, trellis.MaxListLimit)

@@ -35,7 +35,7 @@ func TestToolsList(t *testing.T) {
 			"blockers", "steps_used", "tool_calls_used", "worker"}, []string{"task_id", "what_was_done"}, true},
 		"queue_fail": {[]string{"task_id", "error", "what_was_done", "blockers",
 			"steps_used", "tool_calls_used", "worker", "retry"}, []string{"task_id", "error"}, true},
-		"queue_list":    {[]string{"queue", "status", "since", "limit", "cursor", "text"}, nil, true},
+		"queue_list":    {[]string{"queue", "status", "since", "limit", "cursor", "text", "newest"}, nil, true},
 		"queue_show":    {[]string{"task_id"}, []string{"task_id"}, true},
 		"vine_next":     {[]string{"file"}, []string{"file"}, true},
 		"vine_read":     {[]string{"file", "action", "id", "status", "query"}, []string{"file", "action"}, false},

@@ -283,7 +283,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 		tool: &mcp.Tool{
 			Name:  ToolQueueList,
 			Title: "List tasks",
-			Description: "List one page of the tasks on the queue board, oldest first (task_id, status, queue, attempts, claimant, objective), " +
+			Description: "List one page of the tasks on the queue board, oldest first or newest first (task_id, status, queue, attempts, claimant, objective), " +
 				"with the task counts per queue and status. Filter by queue (rows and counts), by status, by since and by text (rows only). " +
 				"A page holds at most limit rows (default 100, at most 1000); when more match, next_cursor is set: pass it as cursor for the next page. " +
 				"Use queue_show for a task's full packet and checkpoint. Read-only.",
@@ -297,6 +297,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 			{name: "limit", desc: "Rows per page (default 100, at most 1000).", refine: between(0, trellis.MaxListLimit)},
 			{name: "cursor", desc: "The next_cursor of the previous page, unchanged (default: the first page)."},
 			{name: "text", desc: "Only tasks whose objective contains this text (ignoring case) or whose task_id starts with it."},
+			{name: "newest", desc: "List newest first (default: oldest first); a cursor continues in its page's order."},
 		},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.ListRequest) (*mcp.CallToolResult, error) {
 			l, err := svc.List(ctx, *in)
