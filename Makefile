@@ -21,7 +21,7 @@ DURATION ?= 20s
 HEAL ?= 12s
 RUNS ?= 1
 
-.PHONY: run test build vet bench fmt ui chaos
+.PHONY: run test build vet bench bench-river fmt ui chaos
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trellis
@@ -45,6 +45,11 @@ chaos:
 
 bench: build
 	./$(BIN) bench queue
+
+# River (PostgreSQL) measured on this machine, to set beside `trellis bench
+# workers` run right after it (needs the postgresql package).
+bench-river:
+	bash bench/river/run.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
