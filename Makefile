@@ -21,7 +21,7 @@ DURATION ?= 20s
 HEAL ?= 12s
 RUNS ?= 1
 
-.PHONY: run test build vet bench bench-river fmt ui chaos
+.PHONY: run test build vet bench bench-river bench-cluster fmt ui chaos
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trellis
@@ -50,6 +50,10 @@ bench: build
 # workers` run right after it (needs the postgresql package).
 bench-river:
 	bash bench/river/run.sh
+
+# Worker pools on a 3-node cluster of this machine (R3) beside one node (R1).
+bench-cluster:
+	bash bench/cluster/run.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -73,7 +73,7 @@ type QueueReport struct {
 
 // Print writes the report as a table.
 func (r *QueueReport) Print(w io.Writer) {
-	fmt.Fprintf(w, "queue benchmark: %d tasks, %d workers, same embedded server, file storage\n", r.Tasks, r.Workers)
+	fmt.Fprintf(w, "queue benchmark: %d tasks, %d workers, same server, file storage\n", r.Tasks, r.Workers)
 	fmt.Fprintf(w, "  raw JetStream checked append        %10.0f /s\n", r.RawAppendPerSec)
 	fmt.Fprintf(w, "  raw JetStream work-queue round trip %10.0f /s   (publish -> fetch 1 -> ack)\n", r.RawWorkQueuePerSec)
 	fmt.Fprintf(w, "  Trellis task lifecycle              %10.0f /s   (add -> next -> done)\n", r.LifecyclePerSec)
@@ -208,11 +208,13 @@ func parallel(workers, n int, fn func(w, i int) error) (float64, error) {
 	return float64(n) / el.Seconds(), nil
 }
 
-func scratchStream(ctx context.Context, js jetstream.JetStream, name string, policy jetstream.RetentionPolicy) (func(), error) {
+// scratchStream creates a raw stream for a comparison, with the replicas
+// of the Trellis streams measured beside it, and returns its removal.
+func scratchStream(ctx context.Context, js jetstream.JetStream, name string, policy jetstream.RetentionPolicy, replicas int) (func(), error) {
 	_ = js.DeleteStream(ctx, name)
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name: name, Subjects: []string{"bench." + name + ".>"}, Storage: jetstream.FileStorage,
-		Retention: policy, Duplicates: 2 * time.Minute, AllowDirect: true,
+		Retention: policy, Duplicates: 2 * time.Minute, AllowDirect: true, Replicas: max(replicas, 1),
 	})
 	if err != nil {
 		return nil, err
@@ -225,7 +227,7 @@ func scratchStream(ctx context.Context, js jetstream.JetStream, name string, pol
 // Trellis append.
 func rawCheckedAppend(ctx context.Context, store *events.Store, cfg QueueConfig) (float64, error) {
 	js := store.JetStream()
-	drop, err := scratchStream(ctx, js, "BENCH_APPEND", jetstream.LimitsPolicy)
+	drop, err := scratchStream(ctx, js, "BENCH_APPEND", jetstream.LimitsPolicy, store.Config().Replicas)
 	if err != nil {
 		return 0, err
 	}
@@ -243,7 +245,7 @@ func rawCheckedAppend(ctx context.Context, store *events.Store, cfg QueueConfig)
 // through one durable pull consumer.
 func rawWorkQueue(ctx context.Context, store *events.Store, cfg QueueConfig) (float64, error) {
 	js := store.JetStream()
-	drop, err := scratchStream(ctx, js, "BENCH_WQ", jetstream.WorkQueuePolicy)
+	drop, err := scratchStream(ctx, js, "BENCH_WQ", jetstream.WorkQueuePolicy, store.Config().Replicas)
 	if err != nil {
 		return 0, err
 	}

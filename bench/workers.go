@@ -59,7 +59,7 @@ func (r *WorkersReport) Print(w io.Writer) {
 	if r.ClaimWindowMs > 0 {
 		window = fmt.Sprintf("claim window %.0f ms", r.ClaimWindowMs)
 	}
-	fmt.Fprintf(w, "worker pools end to end: %d tasks per level, no-op handler, same embedded server, file storage, %s\n", r.Tasks, window)
+	fmt.Fprintf(w, "worker pools end to end: %d tasks per level, no-op handler, same server, file storage, %s\n", r.Tasks, window)
 	fmt.Fprintf(w, "  raw JetStream checked append (8 publishers, one message each): %.0f /s\n", r.RawAppendPerSec)
 	fmt.Fprintf(w, "  %-11s %12s %12s %9s %9s %10s %10s %18s\n", "concurrency", "raw WQ /s", "Trellis /s", "/raw WQ", "/append", "claim p50", "claim p99", "writes (batches)")
 	for _, row := range r.Rows {

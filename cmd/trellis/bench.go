@@ -18,16 +18,34 @@ import (
 func (a *app) benchCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure Trellis beside raw JetStream on a fresh embedded server",
+		Short: "Measure Trellis beside raw JetStream on a fresh embedded server (or a cluster of its own: --nats-url)",
+		Long: `Each benchmark starts a fresh embedded server and measures raw JetStream on it in the same run.
+With --nats-url it runs on that NATS cluster instead, with --bench-replicas stream replicas (default 3),
+raw JetStream beside it on the same cluster: the cluster must hold no Trellis streams (the benchmark
+creates them and deletes them at the end), so never point it at a cluster in use.`,
 	}
 	c.PersistentFlags().IntVar(&a.batchMin, "batch-min", 0, "group commit: the fewest waiting appends committed as one atomic batch (0: the store's default per stream, -1: never batch)")
+	c.PersistentFlags().IntVar(&a.benchReplicas, "bench-replicas", 3, "with --nats-url: the replicas of the streams the benchmark creates on the cluster")
 	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchBoard(), a.benchSearch(), a.benchWorkflows())
 	return c
 }
 
-// benchStore starts a fresh embedded server in a temporary directory and
+// benchStore starts a fresh embedded server in a temporary directory (or
+// connects to the cluster of --nats-url, see clusterBenchStore) and
 // returns its store and a cleanup.
-func benchStore(cmd *cobra.Command, syncInterval time.Duration, batchMin int) (*events.Store, func(), error) {
+func (a *app) benchStore(cmd *cobra.Command, syncInterval time.Duration, batchMin int) (*events.Store, func(), error) {
+	if a.natsURL != "" {
+		if syncInterval > 0 {
+			return nil, nil, trellis.FieldError("sync-interval", "does not apply to --nats-url: a cluster syncs as its nodes' jetstream sync_interval says")
+		}
+		return a.clusterBenchStore(cmd.Context(), batchMin)
+	}
+	return embeddedBenchStore(cmd, syncInterval, batchMin)
+}
+
+// embeddedBenchStore starts a fresh embedded server in a temporary
+// directory and returns its store and a cleanup.
+func embeddedBenchStore(cmd *cobra.Command, syncInterval time.Duration, batchMin int) (*events.Store, func(), error) {
 	dir, err := os.MkdirTemp("", "trellis-bench-")
 	if err != nil {
 		return nil, nil, err
@@ -65,7 +83,7 @@ type report interface{ Print(io.Writer) }
 // benchOn runs a benchmark on a fresh embedded server and prints its
 // report as a table or JSON.
 func (a *app) benchOn(cmd *cobra.Command, syncInterval time.Duration, asJSON bool, run func(*events.Store) (report, error)) error {
-	store, cleanup, err := benchStore(cmd, syncInterval, a.batchMin)
+	store, cleanup, err := a.benchStore(cmd, syncInterval, a.batchMin)
 	if err != nil {
 		return err
 	}
@@ -77,7 +95,11 @@ func (a *app) benchOn(cmd *cobra.Command, syncInterval time.Duration, asJSON boo
 	if asJSON {
 		return printJSON(a.stdout, rep)
 	}
-	fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
+	if a.natsURL != "" {
+		fmt.Fprintf(a.stdout, "server: the cluster at %s, %d replica(s) per stream; sync as its nodes are configured\n", a.natsURL, a.benchReplicas)
+	} else {
+		fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
+	}
 	rep.Print(a.stdout)
 	return nil
 }
@@ -312,7 +334,7 @@ func (a *app) benchSearch() *cobra.Command {
 				return err
 			}
 			cfg.Service.Code = code
-			store, cleanup, err := benchStore(cmd, time.Second, a.batchMin)
+			store, cleanup, err := embeddedBenchStore(cmd, time.Second, a.batchMin) // a quality measure: no cluster needed
 			if err != nil {
 				return err
 			}

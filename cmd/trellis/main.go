@@ -74,10 +74,12 @@ type app struct {
 	// command line: workspace roots of an in-process session.
 	namedDirs []string
 	batchMin  int // bench: the store's group-commit batch minimum
-	models    modelFlags
-	token     string // --token / TRELLIS_TOKEN
-	tlsCA     string // --tls-ca / TRELLIS_TLS_CA
-	natsCreds string // --nats-creds
+	// benchReplicas are the replicas of a benchmark's streams on --nats-url.
+	benchReplicas int
+	models        modelFlags
+	token         string // --token / TRELLIS_TOKEN
+	tlsCA         string // --tls-ca / TRELLIS_TLS_CA
+	natsCreds     string // --nats-creds
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
