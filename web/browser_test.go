@@ -54,6 +54,9 @@ func findChromium(t *testing.T) string {
 type serveBundle struct {
 	bin, data, ws, url string
 	client             *http.Client
+	// stop ends the server (SIGTERM, then kill after 20 s); it runs at
+	// the test's end too.
+	stop func()
 }
 
 // buildTrellis builds the trellis binary from this tree.
@@ -70,7 +73,14 @@ func buildTrellis(t *testing.T) string {
 // directory and workspace, with extra serve flags and environment.
 func startServe(t *testing.T, bin string, env []string, flags ...string) *serveBundle {
 	t.Helper()
-	dir := t.TempDir()
+	return startServeIn(t, t.TempDir(), bin, env, flags...)
+}
+
+// startServeIn starts `trellis serve` with its data directory and
+// workspace under dir (a server started again in the same dir finds the
+// log the earlier one left).
+func startServeIn(t *testing.T, dir, bin string, env []string, flags ...string) *serveBundle {
+	t.Helper()
 	b := &serveBundle{bin: bin, data: filepath.Join(dir, "data"), ws: filepath.Join(dir, "ws"), client: &http.Client{Timeout: 60 * time.Second}}
 	if err := os.MkdirAll(b.ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -86,14 +96,20 @@ func startServe(t *testing.T, bin string, env []string, flags ...string) *serveB
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	var once sync.Once
+	b.stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		b.stop()
 		if t.Failed() {
 			t.Logf("trellis serve output:\n%s", logs.String())
 		}
