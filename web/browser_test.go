@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -645,6 +646,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		if r.XSS != nil || r.Dangers != 0 || r.JSLinks != 0 || !r.Bold || !r.Expanded {
 			t.Fatalf("checkpoint rendering: %+v (want no script effect, no img/script/handlers, no javascript: link, Markdown bold kept, payload expanded)", r)
 		}
+		// The checkpoint's fields are one per line, not run together.
+		text := eval[string](t, br, `document.querySelector('.markdown').innerText`)
+		for _, field := range []string{"Created:", "Status:", "Worker:", "Usage:"} {
+			if !regexp.MustCompile(`(?m)^` + field + ` \S`).MatchString(text) {
+				t.Errorf("checkpoint field %s does not start a line:\n%s", field, text)
+			}
+		}
 		br.checkPage(t, "task")
 	})
 
@@ -692,7 +700,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		br.run(t, "retry all", chromedp.Click(chromedp.Search(`//button[contains(., "Retry all dead letters in bulk")]`)))
 		br.waitJS(t, "confirmation", `document.querySelector('dialog.confirm')?.open === true && document.querySelector('dialog.confirm').textContent.includes('all 3 dead tasks of queue bulk')`)
 		br.run(t, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
-		br.waitJS(t, "no dead row left", `document.querySelectorAll('tr[data-task]').length === 0`)
+		br.waitJS(t, "no dead row left", `document.querySelectorAll('tr[data-task]').length === 0 && !document.querySelector('button[data-action=retry-all-dead]')`)
 		for _, id := range ids {
 			var got task
 			srv.call(t, http.MethodGet, "/v1/queue/tasks/"+id, nil, &got)
@@ -801,6 +809,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		for _, want := range []string{"[1] CHUNK_ID: chunk_", "Source: ledger.go (lines", "Type: function (Reconcile)"} {
 			if !strings.Contains(first, want) {
 				t.Errorf("first result lacks %q:\n%s", want, first)
+			}
+		}
+		// A snippet of several lines keeps the citation's indentation on
+		// each (as the CLI prints it), not only on its first.
+		_, snip, _ := strings.Cut(first, "    Snippet: ")
+		lines := strings.Split(strings.TrimRight(snip, "\n"), "\n")
+		if len(lines) < 2 {
+			t.Fatalf("the snippet has one line; the test needs several:\n%s", first)
+		}
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, "        ") || strings.TrimSpace(l) == "" {
+				t.Errorf("snippet line %q is not indented under the first:\n%s", l, first)
 			}
 		}
 		br.checkPage(t, "search")
