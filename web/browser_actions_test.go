@@ -18,12 +18,14 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// buildOrder builds the example workflow pool (workflow/example/order).
-func buildOrder(t *testing.T) string {
-	t.Helper()
+// buildOrderQuiet builds the example workflow pool
+// (workflow/example/order); on failure it reports the error and returns ""
+// (it runs on a goroutine of its own, where t.Fatal may not be called).
+func buildOrderQuiet(t *testing.T) string {
 	bin := filepath.Join(t.TempDir(), "order")
 	if out, err := exec.Command("go", "build", "-o", bin, "../workflow/example/order").CombinedOutput(); err != nil {
-		t.Fatalf("build the order example: %v\n%s", err, out)
+		t.Errorf("build the order example: %v\n%s", err, out)
+		return ""
 	}
 	return bin
 }
@@ -132,8 +134,18 @@ func (b *serveBundle) waitRun(t *testing.T, id, what string, ok func(run) bool) 
 // server refuses it anyway) and an admin token sees them.
 func TestWorkflowsAndActionsInBrowser(t *testing.T) {
 	exe := findChromium(t)
+	// Both binaries at once: the build is most of this test's time.
+	var orderBin string
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		orderBin = buildOrderQuiet(t)
+	}()
 	bin := buildTrellis(t)
-	orderBin := buildOrder(t)
+	<-built
+	if orderBin == "" {
+		t.FailNow()
+	}
 	dir := t.TempDir()
 	srv := startServeIn(t, dir, bin, nil)
 	br := startBrowser(t, exe)
@@ -211,6 +223,21 @@ func TestWorkflowsAndActionsInBrowser(t *testing.T) {
 			t.Fatalf("signals recorded: %+v", r.Signals)
 		}
 		br.checkPage(t, "workflow-run")
+
+		// On a phone the list and the run fit the screen's width.
+		br.run(t, "phone screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+		for _, p := range []struct{ hash, heading, ready string }{
+			{"#/workflows", "Workflow runs", `document.querySelectorAll('tr[data-run]').length === 3`},
+			{"#/workflows/" + runA, "Run", `document.querySelectorAll('ol.steps li').length === 5`},
+		} {
+			br.goTo(t, base, p.hash, p.heading)
+			br.waitJS(t, "content", p.ready)
+			if overflow := eval[int](t, br, `document.documentElement.scrollWidth - window.innerWidth`); overflow > 1 {
+				t.Errorf("%s: the page is %d px wider than a phone screen", p.hash, overflow)
+			}
+		}
+		br.screenshot(t, "workflow-run-phone")
+		br.run(t, "laptop screen", chromedp.EmulateViewport(1280, 900))
 	})
 
 	t.Run("run cancelled by clicking", func(t *testing.T) {

@@ -95,8 +95,9 @@ func startServeIn(t *testing.T, dir, bin string, env []string, flags ...string) 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	done := make(chan struct{}) // closed when the server has exited
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	var once sync.Once
 	b.stop = func() {
 		once.Do(func() {
@@ -126,8 +127,8 @@ func startServeIn(t *testing.T, dir, bin string, env []string, flags ...string) 
 			break
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("trellis serve exited: %v\n%s", err, logs.String())
+		case <-done:
+			t.Fatalf("trellis serve exited: %v\n%s", waitErr, logs.String())
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -56,7 +56,7 @@ export function Workflows({ params }) {
         data && (
           <>
             <div class="table-wrap">
-              <table class="runs">
+              <table class="tasks runs">
                 <caption class="sr-only">Workflow runs, newest first</caption>
                 <thead>
                   <tr>
