@@ -184,7 +184,7 @@ func TestWorkflowsAndActionsInBrowser(t *testing.T) {
 	t.Run("run list", func(t *testing.T) {
 		br.goTo(t, base, "#/workflows", "Workflow runs")
 		br.waitJS(t, "rows", fmt.Sprintf(`!!document.querySelector('tr[data-run=%q][data-status="waiting"]') && !!document.querySelector('tr[data-run=%q]')`, runA, runB))
-		br.waitJS(t, "version in flight", `document.querySelector('tr[data-version="order@1"]')?.textContent.includes('2')`)
+		br.waitJS(t, "version in flight", `document.querySelector('tr[data-version="order@1"] td:last-child')?.textContent === '2'`)
 		eval[any](t, br, `window.__noReload = 'runs'`)
 		runC := start("C-3")
 		br.waitJS(t, "new run live", fmt.Sprintf(`!!document.querySelector('tr[data-run=%q]')`, runC))
