@@ -16,8 +16,8 @@ const (
 )
 
 // LiveStreamName returns the stream a domain (queue, vine, chunks, memory,
-// tasks) or stream name (TRELLIS_QUEUE, ...) names, and false for anything
-// else.
+// tasks, workflows) or stream name (TRELLIS_QUEUE, ...) names, and false
+// for anything else.
 func LiveStreamName(s string) (string, bool) {
 	switch s {
 	case "queue", "TRELLIS_QUEUE":
@@ -30,6 +30,8 @@ func LiveStreamName(s string) (string, bool) {
 		return "TRELLIS_MEMORY", true
 	case "tasks", "TRELLIS_TASKS":
 		return "TRELLIS_TASKS", true
+	case "workflows", "TRELLIS_WORKFLOWS":
+		return "TRELLIS_WORKFLOWS", true
 	}
 	return "", false
 }
@@ -39,7 +41,7 @@ func LiveStreamName(s string) (string, bool) {
 // it is appended.
 type LiveRequest struct {
 	// Streams are the streams to follow (names or domains); empty: all
-	// five domain streams.
+	// six domain streams.
 	Streams []string `json:"streams,omitempty"`
 	// Types keeps only events of these types.
 	Types []string `json:"types,omitempty"`
@@ -62,14 +64,14 @@ type LiveRequest struct {
 // Normalize resolves stream domains to names and checks the request.
 func (r *LiveRequest) Normalize() error {
 	if len(r.Streams) == 0 {
-		r.Streams = []string{"TRELLIS_QUEUE", "TRELLIS_VINE", "TRELLIS_CHUNKS", "TRELLIS_MEMORY", "TRELLIS_TASKS"}
+		r.Streams = []string{"TRELLIS_QUEUE", "TRELLIS_VINE", "TRELLIS_CHUNKS", "TRELLIS_MEMORY", "TRELLIS_TASKS", "TRELLIS_WORKFLOWS"}
 	}
 	seen := map[string]bool{}
 	var names []string
 	for _, s := range r.Streams {
 		name, ok := LiveStreamName(s)
 		if !ok {
-			return FieldError("stream", "%q is not a stream: use queue, vine, chunks, memory or tasks (or TRELLIS_QUEUE, ...)", truncate(s, 64))
+			return FieldError("stream", "%q is not a stream: use queue, vine, chunks, memory, tasks or workflows (or TRELLIS_QUEUE, ...)", truncate(s, 64))
 		}
 		if !seen[name] {
 			seen[name] = true
@@ -81,7 +83,7 @@ func (r *LiveRequest) Normalize() error {
 	for s, seq := range r.After {
 		name, ok := LiveStreamName(s)
 		if !ok {
-			return FieldError("after", "%q is not a stream: use queue, vine, chunks, memory or tasks", truncate(s, 64))
+			return FieldError("after", "%q is not a stream: use queue, vine, chunks, memory, tasks or workflows", truncate(s, 64))
 		}
 		after[name] = seq
 	}

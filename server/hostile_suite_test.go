@@ -59,7 +59,7 @@ var httpRoutes = map[string]struct{ body, open bool }{
 	"GET /v1/memory/facts": {}, "GET /v1/memory/history": {}, "POST /v1/code/search": {body: true},
 	"GET /v1/code/chunks/{id}": {}, "POST /v1/code/explain": {body: true}, "GET /v1/queue/activity": {},
 	"GET /v1/queue/workers": {}, "GET /v1/queue/tasks/{id}/checkpoint": {}, "GET /v1/vine/graphs": {},
-	"GET /v1/vine/graphs/{id}": {}, "GET /v1/vine/graphs/{id}/nodes/{node}": {}, "GET /v1/events/live": {},
+	"GET /v1/vine/graphs/{id}": {}, "GET /v1/vine/graphs/{id}/nodes/{node}": {}, "GET /v1/events/live": {}, "GET /v1/whoami": {},
 	"GET /{$}": {open: true}, "GET /ui/": {open: true},
 	"POST /v1/workflows": {body: true}, "GET /v1/workflows": {}, "GET /v1/workflows/{id}": {},
 	"POST /v1/workflows/{id}/signal": {body: true}, "POST /v1/workflows/{id}/cancel": {body: true}, "POST /v1/workflows/{id}/retry": {body: true},

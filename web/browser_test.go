@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -54,6 +55,9 @@ func findChromium(t *testing.T) string {
 type serveBundle struct {
 	bin, data, ws, url string
 	client             *http.Client
+	// stop ends the server (SIGTERM, then kill after 20 s); it runs at
+	// the test's end too.
+	stop func()
 }
 
 // buildTrellis builds the trellis binary from this tree.
@@ -70,7 +74,14 @@ func buildTrellis(t *testing.T) string {
 // directory and workspace, with extra serve flags and environment.
 func startServe(t *testing.T, bin string, env []string, flags ...string) *serveBundle {
 	t.Helper()
-	dir := t.TempDir()
+	return startServeIn(t, t.TempDir(), bin, env, flags...)
+}
+
+// startServeIn starts `trellis serve` with its data directory and
+// workspace under dir (a server started again in the same dir finds the
+// log the earlier one left).
+func startServeIn(t *testing.T, dir, bin string, env []string, flags ...string) *serveBundle {
+	t.Helper()
 	b := &serveBundle{bin: bin, data: filepath.Join(dir, "data"), ws: filepath.Join(dir, "ws"), client: &http.Client{Timeout: 60 * time.Second}}
 	if err := os.MkdirAll(b.ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -84,16 +95,23 @@ func startServe(t *testing.T, bin string, env []string, flags ...string) *serveB
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	done := make(chan struct{}) // closed when the server has exited
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	var once sync.Once
+	b.stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		b.stop()
 		if t.Failed() {
 			t.Logf("trellis serve output:\n%s", logs.String())
 		}
@@ -109,8 +127,8 @@ func startServe(t *testing.T, bin string, env []string, flags ...string) *serveB
 			break
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("trellis serve exited: %v\n%s", err, logs.String())
+		case <-done:
+			t.Fatalf("trellis serve exited: %v\n%s", waitErr, logs.String())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -629,6 +647,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		if r.XSS != nil || r.Dangers != 0 || r.JSLinks != 0 || !r.Bold || !r.Expanded {
 			t.Fatalf("checkpoint rendering: %+v (want no script effect, no img/script/handlers, no javascript: link, Markdown bold kept, payload expanded)", r)
 		}
+		// The checkpoint's fields are one per line, not run together.
+		text := eval[string](t, br, `document.querySelector('.markdown').innerText`)
+		for _, field := range []string{"Created:", "Status:", "Worker:", "Usage:"} {
+			if !regexp.MustCompile(`(?m)^` + field + ` \S`).MatchString(text) {
+				t.Errorf("checkpoint field %s does not start a line:\n%s", field, text)
+			}
+		}
 		br.checkPage(t, "task")
 	})
 
@@ -676,7 +701,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		br.run(t, "retry all", chromedp.Click(chromedp.Search(`//button[contains(., "Retry all dead letters in bulk")]`)))
 		br.waitJS(t, "confirmation", `document.querySelector('dialog.confirm')?.open === true && document.querySelector('dialog.confirm').textContent.includes('all 3 dead tasks of queue bulk')`)
 		br.run(t, "confirm", chromedp.Click(chromedp.CSS(`dialog.confirm button.primary`)))
-		br.waitJS(t, "no dead row left", `document.querySelectorAll('tr[data-task]').length === 0`)
+		br.waitJS(t, "no dead row left", `document.querySelectorAll('tr[data-task]').length === 0 && !document.querySelector('button[data-action=retry-all-dead]')`)
 		for _, id := range ids {
 			var got task
 			srv.call(t, http.MethodGet, "/v1/queue/tasks/"+id, nil, &got)
@@ -785,6 +810,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		for _, want := range []string{"[1] CHUNK_ID: chunk_", "Source: ledger.go (lines", "Type: function (Reconcile)"} {
 			if !strings.Contains(first, want) {
 				t.Errorf("first result lacks %q:\n%s", want, first)
+			}
+		}
+		// A snippet of several lines keeps the citation's indentation on
+		// each (as the CLI prints it), not only on its first.
+		_, snip, _ := strings.Cut(first, "    Snippet: ")
+		lines := strings.Split(strings.TrimRight(snip, "\n"), "\n")
+		if len(lines) < 2 {
+			t.Fatalf("the snippet has one line; the test needs several:\n%s", first)
+		}
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, "        ") || strings.TrimSpace(l) == "" {
+				t.Errorf("snippet line %q is not indented under the first:\n%s", l, first)
 			}
 		}
 		br.checkPage(t, "search")

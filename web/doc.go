@@ -5,5 +5,7 @@
 // handlers/httpapi), so that API's checks apply to everything it shows.
 //
 // It decides nothing and appends no event: every action the page offers
-// (retry, cancel, signal) is an HTTP API call.
+// (add, retry and cancel tasks, pause and resume a queue, signal and
+// cancel a workflow run) is an HTTP API call, offered only to a token
+// whose role may make it (GET /v1/whoami) and checked by the server.
 package web

@@ -17,6 +17,7 @@ import (
 //	GET /v1/vine/graphs/{id}?brief=            200 trellis.VineGraphView
 //	GET /v1/vine/graphs/{id}/nodes/{node}      200 trellis.VineNodeView
 //	GET /v1/events/live?stream=&type=&...      200 text/event-stream (see live.go)
+//	GET /v1/whoami                             200 Whoami (the caller and what it may call)
 func (s *server) dashboardRoutes() {
 	s.handle("GET /v1/queue/activity", s.queueActivity)
 	s.handle("GET /v1/queue/workers", s.queueWorkers)
@@ -25,6 +26,7 @@ func (s *server) dashboardRoutes() {
 	s.handle("GET /v1/vine/graphs/{id}", s.vineGraph)
 	s.handle("GET /v1/vine/graphs/{id}/nodes/{node}", s.vineNode)
 	s.handle("GET /v1/events/live", s.live)
+	s.handle("GET /v1/whoami", s.whoami)
 }
 
 // queueActivity serves GET /v1/queue/activity.

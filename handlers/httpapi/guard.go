@@ -71,6 +71,7 @@ var routeOps = map[string]string{
 	"GET /v1/vine/graphs/{id}":                    "vine.read",
 	"GET /v1/vine/graphs/{id}/nodes/{node}":       "vine.read",
 	"GET /v1/events/live":                         "audit.query",
+	"GET /v1/whoami":                              "token.whoami",
 	"/mcp":                                        "mcp",
 	"/metrics":                                    "metrics",
 	"GET /metrics":                                "metrics",

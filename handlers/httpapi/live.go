@@ -23,9 +23,9 @@ const liveWriteTimeout = 30 * time.Second
 // live serves GET /v1/events/live: a live tail of the log as server-sent
 // events.
 //
-// Query: stream (comma-separated: queue, vine, chunks, memory, tasks or
-// stream names; default all), type (comma-separated), actor, aggregate,
-// and the starting point: after (resume: "queue:120,vine:7", the last
+// Query: stream (comma-separated: queue, vine, chunks, memory, tasks,
+// workflows or stream names; default all), type (comma-separated), actor,
+// aggregate, and the starting point: after (resume: "queue:120,vine:7", the last
 // sequence received per stream), since (RFC 3339 or a duration ago: 15m),
 // or tail (the last N events of each stream, at most 1000); by default
 // only new events. payloads=true includes payloads up to 16 KiB.

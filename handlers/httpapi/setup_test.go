@@ -34,7 +34,7 @@ type testBundle struct {
 // API's configuration.
 func setup(t *testing.T, cfg ...httpapi.Config) *testBundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
 	nb := eventstest.Start(t)
 	dataDir := t.TempDir()

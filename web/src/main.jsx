@@ -16,11 +16,13 @@ import { GraphPage, Graphs } from './pages/Graphs.jsx';
 import { Memory } from './pages/Memory.jsx';
 import { Chunk, Search } from './pages/Search.jsx';
 import { Events } from './pages/Events.jsx';
+import { WorkflowRun, Workflows } from './pages/Workflows.jsx';
 
 const NAV = [
   ['/', 'Overview'],
   ['/tasks', 'Tasks'],
   ['/workers', 'Workers'],
+  ['/workflows', 'Workflows'],
   ['/graphs', 'Graphs'],
   ['/memory', 'Memory'],
   ['/search', 'Search'],
@@ -36,6 +38,8 @@ function page(route) {
       return second ? <Task id={second} /> : <Tasks params={route.params} />;
     case 'workers':
       return <Workers />;
+    case 'workflows':
+      return second ? <WorkflowRun id={second} /> : <Workflows params={route.params} />;
     case 'graphs':
       return second ? <GraphPage id={second} params={route.params} /> : <Graphs />;
     case 'memory':

@@ -12,6 +12,11 @@ const TASK = {
   scheduled: ['#ede9fe', '#4c1d95'],
   waiting: ['#f1f5f9', '#334155'],
   cancelled: ['#e5e7eb', '#374151'],
+  // Workflow runs and their journal entries.
+  running: ['#fef3c7', '#78350f'],
+  sleeping: ['#ede9fe', '#4c1d95'],
+  completed: ['#dcfce7', '#14532d'],
+  pending: ['#f1f5f9', '#334155'],
 };
 
 // The order statuses are shown in; unknown ones follow, by name.

@@ -23,10 +23,12 @@ export function escapeHTML(s) {
 }
 
 // Headings start at h3: the page has its own h1 and h2. Raw HTML (block or
-// inline) is rendered as escaped text.
+// inline) is rendered as escaped text. A line break is kept (breaks): a
+// checkpoint's fields (**Created:**, **Status:**, ...) are one per line.
 const md = new Marked({
   async: false,
   gfm: true,
+  breaks: true,
   walkTokens(token) {
     if (token.type === 'heading') token.depth = Math.min(6, token.depth + 2);
   },

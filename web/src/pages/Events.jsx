@@ -10,8 +10,8 @@ import { sortStatuses } from '../status.js';
 import { boardAsOf, boardNow, openTail } from '../history.js';
 
 const MAX_ROWS = 500;
-const STREAMS = ['queue', 'vine', 'tasks', 'memory', 'chunks'];
-const SHORT = { TRELLIS_QUEUE: 'queue', TRELLIS_VINE: 'vine', TRELLIS_TASKS: 'tasks', TRELLIS_MEMORY: 'memory', TRELLIS_CHUNKS: 'chunks' };
+const STREAMS = ['queue', 'vine', 'tasks', 'memory', 'chunks', 'workflows'];
+const SHORT = { TRELLIS_QUEUE: 'queue', TRELLIS_VINE: 'vine', TRELLIS_TASKS: 'tasks', TRELLIS_MEMORY: 'memory', TRELLIS_CHUNKS: 'chunks', TRELLIS_WORKFLOWS: 'workflows' };
 
 // insert adds ev to rows kept newest first (by event time; streams
 // deliver their backlogs one after another) and at most MAX_ROWS long.

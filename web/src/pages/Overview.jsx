@@ -6,9 +6,10 @@ import { useLive } from '../live.js';
 import { href } from '../router.js';
 import { sortStatuses } from '../status.js';
 import { ms, sum } from '../format.js';
-import { Badge, ErrorBox, Loading, useData } from '../components/common.jsx';
+import { Badge, ErrorBox, Loading, confirmAction, notify, useData } from '../components/common.jsx';
 import { Chart } from '../components/Chart.jsx';
 import { retryAllDead } from './bulk.js';
+import { useWhoami } from '../whoami.js';
 
 async function loadOverview() {
   const [list, activity] = await Promise.all([api('/v1/queue/tasks?limit=1'), api('/v1/queue/activity')]);
@@ -40,6 +41,7 @@ export function Overview() {
   const controls = useData(() => loadControls(names ? names.split(',') : []), [names]);
   useLive((ev) => ev.stream === 'TRELLIS_QUEUE' && !isControl(ev), reload, 700);
   useLive(isControl, controls.reload, 300);
+  const me = useWhoami();
   if (loading && !data) return <Loading what="Loading the queues" />;
   return (
     <section aria-labelledby="overview-title">
@@ -55,7 +57,7 @@ export function Overview() {
       <div class="cards">
         {data &&
           data.names.map((q) => (
-            <QueueCard key={q} name={q} counts={data.counts[q] || {}} series={data.activity.queues[q]} activity={data.activity} controls={controls.data && controls.data[q]} onChange={reload} />
+            <QueueCard key={q} name={q} counts={data.counts[q] || {}} series={data.activity.queues[q]} activity={data.activity} controls={controls.data && controls.data[q]} onChange={reload} me={me} onControl={controls.reload} />
           ))}
       </div>
       {data && !data.activity.caught_up && <p class="muted">The activity charts are still reading the last hour of the log…</p>}
@@ -81,7 +83,27 @@ function Totals({ data }) {
   );
 }
 
-function QueueCard({ name, counts, series, activity, controls, onChange }) {
+// control pauses or resumes a queue after a confirmation.
+async function control(name, action, done) {
+  const yes = await confirmAction({
+    title: action === 'pause' ? 'Pause queue' : 'Resume queue',
+    message:
+      action === 'pause'
+        ? `Pause queue ${name}? Workers claim nothing from it until it is resumed; tasks already claimed go on.`
+        : `Resume queue ${name}? Workers claim from it again.`,
+    confirmLabel: action === 'pause' ? 'Pause' : 'Resume',
+  });
+  if (!yes) return;
+  try {
+    await api(`/v1/queues/${enc(name)}/controls`, { method: 'POST', body: { action } });
+    notify(`Queue ${name} ${action === 'pause' ? 'paused' : 'resumed'}.`, 'ok');
+    done();
+  } catch (e) {
+    notify(`${action === 'pause' ? 'Pause' : 'Resume'} refused: ${e.message}`, 'error');
+  }
+}
+
+function QueueCard({ name, counts, series, activity, controls, onChange, me, onControl }) {
   const statuses = sortStatuses(Object.keys(counts));
   const dead = counts.dead || 0;
   const xs = Array.from({ length: activity.buckets }, (_, i) => Date.parse(activity.start) / 1000 + i * activity.bucket_seconds);
@@ -100,6 +122,11 @@ function QueueCard({ name, counts, series, activity, controls, onChange }) {
           <a href={href('/tasks', { queue: name })}>{name}</a>
         </h2>
         <QueueState controls={controls} />
+        {controls && me.may('queue.control') && (
+          <button type="button" class="small" data-action={controls.paused ? 'resume' : 'pause'} onClick={() => control(name, controls.paused ? 'resume' : 'pause', onControl)}>
+            {controls.paused ? 'Resume' : 'Pause'} {name}
+          </button>
+        )}
       </header>
       <ul class="counts" aria-label={`Tasks in ${name} by status`}>
         {statuses.map((s) => (
@@ -115,9 +142,11 @@ function QueueCard({ name, counts, series, activity, controls, onChange }) {
           <a href={href('/tasks', { queue: name, status: 'dead' })}>
             {dead} dead letter{dead === 1 ? '' : 's'}
           </a>{' '}
-          <button type="button" class="small" onClick={() => retryAllDead(name).then(onChange)}>
-            Retry all dead in {name}
-          </button>
+          {me.may('queue.retry') && (
+            <button type="button" class="small" onClick={() => retryAllDead(name).then(onChange)}>
+              Retry all dead in {name}
+            </button>
+          )}
         </p>
       )}
       <Chart

@@ -106,7 +106,7 @@ function Results({ data }) {
               {'\n    '}Source: {r.source_path} (lines {r.start_line}-{r.end_line})
               {'\n    '}Type: {r.chunk_type}
               {r.name ? ` (${r.name})` : ''}
-              {'\n    '}Snippet: {r.snippet}
+              {'\n    '}Snippet: {(r.snippet || '').replaceAll('\n', '\n        ')}
             </pre>
           </li>
         ))}

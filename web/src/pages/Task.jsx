@@ -8,10 +8,8 @@ import { time } from '../format.js';
 import { Badge, ErrorBox, Loading, Payload, confirmAction, notify, useData } from '../components/common.jsx';
 import { Markdown } from '../components/Markdown.jsx';
 import { Timeline } from '../components/Timeline.jsx';
-
-// The statuses a task can be cancelled in (the server decides; a refusal
-// is shown).
-const CANCELLABLE = ['scheduled', 'waiting', 'queued', 'claimed'];
+import { useWhoami } from '../whoami.js';
+import { CANCELLABLE } from './Tasks.jsx';
 
 async function loadTask(id) {
   const [task, audit] = await Promise.all([api(`/v1/queue/tasks/${enc(id)}`), api(`/v1/audit/${enc(id)}`)]);
@@ -29,6 +27,7 @@ async function loadTask(id) {
 export function Task({ id }) {
   const { data, error, loading, reload } = useData(() => loadTask(id), [id]);
   useLive((ev) => ev.aggregate_id === id, reload, 300);
+  const me = useWhoami();
   if (loading && !data) return <Loading what="Loading the task" />;
   if (!data) return <ErrorBox error={error} />;
   const t = data.task;
@@ -75,12 +74,12 @@ export function Task({ id }) {
       </h1>
       <ErrorBox error={error} />
       <div class="bar">
-        {(t.status === 'failed' || t.status === 'dead') && (
+        {me.may('queue.retry') && (t.status === 'failed' || t.status === 'dead') && (
           <button type="button" class="primary" onClick={retry} data-action="retry">
             {t.status === 'dead' ? 'Retry' : 'Requeue'}
           </button>
         )}
-        {CANCELLABLE.includes(t.status) && !t.cancel_requested && (
+        {me.may('queue.cancel') && CANCELLABLE.includes(t.status) && !t.cancel_requested && (
           <button type="button" class="secondary" onClick={cancel} data-action="cancel">
             Cancel
           </button>

@@ -1,6 +1,7 @@
 // Tasks: the queue board, filterable (queue, status, text, updated since)
-// and paginated; failed and dead tasks can be retried one by one, by
-// selection, or all dead letters at once; live.
+// and paginated; a task can be added; failed and dead tasks can be
+// retried and waiting ones cancelled, by selection, or all dead letters at
+// once (each action only for a role that may); live.
 
 import { useState } from 'preact/hooks';
 import { api, query } from '../api.js';
@@ -9,7 +10,9 @@ import { href, navigate } from '../router.js';
 import { sortStatuses, TASK_ORDER } from '../status.js';
 import { ago, time } from '../format.js';
 import { Badge, ErrorBox, Loading, confirmAction, notify, useData } from '../components/common.jsx';
-import { retryAllDead, retryTasks } from './bulk.js';
+import { cancelTasks, retryAllDead, retryTasks } from './bulk.js';
+import { useWhoami } from '../whoami.js';
+import { AddTask } from './AddTask.jsx';
 
 const SINCE = { '': 'any time', '15m': 'last 15 minutes', '1h': 'last hour', '24h': 'last day', '168h': 'last week' };
 
@@ -21,6 +24,10 @@ function sinceTime(v) {
 }
 
 const retryable = (s) => s === 'failed' || s === 'dead';
+// The statuses a task can be cancelled in (the server decides; a refusal
+// is shown).
+export const CANCELLABLE = ['scheduled', 'waiting', 'queued', 'claimed'];
+const cancellable = (s) => CANCELLABLE.includes(s);
 
 export function Tasks({ params }) {
   const { queue = '', status = '', text = '', since = '', cursor = '' } = params;
@@ -29,6 +36,10 @@ export function Tasks({ params }) {
   const load = () => api('/v1/queue/tasks' + query({ queue, status, text, since: sinceTime(since), cursor, limit: 50 }));
   const { data, error, loading, reload } = useData(load, [queue, status, text, since, cursor]);
   useLive((ev) => ev.stream === 'TRELLIS_QUEUE', reload, 700);
+  const me = useWhoami();
+  const mayRetry = me.may('queue.retry');
+  const mayCancel = me.may('queue.cancel');
+  const selectable = (st) => (mayRetry && retryable(st)) || (mayCancel && cancellable(st));
 
   const set = (changes) => {
     setStack([]);
@@ -38,13 +49,31 @@ export function Tasks({ params }) {
   const queues = data ? Object.keys(data.counts).sort() : [];
   const statuses = sortStatuses([...TASK_ORDER.filter((s) => ['queued', 'claimed', 'done', 'failed', 'dead'].includes(s)), ...(data ? Object.values(data.counts).flatMap((c) => Object.keys(c)) : []), ...(status ? [status] : [])]);
 
+  // The selection, by what can be done to each selected task as it is now.
+  const rows = data ? data.tasks.filter((t) => selected.has(t.task_id)) : [];
+  const toRetry = rows.filter((t) => retryable(t.status)).map((t) => t.task_id);
+  const toCancel = rows.filter((t) => cancellable(t.status)).map((t) => t.task_id);
+  const dead = data ? Object.entries(data.counts).reduce((n, [q, c]) => n + (!queue || q === queue ? c.dead || 0 : 0), 0) : 0;
   const toggle = (id) => {
     const s = new Set(selected);
     s.has(id) ? s.delete(id) : s.add(id);
     setSelected(s);
   };
+  const cancelSelected = async () => {
+    const ids = toCancel;
+    const yes = await confirmAction({
+      title: 'Cancel tasks',
+      message: `Cancel ${ids.length} task${ids.length === 1 ? '' : 's'}? They will never run (a claimed one stops at its pool's next heartbeat); tasks waiting for them are cancelled too.`,
+      confirmLabel: `Cancel ${ids.length}`,
+    });
+    if (!yes) return;
+    const res = await cancelTasks(ids);
+    setSelected(new Set());
+    notify(`${res.ok} cancelled` + (res.failed.length ? `; ${res.failed.length} refused: ${res.failed[0].error.message}` : '.'), res.failed.length ? 'warn' : 'ok');
+    reload();
+  };
   const retrySelected = async () => {
-    const ids = [...selected];
+    const ids = toRetry;
     const yes = await confirmAction({ title: 'Retry tasks', message: `Queue ${ids.length} task${ids.length === 1 ? '' : 's'} again with fresh attempts?`, confirmLabel: `Retry ${ids.length}` });
     if (!yes) return;
     const res = await retryTasks(ids);
@@ -95,15 +124,21 @@ export function Tasks({ params }) {
         </label>
         <button type="submit">Filter</button>
       </form>
+      {me.may('queue.add') && <AddTask queue={queue} onAdded={reload} />}
       <div class="bar">
-        {status === 'dead' || status === '' ? (
-          <button type="button" class="secondary" onClick={() => retryAllDead(queue).then(reload)}>
+        {mayRetry && dead > 0 && (status === 'dead' || status === '') ? (
+          <button type="button" class="secondary" onClick={() => retryAllDead(queue).then(reload)} data-action="retry-all-dead">
             Retry all dead letters{queue ? ' in ' + queue : ''}
           </button>
         ) : null}
-        {selected.size > 0 && (
-          <button type="button" class="primary" onClick={retrySelected}>
-            Retry selected ({selected.size})
+        {toRetry.length > 0 && (
+          <button type="button" class="primary" onClick={retrySelected} data-action="retry-selected">
+            Retry selected ({toRetry.length})
+          </button>
+        )}
+        {toCancel.length > 0 && (
+          <button type="button" class="secondary" onClick={cancelSelected} data-action="cancel-selected">
+            Cancel selected ({toCancel.length})
           </button>
         )}
       </div>
@@ -134,7 +169,7 @@ export function Tasks({ params }) {
                   {data.tasks.map((t) => (
                     <tr key={t.task_id} data-task={t.task_id} data-status={t.status}>
                       <td class="select">
-                        {retryable(t.status) && (
+                        {selectable(t.status) && (
                           <input type="checkbox" checked={selected.has(t.task_id)} onChange={() => toggle(t.task_id)} aria-label={`Select task ${t.task_id}`} />
                         )}
                       </td>

@@ -1,4 +1,5 @@
-// Bulk actions: retry every dead letter of a queue (or of all queues).
+// Bulk actions: retry or cancel several tasks, retry every dead letter of
+// a queue (or of all queues).
 
 import { api, enc, query } from '../api.js';
 import { confirmAction, notify } from '../components/common.jsx';
@@ -6,7 +7,16 @@ import { confirmAction, notify } from '../components/common.jsx';
 // retryTasks retries the given task ids, four at a time, as the caller
 // (the server records the authenticated name, or "operator"); resolves
 // with {ok, failed: [{id, error}]}.
-export async function retryTasks(ids) {
+export function retryTasks(ids) {
+  return eachTask(ids, 'retry');
+}
+
+// cancelTasks cancels the given task ids, like retryTasks.
+export function cancelTasks(ids) {
+  return eachTask(ids, 'cancel');
+}
+
+async function eachTask(ids, action) {
   const failed = [];
   let ok = 0;
   let next = 0;
@@ -14,7 +24,7 @@ export async function retryTasks(ids) {
     while (next < ids.length) {
       const id = ids[next++];
       try {
-        await api(`/v1/queue/tasks/${enc(id)}/retry`, { method: 'POST', body: {} });
+        await api(`/v1/queue/tasks/${enc(id)}/${action}`, { method: 'POST', body: {} });
         ok++;
       } catch (e) {
         failed.push({ id, error: e });
