@@ -108,6 +108,11 @@ type EndPayload struct {
 	Error  string          `json:"error,omitempty"`
 	Reason string          `json:"reason,omitempty"`
 	Pos    int             `json:"pos,omitempty"`
+	// Step is the run's last step when it completed just before the run
+	// ended (completed, failed or cancelled): it is recorded by the end
+	// event, one synced write instead of two, and folds as a
+	// step_completed before it.
+	Step *EntryPayload `json:"step,omitempty"`
 }
 
 // RegisteredPayload is the payload of Registered.
@@ -269,6 +274,11 @@ func fold(r *Run, rec events.Recorded) (*Run, error) {
 		var p EndPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return nil, err
+		}
+		if p.Step != nil {
+			if err := r.applyEntry(StepCompleted, *p.Step, rec.Time); err != nil {
+				return nil, fmt.Errorf("run %s: %w: %w", r.RunID, events.ErrBadEvent, err)
+			}
 		}
 		r.Output, r.Error = p.Output, p.Error
 		r.Status = map[string]Status{Completed: StatusCompleted, Failed: StatusFailed, Cancelled: StatusCancelled}[typ]

@@ -106,7 +106,7 @@ func (c *Context) step(name string, o StepOptions, fn func(ctx context.Context) 
 		return nil, &StepError{Step: name, Message: p.Error, Attempts: attempts}
 	}
 	p.Result = res
-	c.append(StepCompleted, p)
+	c.hold(p)
 	c.addCompensation(name, true, o)
 	return res, nil
 }
