@@ -93,6 +93,9 @@ type EntryPayload struct {
 	Children []string        `json:"children,omitempty"`
 	Signal   int             `json:"signal,omitempty"`
 	TimedOut bool            `json:"timed_out,omitempty"`
+	// TookMs is how long a step's attempts ran, backoff included (steps
+	// only).
+	TookMs float64 `json:"took_ms,omitempty"`
 }
 
 // SignalPayload is the payload of SignalReceived.
@@ -171,6 +174,7 @@ type Entry struct {
 	Children []string        `json:"children,omitempty"`
 	Signal   int             `json:"signal,omitempty"`
 	TimedOut bool            `json:"timed_out,omitempty"`
+	TookMs   float64         `json:"took_ms,omitempty"` // a step's attempts, backoff included
 	Time     time.Time       `json:"time"`
 }
 
@@ -331,9 +335,9 @@ func (r *Run) applyEntry(typ string, p EntryPayload, at time.Time) error {
 		e := Entry{Pos: p.Pos, Kind: kind, Name: p.Name, Status: EntryPending, Until: p.Until, Tasks: p.Tasks, Children: p.Children, Time: at}
 		switch typ {
 		case StepCompleted:
-			e.Status, e.Result, e.Attempts = EntryCompleted, p.Result, p.Attempts
+			e.Status, e.Result, e.Attempts, e.TookMs = EntryCompleted, p.Result, p.Attempts, p.TookMs
 		case StepFailed:
-			e.Status, e.Error, e.Attempts = EntryFailed, p.Error, p.Attempts
+			e.Status, e.Error, e.Attempts, e.TookMs = EntryFailed, p.Error, p.Attempts, p.TookMs
 		}
 		r.Journal = append(r.Journal, e)
 		return nil
