@@ -3,8 +3,15 @@ package features
 import (
 	"context"
 
+	"github.com/trellis/trellis/steps"
 	"github.com/trellis/trellis/workflow"
 )
+
+// suiteConfig is the steps' configuration of TestFeatures: the trellis
+// binary for worker processes and the workflows workflows.feature runs.
+func suiteConfig(bin string) steps.Config {
+	return steps.Config{Binary: bin, Workflows: featureWorkflows}
+}
 
 // featureWorkflows registers the workflows workflows.feature runs: "order"
 // takes {"id"}, runs the steps reserve and charge, waits for the signal
