@@ -218,12 +218,15 @@ func (s *Store) directRaw(ctx context.Context, stream string, req map[string]any
 	if err != nil {
 		return nil, err
 	}
-	inbox := s.nc.NewInbox()
-	sub, err := s.nc.SubscribeSync(inbox)
+	batch, ok := req["batch"].(int)
+	if !ok {
+		batch = scanBatch
+	}
+	inbox, next, unsub, err := s.directReplies(batch)
 	if err != nil {
 		return nil, fmt.Errorf("scan %s: subscribe: %w", stream, err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	defer unsub()
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, body); err != nil {
 		return nil, fmt.Errorf("scan %s: %w", stream, err)
 	}
@@ -231,7 +234,7 @@ func (s *Store) directRaw(ctx context.Context, stream string, req map[string]any
 	defer cancel()
 	var out []Message
 	for {
-		msg, err := sub.NextMsgWithContext(ctx)
+		msg, err := next(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("scan %s: %w", stream, err)
 		}

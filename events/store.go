@@ -430,12 +430,11 @@ func (s *Store) directBatch(ctx context.Context, stream, filter string, from uin
 	if err != nil {
 		return nil, false, err
 	}
-	inbox := s.nc.NewInbox()
-	sub, err := s.nc.SubscribeSync(inbox)
+	inbox, next, unsub, err := s.directReplies(loadBatch)
 	if err != nil {
 		return nil, false, fmt.Errorf("load %s: subscribe: %w", filter, err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	defer unsub()
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
 		return nil, false, fmt.Errorf("load %s: %w", filter, err)
 	}
@@ -443,7 +442,7 @@ func (s *Store) directBatch(ctx context.Context, stream, filter string, from uin
 	defer cancel()
 	var out []Recorded
 	for {
-		msg, err := sub.NextMsgWithContext(ctx)
+		msg, err := next(ctx)
 		if err != nil {
 			return nil, false, fmt.Errorf("load %s: %w", filter, err)
 		}

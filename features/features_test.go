@@ -43,7 +43,7 @@ func TestFeatures(t *testing.T) {
 	}
 	suite := godog.TestSuite{
 		Name:                "trellis",
-		ScenarioInitializer: func(sc *godog.ScenarioContext) { initScenario(sc, steps.Config{Binary: bin}) },
+		ScenarioInitializer: func(sc *godog.ScenarioContext) { initScenario(sc, suiteConfig(bin)) },
 		Options: &godog.Options{
 			Format:   "pretty",
 			Paths:    paths,

@@ -43,8 +43,9 @@ type ServiceConfig struct {
 	SearchTimeout time.Duration
 	// Logger receives projection warnings (default slog.Default()).
 	Logger *slog.Logger
-	// Metrics, when set, receives the queue metrics derived from the log
-	// (events since start, latency histograms, board gauges).
+	// Metrics, when set, receives the queue and workflow metrics derived
+	// from the log (events since start, latency histograms, board gauges,
+	// runs in flight).
 	Metrics prometheus.Registerer
 	// Code configures code memory's hybrid search and explain.
 	Code CodeConfig
@@ -77,6 +78,7 @@ type Service struct {
 	runners     []*projections.Runner
 	boardRunner *projections.Runner
 	metrics     *projections.Runner
+	wfMetrics   *projections.Runner
 	reactor     *taskqueue.Reactor
 	workflows   *workflow.Engine
 	// activity is the recent-activity fold, started by the first read
@@ -150,6 +152,14 @@ func (s *Service) Start(ctx context.Context) error {
 		if err := s.metrics.Start(ctx); err != nil {
 			return err
 		}
+		wlast, err := s.store.LastSeq(ctx, events.StreamWorkflows)
+		if err != nil {
+			return err
+		}
+		s.wfMetrics = projections.NewRunner(s.store, workflow.NewMetrics(wlast, s.cfg.Metrics), s.cfg.Logger)
+		if err := s.wfMetrics.Start(ctx); err != nil {
+			return err
+		}
 	}
 	s.startEmbedLoop()
 	if s.cfg.DataDir != "" && s.cfg.AnchorInterval > 0 {
@@ -175,6 +185,9 @@ func (s *Service) Close() error {
 	}
 	if s.metrics != nil {
 		_ = s.metrics.Stop()
+	}
+	if s.wfMetrics != nil {
+		_ = s.wfMetrics.Stop()
 	}
 	s.activity.stop()
 	for _, r := range s.runners {

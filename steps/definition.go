@@ -23,6 +23,9 @@ const (
 	GroupLog     = "Assertions over the log"
 )
 
+// GroupWorkflows is the group of the durable workflow steps.
+const GroupWorkflows = "Durable workflows"
+
 // Definition is one step of the vocabulary: the single source from which
 // the steps are registered with godog, listed by `trellis features steps`,
 // and suggested when a feature uses a step that does not exist.
@@ -60,6 +63,7 @@ func Vocabulary() []Definition {
 		{GroupWorkers, workerSteps()},
 		{GroupVine, vineSteps()},
 		{GroupMemory, memorySteps()},
+		{GroupWorkflows, workflowSteps()},
 		{GroupTime, timeSteps()},
 		{GroupLog, logSteps()},
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/server"
+	"github.com/trellis/trellis/workflow"
 )
 
 // Defaults of Config.
@@ -50,6 +51,10 @@ type Config struct {
 	// Logger receives the scenario servers' and workers' logs (default:
 	// discarded).
 	Logger *slog.Logger
+	// Workflows, when set, registers the suite's workflows
+	// (workflow.Register) on the engine of the pool that "a workflow pool
+	// hosts the suite's workflows" starts.
+	Workflows func(e *workflow.Engine) error
 	// OnUndefined, when set, is called for each step of a scenario that no
 	// step definition matches, with the closest steps of the vocabulary.
 	OnUndefined func(step string, closest []Definition)
@@ -96,6 +101,7 @@ type World struct {
 	closeMu  sync.Mutex
 	closers  []func()
 	undefSet map[string]bool
+	wf       workflowState
 }
 
 // Register adds the Trellis vocabulary to a scenario and returns the

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/command"
 )
@@ -33,15 +31,16 @@ func (e *Engine) Advance(ctx context.Context, runID string) (string, error) {
 	c := &Context{e: e, ctx: rctx, taskCtx: ctx}
 	// A cancel request reaches the running step at once: the stream's
 	// events are also delivered to plain subscribers of their subject.
-	sub, err := e.store.Conn().Subscribe(RunSubject(runID, CancelRequested), func(*nats.Msg) {
+	stopWatch, err := e.watchCancel(runID, c, func() {
 		c.mu.Lock()
 		c.cancelled = true
 		c.mu.Unlock()
 		cancel()
 	})
-	if err == nil {
-		defer sub.Unsubscribe()
+	if err != nil {
+		e.cfg.Logger.Warn("workflow cancel requests are not watched", "err", err)
 	}
+	defer stopWatch()
 	st, err := e.runs.Load(ctx, runID)
 	if err != nil {
 		return "", command.StoreError("load run", err)
@@ -74,7 +73,7 @@ func (e *Engine) Advance(ctx context.Context, runID string) (string, error) {
 		if !c.exec(c.compensate) {
 			return c.stopped(ctx)
 		}
-		return "cancelled", c.end(ctx, Cancelled, EndPayload{Reason: "cancelled"})
+		return c.end(ctx, "cancelled", Cancelled, EndPayload{Reason: "cancelled"})
 	}
 	if fnErr != nil {
 		msg := fnErr.Error()
@@ -91,9 +90,9 @@ func (e *Engine) Advance(ctx context.Context, runID string) (string, error) {
 		if !c.exec(c.compensate) {
 			return c.stopped(ctx)
 		}
-		return "failed: " + msg, c.end(ctx, Failed, EndPayload{Error: msg, Pos: failedPos})
+		return c.end(ctx, "failed: "+msg, Failed, EndPayload{Error: msg, Pos: failedPos})
 	}
-	return "completed", c.end(ctx, Completed, EndPayload{Output: out})
+	return c.end(ctx, "completed", Completed, EndPayload{Output: out})
 }
 
 // exec runs fn on its own goroutine, as the workflow's code runs: it
@@ -130,7 +129,7 @@ func (c *Context) stopped(ctx context.Context) (string, error) {
 	case stopLost:
 		return "another activation advanced the run", nil
 	case stopNondeterm:
-		return "failed: " + div.Error(), c.end(ctx, Failed, EndPayload{Error: div.Error(), Pos: div.Pos})
+		return c.end(ctx, "failed: "+div.Error(), Failed, EndPayload{Error: div.Error(), Pos: div.Pos})
 	}
 	return "", fatal
 }
@@ -151,11 +150,19 @@ func (c *Context) compensate() {
 }
 
 // end records the run's end (unless another activation advanced the run
-// meanwhile) and wakes its parent.
-func (c *Context) end(ctx context.Context, typ string, p EndPayload) error {
+// meanwhile) and wakes its parent. It returns msg, or what happened
+// instead when another activation advanced the run.
+func (c *Context) end(ctx context.Context, msg, typ string, p EndPayload) (string, error) {
 	c.mu.Lock()
-	st, pos, panicked := c.st, c.pos, c.panicked
+	st, pos, panicked, held := c.st, c.pos, c.panicked, c.held
+	c.held = nil
 	c.mu.Unlock()
+	// The journal ends where the code stopped, or before the held step
+	// that this event records.
+	journalLen := pos
+	if held != nil {
+		p.Step, journalLen = held, held.Pos
+	}
 	if panicked != nil && typ == Completed {
 		typ, p = Failed, EndPayload{Error: panicked.Error(), Pos: pos}
 	}
@@ -163,18 +170,18 @@ func (c *Context) end(ctx context.Context, typ string, p EndPayload) error {
 		p.Error = panicked.Error()
 	}
 	st, err := c.e.runs.Run(context.WithoutCancel(ctx), st, "", func(r *Run) (command.Decision, error) {
-		if r == nil || r.Status.Terminal() || (typ != Failed && len(r.Journal) != pos) {
+		if r == nil || r.Status.Terminal() || ((typ != Failed || held != nil) && len(r.Journal) != journalLen) {
 			return command.Decision{}, errLost
 		}
 		return command.Decision{Subject: RunSubject(st.ID, typ), Type: typ, Payload: p}, nil
 	})
 	if errors.Is(err, errLost) {
-		return nil
+		return "another activation advanced the run", nil
 	}
 	if err != nil {
-		return command.StoreError("end run", err)
+		return "", command.StoreError("end run", err)
 	}
-	return c.e.notifyParent(ctx, st.Value)
+	return msg, c.e.notifyParent(ctx, st.Value)
 }
 
 // notifyParent wakes the parent of a child run that ended.

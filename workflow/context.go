@@ -61,6 +61,10 @@ type Context struct {
 	compensating bool
 	// panicked is the panic of the workflow's code (outside a step).
 	panicked error
+	// held is a step that completed in this activation and is not
+	// recorded yet: it is recorded before anything else the code does
+	// (the next primitive's first move), or by the run's end event.
+	held *EntryPayload
 	// replay is set by Replay: the code runs against the journal only;
 	// it stops where the journal ends or an entry is still open.
 	replay bool
@@ -132,6 +136,7 @@ func (c *Context) next(kind, name string) (Entry, bool) {
 	c.pos++
 	j := c.st.Value.Journal
 	if pos >= len(j) {
+		c.flush()
 		if c.replay && c.st.Value.Status == StatusCompleted {
 			c.mu.Lock()
 			c.diverged = &NondeterminismError{Pos: pos, RecordedKind: "the run's", Recorded: "completion", Kind: kind, Asked: name}
@@ -160,6 +165,7 @@ func (c *Context) next(kind, name string) (Entry, bool) {
 // need the journal to end at pos, closing ones an open entry there. A
 // lost race (another activation recorded it) ends this activation.
 func (c *Context) append(typ string, p EntryPayload) {
+	c.flush()
 	c.mu.Lock()
 	st := c.st
 	c.mu.Unlock()
@@ -188,6 +194,26 @@ func (c *Context) append(typ string, p EntryPayload) {
 	c.mu.Lock()
 	c.st = st
 	c.mu.Unlock()
+}
+
+// hold keeps a completed step to be recorded by the next append or the
+// run's end event (see Context.held).
+func (c *Context) hold(p EntryPayload) {
+	c.flush()
+	c.mu.Lock()
+	c.held = &p
+	c.mu.Unlock()
+}
+
+// flush records the held step, if any.
+func (c *Context) flush() {
+	c.mu.Lock()
+	h := c.held
+	c.held = nil
+	c.mu.Unlock()
+	if h != nil {
+		c.append(StepCompleted, *h)
+	}
 }
 
 // ctx0 is the context of the log's writes: not the cancellable one, so a

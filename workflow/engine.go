@@ -91,6 +91,8 @@ type Engine struct {
 	runs  *command.Runner[*Run]
 	defs  *command.Runner[*Def]
 
+	cancels cancelWatch
+
 	mu       sync.RWMutex
 	registry map[string]map[int]registered
 	defCache map[string]cachedDef

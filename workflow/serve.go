@@ -23,6 +23,13 @@ type ServeConfig struct {
 	// one): a pool that dies mid-step loses its runs to another pool after
 	// it, and the step in flight runs again.
 	Lease time.Duration
+	// ClaimWindow is how long an activation may run before the claim of
+	// its dispatch task is recorded on its own (default
+	// DefaultActivationClaimWindow, at most a quarter of the lease; see
+	// workers.Config.ClaimWindow): an activation that ends sooner costs
+	// one event on the dispatch queue (its completion carries the claim)
+	// instead of two. Negative: every claim is recorded first.
+	ClaimWindow time.Duration
 	// Worker names this pool in claims (default <hostname>-<pid>).
 	Worker string
 	// Logger receives the pools' logs (default the engine's).
@@ -30,6 +37,14 @@ type ServeConfig struct {
 	// Metrics records the pools' metrics (default unregistered).
 	Metrics *workers.Metrics
 }
+
+// DefaultActivationClaimWindow is ServeConfig.ClaimWindow's default:
+// longer than a worker pool's (workers.DefaultClaimWindow), since an
+// activation's dispatch task is attempted without limit and a loaded
+// machine easily takes longer than 50 ms over a few synced appends, which
+// would cost every activation an extra claim event just when the log is
+// busiest.
+const DefaultActivationClaimWindow = time.Second
 
 // Serve registers every workflow version hosted on the engine (an event
 // per new version and queue) and works their runs until ctx ends, with one
@@ -45,6 +60,9 @@ func (e *Engine) Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Logger == nil {
 		cfg.Logger = e.cfg.Logger
 	}
+	if cfg.ClaimWindow == 0 {
+		cfg.ClaimWindow = DefaultActivationClaimWindow
+	}
 	var pools []*workers.Pool
 	for _, h := range hosted {
 		q := QueueFor(cfg.Queue, h.name, h.version)
@@ -52,7 +70,7 @@ func (e *Engine) Serve(ctx context.Context, cfg ServeConfig) error {
 			return fmt.Errorf("workflow %s version %d: %w", h.name, h.version, err)
 		}
 		p, err := workers.New(e.queue, workers.HandlerFunc(e.handle), workers.Config{
-			Queue: q, Worker: cfg.Worker, Concurrency: cfg.Concurrency, Lease: cfg.Lease, Logger: cfg.Logger, Metrics: cfg.Metrics,
+			Queue: q, Worker: cfg.Worker, Concurrency: cfg.Concurrency, Lease: cfg.Lease, ClaimWindow: cfg.ClaimWindow, Logger: cfg.Logger, Metrics: cfg.Metrics,
 		})
 		if err != nil {
 			return err

@@ -94,19 +94,20 @@ func (c *Context) step(name string, o StepOptions, fn func(ctx context.Context) 
 		c.pos--
 		return nil, err
 	}
+	began := time.Now()
 	res, attempts, err := c.attempts(name, o, fn)
 	if errors.Is(err, ErrCancelled) {
 		c.pos--
 		return nil, err
 	}
-	p := EntryPayload{Pos: e.Pos, Name: name, Attempts: attempts}
+	p := EntryPayload{Pos: e.Pos, Name: name, Attempts: attempts, TookMs: tookMs(began)}
 	if err != nil {
 		p.Error = err.Error()
 		c.append(StepFailed, p)
 		return nil, &StepError{Step: name, Message: p.Error, Attempts: attempts}
 	}
 	p.Result = res
-	c.append(StepCompleted, p)
+	c.hold(p)
 	c.addCompensation(name, true, o)
 	return res, nil
 }
@@ -168,6 +169,11 @@ func runAttempt(ctx context.Context, timeout time.Duration, fn func(ctx context.
 	return res, err
 }
 
+// tookMs is the time since began in milliseconds, to the microsecond.
+func tookMs(began time.Time) float64 {
+	return float64(time.Since(began).Microseconds()) / 1000
+}
+
 func clipStack(b []byte) string {
 	if len(b) > 2048 {
 		b = b[:2048]
@@ -190,6 +196,7 @@ func All[T any](c *Context, name string, fns []func(ctx context.Context) (T, err
 		raw      json.RawMessage
 		attempts int
 		err      error
+		took     float64
 	}
 	results := make([]result, len(fns))
 	entries := make([]Entry, len(fns))
@@ -206,6 +213,7 @@ func All[T any](c *Context, name string, fns []func(ctx context.Context) (T, err
 		}
 	}
 	var wg sync.WaitGroup
+	began := time.Now()
 	for i, fn := range fns {
 		if recorded[i] {
 			continue
@@ -226,7 +234,7 @@ func All[T any](c *Context, name string, fns []func(ctx context.Context) (T, err
 				}
 				return json.Marshal(v)
 			})
-			results[i] = result{raw, a, err}
+			results[i] = result{raw, a, err, tookMs(began)}
 			finished = true
 		}()
 	}
@@ -257,7 +265,7 @@ func All[T any](c *Context, name string, fns []func(ctx context.Context) (T, err
 				c.pos = en.Pos
 				return nil, ErrCancelled
 			}
-			p := EntryPayload{Pos: en.Pos, Name: en.Name, Attempts: r.attempts}
+			p := EntryPayload{Pos: en.Pos, Name: en.Name, Attempts: r.attempts, TookMs: r.took}
 			if r.err != nil {
 				p.Error = r.err.Error()
 				c.append(StepFailed, p)
