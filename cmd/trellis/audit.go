@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 )
@@ -160,7 +161,7 @@ func (a *app) auditQuery(cmd *cobra.Command, q trellis.AuditQuery, asJSON, asJSO
 	oneEnc := json.NewEncoder(&one)
 	oneEnc.SetEscapeHTML(false)
 	n := 0
-	err = handlers.AuditAll(cmd.Context(), s.auditor, q, func(ev trellis.AuditEvent) error {
+	err = audit.All(cmd.Context(), s.auditor, q, func(ev trellis.AuditEvent) error {
 		n++
 		switch {
 		case asJSONL:
@@ -244,12 +245,12 @@ const maxJSONFindings = 10000
 
 // verifyOutput is what `audit verify --json` prints.
 type verifyOutput struct {
-	OK       bool               `json:"ok"`
-	Findings []handlers.Finding `json:"findings"`
+	OK       bool            `json:"ok"`
+	Findings []audit.Finding `json:"findings"`
 	// Omitted counts the findings beyond maxJSONFindings.
-	Omitted int                           `json:"omitted_findings,omitempty"`
-	Streams []handlers.StreamVerification `json:"streams"`
-	Digest  string                        `json:"digest,omitempty"`
+	Omitted int                        `json:"omitted_findings,omitempty"`
+	Streams []audit.StreamVerification `json:"streams"`
+	Digest  string                     `json:"digest,omitempty"`
 	// HeadsDigest is the digest of the log's heads (live verify).
 	HeadsDigest    string `json:"heads_digest,omitempty"`
 	AnchorsChecked int    `json:"anchors_checked"`
@@ -261,9 +262,9 @@ type verifyOutput struct {
 // directory's when it has one (nil when neither).
 func (a *app) anchorKey(file string) ([]byte, error) {
 	if file != "" {
-		return handlers.ReadAnchorKey(file)
+		return audit.ReadAnchorKey(file)
 	}
-	key, err := handlers.AnchorKey(a.dataDir, false)
+	key, err := audit.AnchorKey(a.dataDir, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -292,8 +293,8 @@ func (a *app) auditVerify() *cobra.Command {
 			if file != "" && since != "" {
 				return &usageError{fmt.Errorf("--since applies to the live log; an export (--file) is verified whole")}
 			}
-			out := verifyOutput{Findings: []handlers.Finding{}}
-			onFinding := func(f handlers.Finding) error {
+			out := verifyOutput{Findings: []audit.Finding{}}
+			onFinding := func(f audit.Finding) error {
 				if !asJSON {
 					_, err := fmt.Fprintln(a.stdout, f.String())
 					return err
@@ -305,16 +306,16 @@ func (a *app) auditVerify() *cobra.Command {
 				}
 				return nil
 			}
-			var rep *handlers.VerifyReport
+			var rep *audit.VerifyReport
 			what := "the log"
 			key, err := a.anchorKey(keyFile)
 			if err != nil {
 				return err
 			}
-			var wit *handlers.Anchor
+			var wit *audit.Anchor
 			newWitness := false
 			if witness != "" {
-				switch w, err := handlers.ReadWitness(witness); {
+				switch w, err := audit.ReadWitness(witness); {
 				case err == nil:
 					wit = w
 				case errors.Is(err, fs.ErrNotExist) && file == "":
@@ -327,7 +328,7 @@ func (a *app) auditVerify() *cobra.Command {
 			}
 			if file != "" {
 				what = file
-				if rep, err = handlers.VerifyFileWith(cmd.Context(), file, handlers.VerifyFileOptions{Key: key, Witness: wit}, onFinding); err != nil {
+				if rep, err = audit.VerifyFileWith(cmd.Context(), file, audit.VerifyFileOptions{Key: key, Witness: wit}, onFinding); err != nil {
 					return err
 				}
 			} else {
@@ -344,16 +345,16 @@ func (a *app) auditVerify() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				anchors, err := handlers.ReadAnchors(handlers.AnchorsPath(a.dataDir))
+				anchors, err := audit.ReadAnchors(audit.AnchorsPath(a.dataDir))
 				if err != nil {
 					return err
 				}
-				opts := handlers.VerifyOptions{Since: t, Anchors: anchors, AnchorKey: key, Witness: wit}
-				if rep, err = handlers.Verify(cmd.Context(), store, opts, onFinding); err != nil {
+				opts := audit.VerifyOptions{Since: t, Anchors: anchors, AnchorKey: key, Witness: wit}
+				if rep, err = audit.Verify(cmd.Context(), store, opts, onFinding); err != nil {
 					return err
 				}
 				if newWitness {
-					if err := handlers.WriteWitness(witness, &handlers.Anchor{Time: time.Now().UTC(), Heads: rep.Heads, Digest: rep.HeadsDigest}); err != nil {
+					if err := audit.WriteWitness(witness, &audit.Anchor{Time: time.Now().UTC(), Heads: rep.Heads, Digest: rep.HeadsDigest}); err != nil {
 						return err
 					}
 				}
@@ -382,7 +383,7 @@ func (a *app) auditVerify() *cobra.Command {
 }
 
 // printVerify writes the summary of a verify for people.
-func printVerify(w io.Writer, rep *handlers.VerifyReport) {
+func printVerify(w io.Writer, rep *audit.VerifyReport) {
 	unchained := uint64(0)
 	for _, s := range rep.Streams {
 		if s.Missing {
@@ -457,10 +458,10 @@ func (a *app) auditExport() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res *handlers.ExportResult
+			var res *audit.ExportResult
 			err = writeAtomic(out, func(w io.Writer) error {
 				var err error
-				res, err = handlers.Export(cmd.Context(), store, handlers.ExportOptions{Since: from, Until: to, Key: key}, w)
+				res, err = audit.Export(cmd.Context(), store, audit.ExportOptions{Since: from, Until: to, Key: key}, w)
 				return err
 			})
 			if err != nil {
@@ -469,7 +470,7 @@ func (a *app) auditExport() *cobra.Command {
 			if asJSON {
 				return printJSON(a.stdout, struct {
 					File string `json:"file"`
-					*handlers.ExportResult
+					*audit.ExportResult
 				}{out, res})
 			}
 			fmt.Fprintf(a.stdout, "exported %d events (%d lines, %d bytes) to %s\ndigest %s (keep it apart from the file; audit verify --file prints it too)\n",
@@ -561,7 +562,7 @@ func (a *app) replayCommand() *cobra.Command {
 
 // replayUntil rebuilds every projection as of a point into out.
 func (a *app) replayUntil(cmd *cobra.Command, until, out string, asJSON bool) error {
-	p, err := handlers.ParsePoint("until", until, time.Now())
+	p, err := audit.ParsePoint("until", until, time.Now())
 	if err != nil {
 		return err
 	}
@@ -577,7 +578,7 @@ func (a *app) replayUntil(cmd *cobra.Command, until, out string, asJSON bool) er
 		if err != nil {
 			return nil, err
 		}
-		cut, err := handlers.ResolvePoint(ctx, store, p)
+		cut, err := audit.ResolvePoint(ctx, store, p)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package handlers
+package audit
 
 import (
 	"context"
@@ -185,13 +185,9 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 			sv.LastHash = events.Hash(rec.Envelope)
 		}
 	}
-	from := uint64(1)
-	if !opts.Since.IsZero() {
-		cut, err := store.SeqAtTime(ctx, stream, opts.Since.Add(-time.Nanosecond))
-		if err != nil {
-			return nil, err
-		}
-		from = cut + 1
+	from, err := firstSeqSince(ctx, store, stream, opts.Since)
+	if err != nil {
+		return nil, err
 	}
 	sv.From = from
 	whole := from == 1
@@ -225,14 +221,7 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 		}
 		return nil
 	}
-	expect := max(from, st.FirstSeq)
-	err = store.Scan(ctx, stream, events.ScanRange{From: from, To: st.LastSeq}, func(m events.Message) error {
-		if m.Seq > expect {
-			if err := gaps(expect, m.Seq-1); err != nil {
-				return err
-			}
-		}
-		expect = m.Seq + 1
+	err = walkWindow(ctx, store, stream, max(from, st.FirstSeq), st.LastSeq, func(m events.Message) error {
 		findings, err := checkMessage(ctx, check, timers, m, whole)
 		if err != nil {
 			return err
@@ -243,14 +232,9 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 			}
 		}
 		return nil
-	})
+	}, gaps)
 	if err != nil {
 		return nil, err
-	}
-	if expect <= st.LastSeq {
-		if err := gaps(expect, st.LastSeq); err != nil {
-			return nil, err
-		}
 	}
 	if len(timers.pending) > 0 {
 		// A timer that fired during the walk: its message is stored after
