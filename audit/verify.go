@@ -40,6 +40,10 @@ type VerifyOptions struct {
 	// Witness, when set, is an auditor's earlier heads (verify --witness):
 	// the log must still hold them.
 	Witness *Anchor
+	// Projections, when set, are a running server's projections'
+	// positions, read before the walk (trellis.ProjectionStatus): each
+	// stream must still hold what they applied (see checkProjections).
+	Projections []trellis.ProjectionPosition
 }
 
 // MaxAnchorsChecked is how many of the newest anchors verify checks.
@@ -171,8 +175,11 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Trellis creates every stream at start and never deletes one.
 		sv := &StreamVerification{Stream: stream, Missing: true}
-		return sv, emit(sv, Finding{Kind: FindingRemoved, Stream: stream,
-			Detail: "the stream does not exist: Trellis creates it at start and never deletes it, so it was deleted (with every event it held)"})
+		if err := emit(sv, Finding{Kind: FindingRemoved, Stream: stream,
+			Detail: "the stream does not exist: Trellis creates it at start and never deletes it, so it was deleted (with every event it held)"}); err != nil {
+			return nil, err
+		}
+		return sv, checkProjections(ctx, store, stream, nil, opts.Projections, func(f Finding) error { return emit(sv, f) })
 	}
 	if err != nil {
 		return nil, err
@@ -184,6 +191,9 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 		if rec, err := store.Get(ctx, stream, st.LastSeq); err == nil {
 			sv.LastHash = events.Hash(rec.Envelope)
 		}
+	}
+	if err := checkProjections(ctx, store, stream, info, opts.Projections, func(f Finding) error { return emit(sv, f) }); err != nil {
+		return nil, err
 	}
 	from, err := firstSeqSince(ctx, store, stream, opts.Since)
 	if err != nil {

@@ -280,7 +280,8 @@ func (a *app) auditVerify() *cobra.Command {
 		Long: "Walks every Trellis stream in order and checks JetStream's own evidence (sequences deleted from a stream,\n" +
 			"inside it or at its end; a stream that no longer starts at #1, or is missing) and every aggregate's hash chain\n" +
 			"(each event's prev against the hash of its aggregate's previous event), each event's message id, ULID and\n" +
-			"times, and the heads the server's keyed anchors (and --witness FILE) recorded. Each finding is printed with its\n" +
+			"times, the heads the server's keyed anchors (and --witness FILE) recorded, and how far the server's projections\n" +
+			"folded each stream (a projection showing events the stream no longer holds). Each finding is printed with its\n" +
 			"position (stream, sequence, aggregate). Links without prev (events from before the chain existed) are counted\n" +
 			"as unchained; timers that fired are accounted for by their batch (see docs/audit.md). With --file, checks an\n" +
 			"`audit export` offline (no server): line hashes, chains, continuity and the trailer (its MAC with --anchor-key).\n" +
@@ -349,7 +350,14 @@ func (a *app) auditVerify() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				opts := audit.VerifyOptions{Since: t, Anchors: anchors, AnchorKey: key, Witness: wit}
+				// The projections' positions first: the streams' state read
+				// after them can only be further along.
+				positions, err := s.projections.Projections(cmd.Context())
+				if err != nil {
+					// A server from before the operation: verify the rest.
+					fmt.Fprintf(a.stderr, "trellis: the projections were not compared with the log: %s\n", trellis.AsError(err).Message)
+				}
+				opts := audit.VerifyOptions{Since: t, Anchors: anchors, AnchorKey: key, Witness: wit, Projections: positions}
 				if rep, err = audit.Verify(cmd.Context(), store, opts, onFinding); err != nil {
 					return err
 				}
