@@ -156,8 +156,23 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 		}
 		return nil
 	}
+	var aggregates []anchoredAggregate
 	for _, a := range opts.Anchors[max(0, len(opts.Anchors)-MaxAnchorsChecked):] {
 		if err := check(a, opts.AnchorKey, "the anchor"); err != nil {
+			return nil, err
+		}
+		if anchorIntact(a, opts.AnchorKey) {
+			for _, hd := range a.Aggregates {
+				aggregates = append(aggregates, anchoredAggregate{head: hd, at: a.Time, what: "the anchor"})
+			}
+		}
+	}
+	fs, err := checkAggregateHeads(ctx, store, newestAggregateHeads(aggregates))
+	if err != nil {
+		return nil, command.StoreError("verify anchors", err)
+	}
+	for _, f := range fs {
+		if err := emit(nil, f); err != nil {
 			return nil, err
 		}
 	}
