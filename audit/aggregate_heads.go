@@ -137,6 +137,47 @@ func newestAggregateHeads(anchors []anchoredAggregate) []anchoredAggregate {
 	return out
 }
 
+// headsToFind are the anchored aggregate heads verify has not met yet,
+// by stream and sequence.
+type headsToFind struct {
+	bySeq map[string]map[uint64]anchoredAggregate
+}
+
+func newHeadsToFind(heads []anchoredAggregate) *headsToFind {
+	h := &headsToFind{bySeq: map[string]map[uint64]anchoredAggregate{}}
+	for _, a := range heads {
+		m := h.bySeq[a.head.Stream]
+		if m == nil {
+			m = map[uint64]anchoredAggregate{}
+			h.bySeq[a.head.Stream] = m
+		}
+		m[a.head.Seq] = a
+	}
+	return h
+}
+
+// met drops the head the walk found at m's position.
+func (h *headsToFind) met(m events.Message) {
+	a, ok := h.bySeq[m.Stream][m.Seq]
+	if ok && m.Bad == nil && events.Hash(m.Envelope) == a.head.Hash {
+		delete(h.bySeq[m.Stream], m.Seq)
+	}
+}
+
+// left returns the heads the walk did not meet.
+func (h *headsToFind) left() []anchoredAggregate {
+	var out []anchoredAggregate
+	for _, m := range h.bySeq {
+		for _, a := range m {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b anchoredAggregate) int {
+		return cmp.Or(cmp.Compare(a.head.Stream, b.head.Stream), cmp.Compare(a.head.Seq, b.head.Seq))
+	})
+	return out
+}
+
 // checkAggregateHeads finds each anchored aggregate head in the log: at
 // its sequence, or (a stream refilled) anywhere among its aggregate's
 // events. One it does not find is a removal naming the aggregate.
@@ -159,16 +200,18 @@ func checkAggregateHeads(ctx context.Context, store *events.Store, heads []ancho
 		if hd.Seq < info.State.FirstSeq && limitsOf(info.Config) != "" {
 			continue // expired under the stream's retention limits
 		}
-		rec, err := store.Get(ctx, hd.Stream, hd.Seq)
-		if err == nil && events.Hash(rec.Envelope) == hd.Hash {
-			continue
-		}
-		if err != nil && !errors.Is(err, events.ErrNotFound) && !errors.Is(err, events.ErrBadEvent) && !errors.Is(err, events.ErrBlob) {
-			return nil, err
+		if hd.Seq > 0 && hd.Seq <= info.State.LastSeq {
+			rec, err := store.Get(ctx, hd.Stream, hd.Seq)
+			if err == nil && events.Hash(rec.Envelope) == hd.Hash {
+				continue
+			}
+			if err != nil && !errors.Is(err, events.ErrNotFound) && !errors.Is(err, events.ErrBadEvent) && !errors.Is(err, events.ErrBlob) {
+				return nil, err
+			}
 		}
 		ref, _ := aggregateOf(hd.Subject)
 		found := false
-		err = store.Scan(ctx, hd.Stream, events.ScanRange{Filter: ref.read}, func(m events.Message) error {
+		err := store.Scan(ctx, hd.Stream, events.ScanRange{Filter: ref.read}, func(m events.Message) error {
 			if m.Bad == nil && events.Hash(m.Envelope) == hd.Hash {
 				found = true
 				return events.ErrStopScan

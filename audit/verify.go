@@ -136,8 +136,20 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 		return nil, command.StoreError("verify", err)
 	}
 	rep.Heads, rep.HeadsDigest = heads.Heads, heads.Digest
+	// The anchored aggregate heads are looked up as the walk passes their
+	// sequences; only those it does not meet are read again after it.
+	var aggregates []anchoredAggregate
+	anchors := opts.Anchors[max(0, len(opts.Anchors)-MaxAnchorsChecked):]
+	for _, a := range anchors {
+		if anchorIntact(a, opts.AnchorKey) {
+			for _, hd := range a.Aggregates {
+				aggregates = append(aggregates, anchoredAggregate{head: hd, at: a.Time, what: "the anchor"})
+			}
+		}
+	}
+	anchoredHeads := newHeadsToFind(newestAggregateHeads(aggregates))
 	for _, name := range streams {
-		sv, err := verifyStream(ctx, store, name, opts, emit)
+		sv, err := verifyStream(ctx, store, name, opts, anchoredHeads, emit)
 		if err != nil {
 			return nil, command.StoreError("verify "+name, err)
 		}
@@ -156,18 +168,12 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 		}
 		return nil
 	}
-	var aggregates []anchoredAggregate
-	for _, a := range opts.Anchors[max(0, len(opts.Anchors)-MaxAnchorsChecked):] {
+	for _, a := range anchors {
 		if err := check(a, opts.AnchorKey, "the anchor"); err != nil {
 			return nil, err
 		}
-		if anchorIntact(a, opts.AnchorKey) {
-			for _, hd := range a.Aggregates {
-				aggregates = append(aggregates, anchoredAggregate{head: hd, at: a.Time, what: "the anchor"})
-			}
-		}
 	}
-	fs, err := checkAggregateHeads(ctx, store, newestAggregateHeads(aggregates))
+	fs, err := checkAggregateHeads(ctx, store, anchoredHeads.left())
 	if err != nil {
 		return nil, command.StoreError("verify anchors", err)
 	}
@@ -185,7 +191,7 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 	return rep, nil
 }
 
-func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
+func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, anchored *headsToFind, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
 	info, err := store.StreamInfo(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Trellis creates every stream at start and never deletes one.
@@ -247,6 +253,7 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 		return nil
 	}
 	err = walkWindow(ctx, store, stream, max(from, st.FirstSeq), st.LastSeq, func(m events.Message) error {
+		anchored.met(m)
 		findings, err := checkMessage(ctx, check, timers, m, whole)
 		if err != nil {
 			return err
