@@ -27,7 +27,7 @@ const MaxAnchorAggregates = 2048
 
 // MaxAnchorScan bounds the messages of one stream an anchor reads to find
 // the aggregates changed since the previous anchor (the newest ones).
-const MaxAnchorScan = 100_000
+const MaxAnchorScan = 20_000
 
 // AggregateHead is the newest event of one aggregate when an anchor was
 // recorded.

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -120,10 +121,12 @@ func TestAnchorAggregateHeads(t *testing.T) {
 			}
 			added += len(req.Tasks)
 		}
+		start := time.Now()
 		a, err := audit.RecordAnchor(ctx, b.Store, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("anchor of %d changed aggregates recorded in %s", n, time.Since(start))
 		if len(a.Aggregates) != audit.MaxAnchorAggregates || a.AggregatesOmitted != 10 || a.Aggregates[0].Seq != 11 {
 			t.Fatalf("anchor of %d changed aggregates: %d heads from #%d, %d omitted", n, len(a.Aggregates), a.Aggregates[0].Seq, a.AggregatesOmitted)
 		}
@@ -135,6 +138,9 @@ func TestAnchorAggregateHeads(t *testing.T) {
 		fs, rep := verify(t, b.Store, audit.VerifyOptions{Anchors: anchors, AnchorKey: key})
 		if !rep.OK {
 			t.Fatalf("untouched bulk log: %+v", fs)
+		}
+		if fi, err := os.Stat(audit.AnchorsPath(dir)); err == nil {
+			t.Logf("anchor line with %d aggregate heads: %d bytes", len(anchors[0].Aggregates), fi.Size())
 		}
 		t.Logf("verify of %d events with %d anchored aggregate heads: %d ms", n, len(anchors[0].Aggregates), rep.Millis)
 	})
