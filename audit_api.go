@@ -18,6 +18,26 @@ type AuditService interface {
 	AuditQuery(ctx context.Context, req AuditQuery) (*AuditPage, error)
 }
 
+// ProjectionStatus tells how far a running server's projections have
+// folded the log: `audit verify` compares it with the streams, so a
+// projection showing events the log no longer holds is a finding.
+type ProjectionStatus interface {
+	// Projections returns the position of every projection the server
+	// runs (board, checkpoints, frontiers, tasks, facts, search, ...).
+	Projections(ctx context.Context) ([]ProjectionPosition, error)
+}
+
+// ProjectionPosition is how far one projection has folded its stream.
+type ProjectionPosition struct {
+	Projection string `json:"projection"`
+	Stream     string `json:"stream"`
+	// Applied is the last sequence of Stream it applied (0: none).
+	Applied uint64 `json:"applied"`
+	// EventID is the id of the event at Applied, when the server applied
+	// it since it started ("" when it loaded that position from disk).
+	EventID string `json:"event_id,omitempty"`
+}
+
 // Paging of audit queries.
 const (
 	// DefaultAuditLimit is the page size of a query that sets none.

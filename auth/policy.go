@@ -18,7 +18,7 @@ var policy = map[string]Role{
 	"vine.export": RoleReader, "task.show": RoleReader, "task.list": RoleReader, "task.context": RoleReader,
 	"memory.facts": RoleReader, "memory.history": RoleReader, "code.search": RoleReader, "code.chunk": RoleReader,
 	"metrics": RoleReader, "mcp": RoleReader, "token.whoami": RoleReader, "schedule.list": RoleReader,
-	"code.explain": RoleReader, "audit.query": RoleReader, "workflow.show": RoleReader, "workflow.list": RoleReader,
+	"code.explain": RoleReader, "audit.query": RoleReader, "audit.projections": RoleReader, "workflow.show": RoleReader, "workflow.list": RoleReader,
 	// A worker's work.
 	"queue.next": RoleWorker, "queue.done": RoleWorker, "queue.fail": RoleWorker, "queue.claim": RoleWorker,
 	"queue.heartbeat": RoleWorker, "queue.release": RoleWorker, "queue.prepare": RoleWorker, "queue.ack": RoleWorker,

@@ -150,6 +150,17 @@ type ChunksEmbeddedPayload struct {
 	Vectors []ChunkVector `json:"vectors"`
 }
 
+// EmbeddedMsgID is the message id of a chunks_embedded event: the same
+// vectors of the same model are stored once (audit verify expects it).
+func EmbeddedMsgID(model string, vs []ChunkVector) string {
+	h := sha256.New()
+	h.Write([]byte(model))
+	for _, v := range vs {
+		h.Write([]byte(v.ChunkID))
+	}
+	return "emb-" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
 // EncodeVector encodes a vector for ChunkVector.
 func EncodeVector(v []float32) string {
 	b := make([]byte, 4*len(v))

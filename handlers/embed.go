@@ -191,7 +191,7 @@ func (s *Service) appendVectors(ctx context.Context, repo, model string, dims in
 	p, err := r.Pending(ctx, command.State[struct{}]{ID: repo, Seq: seq}, "embedder", command.Decision{
 		Subject: subject, Type: events.ChunksEmbedded, At: time.Now(),
 		Payload: events.ChunksEmbeddedPayload{Model: model, Dims: dims, Vectors: vs},
-		MsgID:   embedMsgID(model, vs)})
+		MsgID:   events.EmbeddedMsgID(model, vs)})
 	if err != nil {
 		return 0, command.StoreError("append chunks_embedded", err)
 	}

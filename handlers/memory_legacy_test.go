@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
@@ -94,7 +95,7 @@ func TestMemoryLegacyTaskKeepsNameScope(t *testing.T) {
 	if c, err := svc2.TaskContext(ctx, oldID); err != nil || len(c.KeyFacts) != 1 {
 		t.Fatalf("legacy task's context after a restart = %+v, %v", c, err)
 	}
-	rep, err := Verify(ctx, b.Store, VerifyOptions{}, func(f Finding) error {
+	rep, err := audit.Verify(ctx, b.Store, audit.VerifyOptions{}, func(f audit.Finding) error {
 		t.Errorf("audit finding: %+v", f)
 		return nil
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/projections"
@@ -159,7 +160,7 @@ func TestRebuildAtEqualsLiveSnapshot(t *testing.T) {
 		t.Fatalf("graph audit: %d events", len(graph))
 	}
 
-	cut, err := handlers.ResolvePoint(ctx, b.Store, handlers.Point{Time: moment})
+	cut, err := audit.ResolvePoint(ctx, b.Store, audit.Point{Time: moment})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestRebuildAtEqualsLiveSnapshot(t *testing.T) {
 
 	// A sequence point: the queue stream up to its 3rd event, the other
 	// streams as the log stood then.
-	cut, err = handlers.ResolvePoint(ctx, b.Store, handlers.Point{Stream: events.StreamQueue, Seq: 3})
+	cut, err = audit.ResolvePoint(ctx, b.Store, audit.Point{Stream: events.StreamQueue, Seq: 3})
 	if err != nil || cut.Streams[events.StreamQueue] != 3 || cut.Streams[events.StreamTasks] != 0 {
 		t.Fatalf("cut at queue #3: %+v, %v", cut, err)
 	}
@@ -199,73 +200,60 @@ func TestRebuildAtEqualsLiveSnapshot(t *testing.T) {
 	}
 
 	// Bad points and directories.
-	if _, err := handlers.ResolvePoint(ctx, b.Store, handlers.Point{Stream: events.StreamQueue, Seq: 10_000}); trellis.ErrorCode(err) != trellis.CodeNotFound {
+	if _, err := audit.ResolvePoint(ctx, b.Store, audit.Point{Stream: events.StreamQueue, Seq: 10_000}); trellis.ErrorCode(err) != trellis.CodeNotFound {
 		t.Errorf("a sequence past the end: %v", err)
 	}
 	if _, err := handlers.RebuildAt(ctx, b.Store, cut, out, nil); trellis.ErrorCode(err) != trellis.CodeInvalid || trellis.AsError(err).Field != "out" {
 		t.Errorf("a non-empty directory: %v", err)
 	}
 	for _, bad := range []string{"", "0", "TRELLIS_NOPE:3", "yesterday", "queue:-1"} {
-		if _, err := handlers.ParsePoint("until", bad, time.Now()); trellis.ErrorCode(err) != trellis.CodeInvalid || trellis.AsError(err).Field != "until" {
+		if _, err := audit.ParsePoint("until", bad, time.Now()); trellis.ErrorCode(err) != trellis.CodeInvalid || trellis.AsError(err).Field != "until" {
 			t.Errorf("point %q: %v", bad, err)
 		}
 	}
-	for in, want := range map[string]handlers.Point{
+	for in, want := range map[string]audit.Point{
 		"12":                   {Stream: events.StreamQueue, Seq: 12},
 		"vine:7":               {Stream: events.StreamVine, Seq: 7},
 		"TRELLIS_TASKS:2":      {Stream: events.StreamTasks, Seq: 2},
 		"2026-01-02T03:04:05Z": {Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
 	} {
-		if got, err := handlers.ParsePoint("until", in, time.Now()); err != nil || got != want {
+		if got, err := audit.ParsePoint("until", in, time.Now()); err != nil || got != want {
 			t.Errorf("point %q: %+v, %v", in, got, err)
 		}
 	}
 }
 
-// TestBoardAtCaches: the board as of a time is built once per cut and
-// reused; a later cut starts from the nearest earlier cached board; the
-// cache keeps at most AsOfCacheSize boards.
-func TestBoardAtCaches(t *testing.T) {
-	t.Parallel()
-	svc, b := setupMemory(t)
+// runTask adds a task to queue q, claims it as worker w and completes it:
+// three chained events.
+func runTask(t *testing.T, svc *handlers.Service, q, w string) []events.Recorded {
+	t.Helper()
 	ctx := context.Background()
-	runTask(t, svc, "jobs", "w1")
-	time.Sleep(5 * time.Millisecond)
-	t1 := time.Now()
-	time.Sleep(5 * time.Millisecond)
-	runTask(t, svc, "jobs", "w2")
-	t2 := time.Now()
-	cache := t.TempDir()
+	task, err := svc.Add(ctx, trellis.AddTaskRequest{Queue: q, Objective: "objective of " + w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Next(ctx, trellis.NextRequest{Queue: q, Worker: w}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: w, WhatWasDone: "done by " + w}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := handlers.Audit(ctx, svc.Store(), task.TaskID)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("audit %s: %d events, %v", task.TaskID, len(recs), err)
+	}
+	return recs
+}
 
-	board, seq, err := handlers.BoardAt(ctx, b.Store, t1, cache)
-	if err != nil {
+// auditAll reads every event of an audit query, page after page.
+func auditAll(t *testing.T, svc trellis.AuditService, q trellis.AuditQuery) []trellis.AuditEvent {
+	t.Helper()
+	var out []trellis.AuditEvent
+	if err := audit.All(context.Background(), svc, q, func(ev trellis.AuditEvent) error {
+		out = append(out, ev)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if tasks := board.Tasks(); seq != 3 || len(tasks) != 1 {
-		t.Fatalf("board at t1: seq %d, %d tasks", seq, len(tasks))
-	}
-	// A second reader at the same time while the first holds it open.
-	again, _, err := handlers.BoardAt(ctx, b.Store, t1, cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = again.Close()
-	_ = board.Close()
-	entries, _ := os.ReadDir(cache)
-	if len(entries) != 1 {
-		t.Fatalf("cache after two reads of one point: %d entries", len(entries))
-	}
-	board, seq, err = handlers.BoardAt(ctx, b.Store, t2, cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, err := board.List(trellis.ListRequest{Limit: 10}); err != nil || seq != 6 || len(l.Tasks) != 2 || l.Counts["jobs"][trellis.StatusDone] != 2 {
-		t.Fatalf("board at t2: seq %d, %+v, %v", seq, l, err)
-	}
-	_ = board.Close()
-	board, seq, err = handlers.BoardAt(ctx, b.Store, time.Unix(0, 0), cache)
-	if err != nil || seq != 0 || len(board.Tasks()) != 0 {
-		t.Fatalf("board before the log: %d, %v", seq, err)
-	}
-	_ = board.Close()
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
@@ -27,8 +28,8 @@ type ServiceConfig struct {
 	// <data>/checkpoints/, and the audit anchors (<data>/audit/).
 	DataDir string
 	// AnchorInterval > 0 records the log's heads as a keyed anchor in
-	// DataDir at start, every interval and at close (see RecordAnchor;
-	// a server uses AnchorInterval). Zero: never (a replay's directory).
+	// DataDir at start, every interval and at close (see
+	// audit.RecordAnchor; a server uses audit.AnchorInterval). Zero: never (a replay's directory).
 	AnchorInterval time.Duration
 	// Queue configures the queue handler.
 	Queue taskqueue.Config
@@ -84,10 +85,9 @@ type Service struct {
 	// activity is the recent-activity fold, started by the first read
 	// that needs it (see Activity).
 	activity activityFold
-	// asOf serializes as-of reads (see ListAsOf).
-	asOf asOfBoards
-	// anchors records the log's heads (audit anchors).
-	anchors *anchorLoop
+	// audit answers audit queries and as-of reads, and records the
+	// log's anchors.
+	audit *audit.Service
 }
 
 var _ trellis.QueueService = (*Service)(nil)
@@ -111,6 +111,7 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 		board:       projections.NewBoard(projDir),
 		checkpoints: projections.NewCheckpoints(filepath.Join(cfg.DataDir, "checkpoints"), projDir),
 	}
+	s.audit = audit.New(store, audit.Config{DataDir: cfg.DataDir, AnchorInterval: cfg.AnchorInterval, Logger: cfg.Logger})
 	s.vine = NewVine(store, cfg.Vine)
 	s.workflows = workflow.New(store, workflow.Config{Logger: cfg.Logger, Queue: cfg.Queue})
 	s.frontiers = projections.NewFrontiers(projDir)
@@ -162,9 +163,7 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	s.startEmbedLoop()
-	if s.cfg.DataDir != "" && s.cfg.AnchorInterval > 0 {
-		s.anchors = startAnchorLoop(s.store, s.cfg.DataDir, s.cfg.AnchorInterval, s.cfg.Logger)
-	}
+	s.audit.Start()
 	if !s.cfg.NoReactor {
 		r, err := s.queue.StartReactor(ctx, taskqueue.ReactorConfig{Logger: s.cfg.Logger})
 		if err != nil {
@@ -179,7 +178,7 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Close() error {
 	var first error
 	s.stopEmbedLoop()
-	s.anchors.close()
+	s.audit.Close()
 	if s.reactor != nil {
 		s.reactor.Stop()
 	}

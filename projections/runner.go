@@ -70,15 +70,18 @@ type Runner struct {
 	// fold of exactly the events up to the sequence it records.
 	applyMu sync.Mutex
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	applied  uint64
-	saved    uint64
-	replayTo uint64 // while replaying a backlog: its last sequence
-	sub      *events.Subscription
-	failed   error
-	stopped  bool
-	done     chan struct{}
+	mu      sync.Mutex
+	cond    *sync.Cond
+	applied uint64
+	// appliedID is the id of the event at applied when this runner
+	// applied it ("" after a load, or for a message that is no event).
+	appliedID string
+	saved     uint64
+	replayTo  uint64 // while replaying a backlog: its last sequence
+	sub       *events.Subscription
+	failed    error
+	stopped   bool
+	done      chan struct{}
 }
 
 // NewRunner returns a runner; call Start.
@@ -110,7 +113,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		return fmt.Errorf("projection %s: load: %w", r.proj.Name(), err)
 	}
 	r.mu.Lock()
-	r.applied, r.saved, r.failed, r.stopped, r.replayTo = seq, seq, nil, false, 0
+	r.applied, r.appliedID, r.saved, r.failed, r.stopped, r.replayTo = seq, "", seq, nil, false, 0
 	r.done = make(chan struct{})
 	r.mu.Unlock()
 	if rp, ok := r.proj.(Replayer); ok {
@@ -163,7 +166,7 @@ func (r *Runner) apply(rec events.Recorded) error {
 		return r.failed
 	}
 	r.mu.Lock()
-	r.applied = rec.Seq
+	r.applied, r.appliedID = rec.Seq, rec.ID
 	full := r.saveEvents > 0 && r.applied-r.saved >= r.saveEvents
 	r.cond.Broadcast()
 	r.mu.Unlock()
@@ -230,6 +233,15 @@ func (r *Runner) Applied() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.applied
+}
+
+// Position returns the last applied sequence and the id of the event
+// there ("" when the runner loaded that position rather than applied it,
+// or when the message was not an event).
+func (r *Runner) Position() (uint64, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied, r.appliedID
 }
 
 // WaitFor blocks until the projection has applied sequence seq, the

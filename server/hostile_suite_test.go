@@ -35,7 +35,7 @@ var natsOps = map[string]struct{ bodyIgnored bool }{
 	"vine.next": {}, "vine.read": {}, "vine.write": {}, "vine.claim": {}, "vine.expand": {}, "vine.import": {}, "vine.export": {},
 	"task.create": {}, "task.join": {}, "task.objective": {}, "task.complete_agent": {}, "task.complete": {}, "task.show": {},
 	"task.list": {}, "task.context": {}, "memory.observe": {}, "memory.consolidate": {}, "memory.facts": {}, "memory.history": {},
-	"code.search": {}, "code.chunk": {}, "code.explain": {}, "code.ingest": {}, "audit": {}, "audit.query": {},
+	"code.search": {}, "code.chunk": {}, "code.explain": {}, "code.ingest": {}, "audit": {}, "audit.query": {}, "audit.projections": {bodyIgnored: true},
 	"queue.prepare": {}, "queue.claim": {}, "queue.heartbeat": {}, "queue.ack": {}, "queue.release": {},
 	"token.create": {}, "token.list": {}, "token.revoke": {}, "token.whoami": {bodyIgnored: true},
 	"workflow.start": {}, "workflow.show": {}, "workflow.list": {}, "workflow.signal": {}, "workflow.cancel": {}, "workflow.retry": {},

@@ -7,8 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/server"
 )
 
@@ -53,7 +53,7 @@ func requireLogUnchanged(t *testing.T, ctx context.Context, srv *server.Server, 
 func requireVerifyOK(t *testing.T, ctx context.Context, srv *server.Server) {
 	t.Helper()
 	var found []string
-	rep, err := handlers.Verify(ctx, srv.Store(), handlers.VerifyOptions{}, func(f handlers.Finding) error {
+	rep, err := audit.Verify(ctx, srv.Store(), audit.VerifyOptions{}, func(f audit.Finding) error {
 		found = append(found, f.String())
 		return nil
 	})

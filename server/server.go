@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
@@ -235,7 +236,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, AnchorInterval: handlers.AnchorInterval, Logger: cfg.Logger, Metrics: s.registry,
+	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, AnchorInterval: audit.AnchorInterval, Logger: cfg.Logger, Metrics: s.registry,
 		Vine: handlers.VineConfig{Roots: cfg.Workspaces, Served: cfg.ServeAPI}, Code: cfg.Code})
 	if err = s.svc.Start(ctx); err != nil {
 		return nil, err

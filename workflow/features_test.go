@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/workflow"
 )
 
@@ -334,8 +334,8 @@ func TestAuditVerifyOKAfterWorkflowRuns(t *testing.T) {
 		}
 		waitStatus(t, b.e, run.RunID, workflow.StatusCompleted)
 	}
-	var findings []handlers.Finding
-	rep, err := handlers.Verify(ctx, b.Store, handlers.VerifyOptions{}, func(f handlers.Finding) error {
+	var findings []audit.Finding
+	rep, err := audit.Verify(ctx, b.Store, audit.VerifyOptions{}, func(f audit.Finding) error {
 		findings = append(findings, f)
 		return nil
 	})

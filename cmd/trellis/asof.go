@@ -9,13 +9,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/projections"
 )
 
 // listAsOf answers `queue list --as-of TIME` from the board as the log
 // stood at TIME: rebuilt from the log (never the live board) and cached
-// under <data>/asof/ by the cut of the queue stream (see handlers.BoardAt).
+// under <data>/asof/ by the cut of the queue stream (see audit.BoardAt).
 func (a *app) listAsOf(cmd *cobra.Command, req trellis.ListRequest, asOf string, asJSON bool) error {
 	at, err := trellis.ParseTimeArg("as-of", asOf, time.Now())
 	if err != nil {
@@ -31,7 +31,7 @@ func (a *app) listAsOf(cmd *cobra.Command, req trellis.ListRequest, asOf string,
 			return nil, err
 		}
 		var board *projections.Board
-		board, seq, err = handlers.BoardAt(ctx, store, at, filepath.Join(a.dataDir, "asof"))
+		board, seq, err = audit.BoardAt(ctx, store, at, filepath.Join(a.dataDir, "asof"))
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 )
@@ -160,7 +161,7 @@ func (a *app) auditQuery(cmd *cobra.Command, q trellis.AuditQuery, asJSON, asJSO
 	oneEnc := json.NewEncoder(&one)
 	oneEnc.SetEscapeHTML(false)
 	n := 0
-	err = handlers.AuditAll(cmd.Context(), s.auditor, q, func(ev trellis.AuditEvent) error {
+	err = audit.All(cmd.Context(), s.auditor, q, func(ev trellis.AuditEvent) error {
 		n++
 		switch {
 		case asJSONL:
@@ -244,12 +245,12 @@ const maxJSONFindings = 10000
 
 // verifyOutput is what `audit verify --json` prints.
 type verifyOutput struct {
-	OK       bool               `json:"ok"`
-	Findings []handlers.Finding `json:"findings"`
+	OK       bool            `json:"ok"`
+	Findings []audit.Finding `json:"findings"`
 	// Omitted counts the findings beyond maxJSONFindings.
-	Omitted int                           `json:"omitted_findings,omitempty"`
-	Streams []handlers.StreamVerification `json:"streams"`
-	Digest  string                        `json:"digest,omitempty"`
+	Omitted int                        `json:"omitted_findings,omitempty"`
+	Streams []audit.StreamVerification `json:"streams"`
+	Digest  string                     `json:"digest,omitempty"`
 	// HeadsDigest is the digest of the log's heads (live verify).
 	HeadsDigest    string `json:"heads_digest,omitempty"`
 	AnchorsChecked int    `json:"anchors_checked"`
@@ -261,9 +262,9 @@ type verifyOutput struct {
 // directory's when it has one (nil when neither).
 func (a *app) anchorKey(file string) ([]byte, error) {
 	if file != "" {
-		return handlers.ReadAnchorKey(file)
+		return audit.ReadAnchorKey(file)
 	}
-	key, err := handlers.AnchorKey(a.dataDir, false)
+	key, err := audit.AnchorKey(a.dataDir, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -279,7 +280,8 @@ func (a *app) auditVerify() *cobra.Command {
 		Long: "Walks every Trellis stream in order and checks JetStream's own evidence (sequences deleted from a stream,\n" +
 			"inside it or at its end; a stream that no longer starts at #1, or is missing) and every aggregate's hash chain\n" +
 			"(each event's prev against the hash of its aggregate's previous event), each event's message id, ULID and\n" +
-			"times, and the heads the server's keyed anchors (and --witness FILE) recorded. Each finding is printed with its\n" +
+			"times, the heads the server's keyed anchors (and --witness FILE) recorded, and how far the server's projections\n" +
+			"folded each stream (a projection showing events the stream no longer holds). Each finding is printed with its\n" +
 			"position (stream, sequence, aggregate). Links without prev (events from before the chain existed) are counted\n" +
 			"as unchained; timers that fired are accounted for by their batch (see docs/audit.md). With --file, checks an\n" +
 			"`audit export` offline (no server): line hashes, chains, continuity and the trailer (its MAC with --anchor-key).\n" +
@@ -292,8 +294,8 @@ func (a *app) auditVerify() *cobra.Command {
 			if file != "" && since != "" {
 				return &usageError{fmt.Errorf("--since applies to the live log; an export (--file) is verified whole")}
 			}
-			out := verifyOutput{Findings: []handlers.Finding{}}
-			onFinding := func(f handlers.Finding) error {
+			out := verifyOutput{Findings: []audit.Finding{}}
+			onFinding := func(f audit.Finding) error {
 				if !asJSON {
 					_, err := fmt.Fprintln(a.stdout, f.String())
 					return err
@@ -305,16 +307,16 @@ func (a *app) auditVerify() *cobra.Command {
 				}
 				return nil
 			}
-			var rep *handlers.VerifyReport
+			var rep *audit.VerifyReport
 			what := "the log"
 			key, err := a.anchorKey(keyFile)
 			if err != nil {
 				return err
 			}
-			var wit *handlers.Anchor
+			var wit *audit.Anchor
 			newWitness := false
 			if witness != "" {
-				switch w, err := handlers.ReadWitness(witness); {
+				switch w, err := audit.ReadWitness(witness); {
 				case err == nil:
 					wit = w
 				case errors.Is(err, fs.ErrNotExist) && file == "":
@@ -327,7 +329,7 @@ func (a *app) auditVerify() *cobra.Command {
 			}
 			if file != "" {
 				what = file
-				if rep, err = handlers.VerifyFileWith(cmd.Context(), file, handlers.VerifyFileOptions{Key: key, Witness: wit}, onFinding); err != nil {
+				if rep, err = audit.VerifyFileWith(cmd.Context(), file, audit.VerifyFileOptions{Key: key, Witness: wit}, onFinding); err != nil {
 					return err
 				}
 			} else {
@@ -344,16 +346,23 @@ func (a *app) auditVerify() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				anchors, err := handlers.ReadAnchors(handlers.AnchorsPath(a.dataDir))
+				anchors, err := audit.ReadAnchors(audit.AnchorsPath(a.dataDir))
 				if err != nil {
 					return err
 				}
-				opts := handlers.VerifyOptions{Since: t, Anchors: anchors, AnchorKey: key, Witness: wit}
-				if rep, err = handlers.Verify(cmd.Context(), store, opts, onFinding); err != nil {
+				// The projections' positions first: the streams' state read
+				// after them can only be further along.
+				positions, err := s.projections.Projections(cmd.Context())
+				if err != nil {
+					// A server from before the operation: verify the rest.
+					fmt.Fprintf(a.stderr, "trellis: the projections were not compared with the log: %s\n", trellis.AsError(err).Message)
+				}
+				opts := audit.VerifyOptions{Since: t, Anchors: anchors, AnchorKey: key, Witness: wit, Projections: positions}
+				if rep, err = audit.Verify(cmd.Context(), store, opts, onFinding); err != nil {
 					return err
 				}
 				if newWitness {
-					if err := handlers.WriteWitness(witness, &handlers.Anchor{Time: time.Now().UTC(), Heads: rep.Heads, Digest: rep.HeadsDigest}); err != nil {
+					if err := audit.WriteWitness(witness, &audit.Anchor{Time: time.Now().UTC(), Heads: rep.Heads, Digest: rep.HeadsDigest}); err != nil {
 						return err
 					}
 				}
@@ -382,7 +391,7 @@ func (a *app) auditVerify() *cobra.Command {
 }
 
 // printVerify writes the summary of a verify for people.
-func printVerify(w io.Writer, rep *handlers.VerifyReport) {
+func printVerify(w io.Writer, rep *audit.VerifyReport) {
 	unchained := uint64(0)
 	for _, s := range rep.Streams {
 		if s.Missing {
@@ -457,10 +466,10 @@ func (a *app) auditExport() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res *handlers.ExportResult
+			var res *audit.ExportResult
 			err = writeAtomic(out, func(w io.Writer) error {
 				var err error
-				res, err = handlers.Export(cmd.Context(), store, handlers.ExportOptions{Since: from, Until: to, Key: key}, w)
+				res, err = audit.Export(cmd.Context(), store, audit.ExportOptions{Since: from, Until: to, Key: key}, w)
 				return err
 			})
 			if err != nil {
@@ -469,7 +478,7 @@ func (a *app) auditExport() *cobra.Command {
 			if asJSON {
 				return printJSON(a.stdout, struct {
 					File string `json:"file"`
-					*handlers.ExportResult
+					*audit.ExportResult
 				}{out, res})
 			}
 			fmt.Fprintf(a.stdout, "exported %d events (%d lines, %d bytes) to %s\ndigest %s (keep it apart from the file; audit verify --file prints it too)\n",
@@ -561,7 +570,7 @@ func (a *app) replayCommand() *cobra.Command {
 
 // replayUntil rebuilds every projection as of a point into out.
 func (a *app) replayUntil(cmd *cobra.Command, until, out string, asJSON bool) error {
-	p, err := handlers.ParsePoint("until", until, time.Now())
+	p, err := audit.ParsePoint("until", until, time.Now())
 	if err != nil {
 		return err
 	}
@@ -577,7 +586,7 @@ func (a *app) replayUntil(cmd *cobra.Command, until, out string, asJSON bool) er
 		if err != nil {
 			return nil, err
 		}
-		cut, err := handlers.ResolvePoint(ctx, store, p)
+		cut, err := audit.ResolvePoint(ctx, store, p)
 		if err != nil {
 			return nil, err
 		}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 )
 
 // verifyJSON runs `audit verify --json` with args and returns its exit
@@ -59,7 +59,7 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 	lifecycle(t, d, "jobs", "w2")
 	// The running server recorded its first anchor at start.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if as, err := handlers.ReadAnchors(handlers.AnchorsPath(data)); err == nil && len(as) > 0 && as[0].MAC != "" {
+		if as, err := audit.ReadAnchors(audit.AnchorsPath(data)); err == nil && len(as) > 0 && as[0].MAC != "" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -67,10 +67,10 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 		}
 	}
 	// The anchor the server records every minute and at close, taken now.
-	if _, err := handlers.RecordAnchor(ctx, store, data); err != nil {
+	if _, err := audit.RecordAnchor(ctx, store, data); err != nil {
 		t.Fatal(err)
 	}
-	key := handlers.AnchorKeyPath(data)
+	key := audit.AnchorKeyPath(data)
 	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("anchor key: %v %v", fi, err)
 	}
@@ -79,7 +79,7 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 	if code != 0 || rep.AnchorsChecked < 1 || rep.HeadsDigest == "" {
 		t.Fatalf("verify of the untouched log: exit %d %+v", code, rep)
 	}
-	if _, err := handlers.ReadWitness(witness); err != nil {
+	if _, err := audit.ReadWitness(witness); err != nil {
 		t.Fatalf("witness not written: %v", err)
 	}
 	if code, out, _ := cli(t, "audit", "verify", d, "--witness", witness); code != 0 || !strings.Contains(out, "heads sha256-") {
@@ -119,10 +119,10 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 		if code, _ := verifyJSON(t, "--file", forged); code != 0 {
 			t.Fatalf("without key or witness the recomputed export is consistent; exit %d", code)
 		}
-		if code, rep := verifyJSON(t, "--file", forged, "--anchor-key", key); code != 9 || !hasDetail(rep, handlers.FindingAltered, "MAC") {
+		if code, rep := verifyJSON(t, "--file", forged, "--anchor-key", key); code != 9 || !hasDetail(rep, audit.FindingAltered, "MAC") {
 			t.Errorf("with the anchor key: exit %d %+v", code, rep.Findings)
 		}
-		if code, rep := verifyJSON(t, "--file", forged, "--witness", witness); code != 9 || !hasDetail(rep, handlers.FindingRemoved, "witness") {
+		if code, rep := verifyJSON(t, "--file", forged, "--witness", witness); code != 9 || !hasDetail(rep, audit.FindingRemoved, "witness") {
 			t.Errorf("with the witness: exit %d %+v", code, rep.Findings)
 		}
 	})
@@ -141,7 +141,7 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 		if _, err := js.PublishMsg(ctx, msg); err != nil {
 			t.Fatal(err)
 		}
-		if code, rep := verifyJSON(t, d); code != 9 || !hasDetail(rep, handlers.FindingForeign, "not a ULID") {
+		if code, rep := verifyJSON(t, d); code != 9 || !hasDetail(rep, audit.FindingForeign, "not a ULID") {
 			t.Errorf("nonsense ULID: exit %d %+v", code, rep.Findings)
 		}
 		env.ID = events.NewID(time.Now())
@@ -150,7 +150,7 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, rep := verifyJSON(t, d)
-		if code != 9 || !hasDetail(rep, handlers.FindingForeign, `message id "other"`) || !hasDetail(rep, handlers.FindingMisdated, "its time says") {
+		if code != 9 || !hasDetail(rep, audit.FindingForeign, `message id "other"`) || !hasDetail(rep, audit.FindingMisdated, "its time says") {
 			t.Errorf("wrong message id, back-dated: exit %d %+v", code, rep.Findings)
 		}
 	})
@@ -181,7 +181,7 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 			}
 		}
 		code, rep := verifyJSON(t, d, "--witness", witness)
-		if code != 9 || !hasDetail(rep, handlers.FindingRemoved, "the anchor") || !hasDetail(rep, handlers.FindingRemoved, "the witness") {
+		if code != 9 || !hasDetail(rep, audit.FindingRemoved, "the anchor") || !hasDetail(rep, audit.FindingRemoved, "the witness") {
 			t.Errorf("refilled stream: exit %d %+v", code, rep.Findings)
 		}
 	})
@@ -197,21 +197,21 @@ func TestAuditVerifyAnchorsAndWitness(t *testing.T) {
 	})
 
 	t.Run("a forged anchor", func(t *testing.T) {
-		anchors, err := handlers.ReadAnchors(handlers.AnchorsPath(data))
+		anchors, err := audit.ReadAnchors(audit.AnchorsPath(data))
 		if err != nil || len(anchors) == 0 {
 			t.Fatalf("anchors: %d %v", len(anchors), err)
 		}
 		a := anchors[len(anchors)-1]
 		a.Heads[0].LastSeq++ // consistent digest, no key: the MAC cannot follow
-		a.Digest = handlers.HeadsDigest(a.Heads)
+		a.Digest = audit.HeadsDigest(a.Heads)
 		line, _ := json.Marshal(a)
-		f, err := os.OpenFile(handlers.AnchorsPath(data), os.O_APPEND|os.O_WRONLY, 0)
+		f, err := os.OpenFile(audit.AnchorsPath(data), os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, _ = f.Write(append(line, '\n'))
 		_ = f.Close()
-		if code, rep := verifyJSON(t, d); code != 9 || !hasDetail(rep, handlers.FindingAltered, "MAC") {
+		if code, rep := verifyJSON(t, d); code != 9 || !hasDetail(rep, audit.FindingAltered, "MAC") {
 			t.Errorf("forged anchor: exit %d %+v", code, rep.Findings)
 		}
 	})
@@ -234,12 +234,12 @@ func dropLastEvent(t *testing.T, path string) string {
 			break
 		}
 	}
-	var dropped handlers.ExportLine
+	var dropped audit.ExportLine
 	if err := json.Unmarshal([]byte(body[last]), &dropped); err != nil {
 		t.Fatal(err)
 	}
 	body = append(body[:last:last], body[last+1:]...)
-	var hdr handlers.ExportHeader
+	var hdr audit.ExportHeader
 	if err := json.Unmarshal([]byte(body[0]), &hdr); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func dropLastEvent(t *testing.T, path string) string {
 	for _, l := range body {
 		out.WriteString(l)
 	}
-	var tr handlers.ExportTrailer
+	var tr audit.ExportTrailer
 	sum := sha256.Sum256(out.Bytes())
 	tr.Trailer.Lines, tr.Trailer.Events, tr.Trailer.Digest = len(body), n, "sha256-"+hex.EncodeToString(sum[:])
 	trl, _ := json.Marshal(tr)

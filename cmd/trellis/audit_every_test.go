@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/embedding"
 	"github.com/trellis/trellis/embedding/embeddingtest"
@@ -253,10 +254,10 @@ func TestAuditVerifyEveryFeature(t *testing.T) {
 }
 
 // findings runs verify and returns its findings.
-func findings(t *testing.T, store *events.Store) []handlers.Finding {
+func findings(t *testing.T, store *events.Store) []audit.Finding {
 	t.Helper()
-	var fs []handlers.Finding
-	if _, err := handlers.Verify(context.Background(), store, handlers.VerifyOptions{}, func(fd handlers.Finding) error {
+	var fs []audit.Finding
+	if _, err := audit.Verify(context.Background(), store, audit.VerifyOptions{}, func(fd audit.Finding) error {
 		fs = append(fs, fd)
 		return nil
 	}); err != nil {
@@ -266,7 +267,7 @@ func findings(t *testing.T, store *events.Store) []handlers.Finding {
 }
 
 // requireFinding fails unless fs holds a finding of kind at stream #seq.
-func requireFinding(t *testing.T, what string, fs []handlers.Finding, kind, stream string, seq uint64) {
+func requireFinding(t *testing.T, what string, fs []audit.Finding, kind, stream string, seq uint64) {
 	t.Helper()
 	for _, fd := range fs {
 		if fd.Kind == kind && fd.Stream == stream && fd.Seq <= seq && (seq <= fd.ToSeq || seq == fd.Seq) {
@@ -322,7 +323,7 @@ func tamperEveryWay(t *testing.T, f *everyFeature) {
 	}
 	copySeq := publish(last.Subject, changed, changed.ID)
 	fs := findings(t, store)
-	requireFinding(t, "altered completion", fs, handlers.FindingRemoved, Q, last.Seq)
+	requireFinding(t, "altered completion", fs, audit.FindingRemoved, Q, last.Seq)
 
 	// Remove: the delayed task's due event (published by its timer).
 	delayed := load(Q, "trellis.queue.later."+f.delayed+".>")
@@ -336,7 +337,7 @@ func tamperEveryWay(t *testing.T, f *everyFeature) {
 		t.Fatal(err)
 	}
 	fs = findings(t, store)
-	requireFinding(t, "removed due", fs, handlers.FindingRemoved, Q, due.Seq)
+	requireFinding(t, "removed due", fs, audit.FindingRemoved, Q, due.Seq)
 
 	// Insert: a forged cancel of the prerequisite, chained correctly to
 	// its last event, under any message id, back-dated, with a nonsense
@@ -347,11 +348,11 @@ func tamperEveryWay(t *testing.T, f *everyFeature) {
 		Actor: "operator", Schema: 1, Prev: events.Hash(head.Envelope), Payload: json.RawMessage(`{"reason":"forged"}`)}
 	forgedSeq := publish("trellis.queue.deps."+f.pre+".cancelled", forged, "anything")
 	fs = findings(t, store)
-	requireFinding(t, "forged id", fs, handlers.FindingForeign, Q, forgedSeq)
+	requireFinding(t, "forged id", fs, audit.FindingForeign, Q, forgedSeq)
 	forged.ID = events.NewID(time.Now())
 	forgedSeq = publish("trellis.queue.deps."+f.pre+".cancelled", forged, forged.ID)
 	fs = findings(t, store)
-	requireFinding(t, "back-dated event", fs, handlers.FindingMisdated, Q, forgedSeq)
+	requireFinding(t, "back-dated event", fs, audit.FindingMisdated, Q, forgedSeq)
 
 	// Insert: a due event dressed as a timer's (the server lets a client
 	// name a scheduler when it purges one).
@@ -365,7 +366,7 @@ func tamperEveryWay(t *testing.T, f *everyFeature) {
 		t.Fatal(err)
 	}
 	fs = findings(t, store)
-	requireFinding(t, "forged timer event", fs, handlers.FindingForeign, Q, ack.Sequence)
+	requireFinding(t, "forged timer event", fs, audit.FindingForeign, Q, ack.Sequence)
 
 	// Reorder: the memory task's first two events swapped (both deleted,
 	// republished in the other order with their ids).
@@ -385,7 +386,7 @@ func tamperEveryWay(t *testing.T, f *everyFeature) {
 	second := publish(mem[2].Subject, mem[2].Envelope, "x"+mem[2].ID)
 	publish(mem[1].Subject, mem[1].Envelope, "x"+mem[1].ID)
 	fs = findings(t, store)
-	requireFinding(t, "reordered", fs, handlers.FindingReordered, M, second)
+	requireFinding(t, "reordered", fs, audit.FindingReordered, M, second)
 	_ = copySeq
 
 	code, _, errs := cli(t, "audit", "verify", "--data="+f.data)

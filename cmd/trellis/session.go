@@ -31,8 +31,11 @@ type session struct {
 	memory  trellis.MemoryService
 	code    trellis.CodeService
 	auditor trellis.AuditService
-	store   *events.Store
-	replay  func(context.Context) (*handlers.ReplayResult, error)
+	// projections tells how far the serving process's projections
+	// folded the log (audit verify compares them with the streams).
+	projections trellis.ProjectionStatus
+	store       *events.Store
+	replay      func(context.Context) (*handlers.ReplayResult, error)
 	// embed embeds chunks without vectors (local sessions with an
 	// embedding model; a running server does it in the background).
 	embed   func(context.Context) (*handlers.EmbedSummary, error)
@@ -135,11 +138,14 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		code:    client,
 		auditor: client,
 		store:   store,
-		replay:  client.Replay,
-		dataDir: info.DataDir,
-		remote:  true,
-		ping:    info,
-		close:   nc.Close,
+		// A server that predates the operation answers it unknown:
+		// verify then goes on without it.
+		projections: client,
+		replay:      client.Replay,
+		dataDir:     info.DataDir,
+		remote:      true,
+		ping:        info,
+		close:       nc.Close,
 	}, nil
 }
 
@@ -250,10 +256,13 @@ func (a *app) startLocal(ctx context.Context, cfg server.Config) (*session, *ser
 		code:    srv.Service(),
 		auditor: srv.Service(),
 		store:   srv.Store(),
-		replay:  srv.Service().Replay,
-		embed:   srv.Service().EmbedPending,
-		dataDir: dataDir,
-		close:   srv.Close,
+		// An in-process server's projections resume from their files:
+		// where the last process left them.
+		projections: srv.Service(),
+		replay:      srv.Service().Replay,
+		embed:       srv.Service().EmbedPending,
+		dataDir:     dataDir,
+		close:       srv.Close,
 	}, srv, nil
 }
 

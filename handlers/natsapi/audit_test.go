@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/audit"
 )
 
 // TestAuditQueryOverNATS: an audit query page by page over NATS gives the
@@ -25,7 +25,7 @@ func TestAuditQueryOverNATS(t *testing.T) {
 	}
 	collect := func(svc trellis.AuditService, q trellis.AuditQuery) []trellis.AuditEvent {
 		var out []trellis.AuditEvent
-		if err := handlers.AuditAll(ctx, svc, q, func(ev trellis.AuditEvent) error { out = append(out, ev); return nil }); err != nil {
+		if err := audit.All(ctx, svc, q, func(ev trellis.AuditEvent) error { out = append(out, ev); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return out

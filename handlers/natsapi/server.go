@@ -214,6 +214,7 @@ func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[strin
 	ops[OpSearch] = handler(svc.Search)
 	ops[OpExplain] = handler(svc.Explain)
 	ops[OpAuditQuery] = handler(svc.AuditQuery)
+	ops[OpAuditProjections] = func(ctx context.Context, _ []byte) (any, error) { return svc.Projections(ctx) }
 	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) { return svc.Chunk(ctx, r.ChunkID) })
 	for op, fn := range leaseOps(svc, nc) {
 		ops[op] = fn

@@ -14,8 +14,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/workflow"
 )
 
@@ -25,7 +25,7 @@ func ReadExport(r io.Reader) ([]workflow.History, error) {
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
 	var recs []events.Recorded
 	for n := 1; sc.Scan(); n++ {
-		var line handlers.ExportLine
+		var line audit.ExportLine
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			return nil, fmt.Errorf("export line %d: %w", n, err)
 		}

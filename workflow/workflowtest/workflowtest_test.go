@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/workflow"
 	"github.com/trellis/trellis/workflow/workflowtest"
 )
@@ -90,7 +90,7 @@ func TestReplayReportsTheFirstDivergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := handlers.Export(ctx, b.Store, handlers.ExportOptions{}, &buf); err != nil {
+	if _, err := audit.Export(ctx, b.Store, audit.ExportOptions{}, &buf); err != nil {
 		t.Fatal(err)
 	}
 	exported, err := workflowtest.ReadExport(&buf)

@@ -1,4 +1,4 @@
-package handlers_test
+package audit_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
@@ -40,10 +41,10 @@ func runTask(t *testing.T, svc *handlers.Service, q, w string) []events.Recorded
 }
 
 // verify runs Verify over the whole log and returns its findings.
-func verify(t *testing.T, store *events.Store, opts handlers.VerifyOptions) ([]handlers.Finding, *handlers.VerifyReport) {
+func verify(t *testing.T, store *events.Store, opts audit.VerifyOptions) ([]audit.Finding, *audit.VerifyReport) {
 	t.Helper()
-	var fs []handlers.Finding
-	rep, err := handlers.Verify(context.Background(), store, opts, func(f handlers.Finding) error {
+	var fs []audit.Finding
+	rep, err := audit.Verify(context.Background(), store, opts, func(f audit.Finding) error {
 		fs = append(fs, f)
 		return nil
 	})
@@ -55,7 +56,7 @@ func verify(t *testing.T, store *events.Store, opts handlers.VerifyOptions) ([]h
 
 // hasFinding reports whether fs holds a finding of kind at (stream, seq)
 // naming aggregate (when not empty).
-func hasFinding(fs []handlers.Finding, kind, stream string, seq uint64, aggregate string) bool {
+func hasFinding(fs []audit.Finding, kind, stream string, seq uint64, aggregate string) bool {
 	for _, f := range fs {
 		if f.Kind == kind && f.Stream == stream && f.Seq == seq && (aggregate == "" || f.Aggregate == aggregate) {
 			return true
@@ -64,13 +65,13 @@ func hasFinding(fs []handlers.Finding, kind, stream string, seq uint64, aggregat
 	return false
 }
 
-func streamReport(rep *handlers.VerifyReport, name string) handlers.StreamVerification {
+func streamReport(rep *audit.VerifyReport, name string) audit.StreamVerification {
 	for _, s := range rep.Streams {
 		if s.Stream == name {
 			return s
 		}
 	}
-	return handlers.StreamVerification{}
+	return audit.StreamVerification{}
 }
 
 // rawPublish stores data on subject directly, as someone with publish
@@ -126,7 +127,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 		}
 	}
 
-	fs, rep := verify(t, b.Store, handlers.VerifyOptions{})
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
 	q := streamReport(rep, events.StreamQueue)
 	if !rep.OK || len(fs) != 0 {
 		t.Fatalf("clean log: %v", fs)
@@ -164,7 +165,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 	movedDone := rawPublish(t, b, reordered[2].Subject, envelopeJSON(t, reordered[2].Envelope))
 	movedClaim := rawPublish(t, b, reordered[1].Subject, envelopeJSON(t, reordered[1].Envelope))
 
-	fs, rep = verify(t, b.Store, handlers.VerifyOptions{})
+	fs, rep = verify(t, b.Store, audit.VerifyOptions{})
 	if rep.OK {
 		t.Fatal("tampered log verified OK")
 	}
@@ -175,16 +176,16 @@ func TestVerifyFindsTampering(t *testing.T) {
 		aggregate string
 		why       string
 	}{
-		{handlers.FindingRemoved, deleted[1].Seq, "", "the deleted claim shows as a gap"},
-		{handlers.FindingRemoved, deleted[2].Seq, deleted[0].AggregateID, "the completion chains to the deleted claim"},
-		{handlers.FindingRemoved, lastGone[2].Seq, "", "the securely deleted last event shows as a gap"},
-		{handlers.FindingRemoved, edited[1].Seq, "", "the edited claim's old place shows as a gap"},
-		{handlers.FindingRemoved, edited[2].Seq, edited[0].AggregateID, "the completion chains to the original claim"},
-		{handlers.FindingAltered, copySeq, edited[0].AggregateID, "the changed copy"},
-		{handlers.FindingForeign, copySeq, edited[0].AggregateID, "the changed copy was published without a message id"},
-		{handlers.FindingRemoved, reordered[1].Seq, "", "the moved events' old places"},
-		{handlers.FindingReordered, movedDone, reordered[0].AggregateID, "the completion now stands before the claim it chains to"},
-		{handlers.FindingReordered, movedClaim, reordered[0].AggregateID, "the claim now stands after the completion"},
+		{audit.FindingRemoved, deleted[1].Seq, "", "the deleted claim shows as a gap"},
+		{audit.FindingRemoved, deleted[2].Seq, deleted[0].AggregateID, "the completion chains to the deleted claim"},
+		{audit.FindingRemoved, lastGone[2].Seq, "", "the securely deleted last event shows as a gap"},
+		{audit.FindingRemoved, edited[1].Seq, "", "the edited claim's old place shows as a gap"},
+		{audit.FindingRemoved, edited[2].Seq, edited[0].AggregateID, "the completion chains to the original claim"},
+		{audit.FindingAltered, copySeq, edited[0].AggregateID, "the changed copy"},
+		{audit.FindingForeign, copySeq, edited[0].AggregateID, "the changed copy was published without a message id"},
+		{audit.FindingRemoved, reordered[1].Seq, "", "the moved events' old places"},
+		{audit.FindingReordered, movedDone, reordered[0].AggregateID, "the completion now stands before the claim it chains to"},
+		{audit.FindingReordered, movedClaim, reordered[0].AggregateID, "the claim now stands after the completion"},
 	}
 	for _, w := range want {
 		if !hasFinding(fs, w.kind, Q, w.seq, w.aggregate) {
@@ -216,8 +217,8 @@ func TestVerifyFindsTampering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, _ = verify(t, b.Store, handlers.VerifyOptions{Since: since})
-	if !hasFinding(fs, handlers.FindingAltered, Q, copySeq, edited[0].AggregateID) || hasFinding(fs, handlers.FindingRemoved, Q, deleted[1].Seq, "") {
+	fs, _ = verify(t, b.Store, audit.VerifyOptions{Since: since})
+	if !hasFinding(fs, audit.FindingAltered, Q, copySeq, edited[0].AggregateID) || hasFinding(fs, audit.FindingRemoved, Q, deleted[1].Seq, "") {
 		t.Errorf("verify --since: %v", fs)
 	}
 }
@@ -260,7 +261,7 @@ func TestVerifyBoundedCacheAndChainedIngest(t *testing.T) {
 	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	fs, rep := verify(t, b.Store, handlers.VerifyOptions{CacheSize: 1})
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{CacheSize: 1})
 	if q := streamReport(rep, events.StreamQueue); !rep.OK || q.Chained != 4 || q.Aggregates != 2 {
 		t.Fatalf("clean log with a small cache: %+v %v", q.ChainStats, fs)
 	}
@@ -279,8 +280,8 @@ func TestVerifyBoundedCacheAndChainedIngest(t *testing.T) {
 	if err := st.DeleteMsg(ctx, a[1].Seq); err != nil {
 		t.Fatal(err)
 	}
-	fs, _ = verify(t, b.Store, handlers.VerifyOptions{CacheSize: 1})
-	if !hasFinding(fs, handlers.FindingRemoved, events.StreamQueue, a[2].Seq, ids[0]) {
+	fs, _ = verify(t, b.Store, audit.VerifyOptions{CacheSize: 1})
+	if !hasFinding(fs, audit.FindingRemoved, events.StreamQueue, a[2].Seq, ids[0]) {
 		t.Fatalf("small cache: %v", fs)
 	}
 }

@@ -1,4 +1,4 @@
-package handlers_test
+package audit_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
 )
@@ -47,7 +48,7 @@ func BenchmarkAuditVerify(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				rep, err := handlers.Verify(context.Background(), svc.Store(), handlers.VerifyOptions{}, func(handlers.Finding) error { return nil })
+				rep, err := audit.Verify(context.Background(), svc.Store(), audit.VerifyOptions{}, func(audit.Finding) error { return nil })
 				if err != nil || !rep.OK {
 					b.Fatalf("verify: %v %+v", err, rep)
 				}
@@ -69,7 +70,7 @@ func BenchmarkAuditQuery(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				n = 0
-				err := handlers.AuditAll(context.Background(), svc, trellis.AuditQuery{Queue: "jobs"}, func(ev trellis.AuditEvent) error {
+				err := audit.All(context.Background(), svc, trellis.AuditQuery{Queue: "jobs"}, func(ev trellis.AuditEvent) error {
 					n++
 					_, _ = fmt.Fprintln(io.Discard, ev.ID)
 					return nil

@@ -1,10 +1,11 @@
-package handlers_test
+package audit_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
@@ -28,7 +29,7 @@ func TestAuditOfTheTokenStream(t *testing.T) {
 	if _, _, err := tokens.Revoke(ctx, auth.RevokeRequest{Name: "fleet"}); err != nil {
 		t.Fatal(err)
 	}
-	fs, rep := verify(t, b.Store, handlers.VerifyOptions{})
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
 	if !rep.OK || len(fs) != 0 {
 		t.Fatalf("verify with tokens: ok=%v findings %+v", rep.OK, fs)
 	}

@@ -1,4 +1,4 @@
-package handlers
+package audit
 
 import (
 	"context"
@@ -16,8 +16,6 @@ import (
 	"github.com/trellis/trellis/events"
 )
 
-var _ trellis.AuditService = (*Service)(nil)
-
 // auditScanBudget bounds the events one page reads: a page of a selective
 // query (one actor in a busy stream) ends after this many, with a cursor,
 // so no request runs unbounded.
@@ -32,7 +30,7 @@ func (s *Service) AuditQuery(ctx context.Context, req trellis.AuditQuery) (*trel
 			return nil, err
 		}
 	}
-	return AuditQueryPage(ctx, s.store, req)
+	return QueryPage(ctx, s.store, req)
 }
 
 // auditCursor is where the next page of a query starts, and where the
@@ -77,7 +75,7 @@ func auditTarget(req trellis.AuditQuery) (stream, filter, what string, err error
 	return stream, "", "stream " + stream, err
 }
 
-// AuditQueryPage answers one page of an audit query from the log: the
+// QueryPage answers one page of an audit query from the log: the
 // events of the query's stream and subject filter stored within its time
 // window, by its actor and of its type when given, in log order. It reads
 // with batched direct gets and holds at most one page: a page ends at the
@@ -85,7 +83,7 @@ func auditTarget(req trellis.AuditQuery) (stream, filter, what string, err error
 // auditScanBudget events, with a cursor to continue. A queue or graph
 // with no events at all is not found; a window with none is an empty
 // page.
-func AuditQueryPage(ctx context.Context, store *events.Store, req trellis.AuditQuery) (*trellis.AuditPage, error) {
+func QueryPage(ctx context.Context, store *events.Store, req trellis.AuditQuery) (*trellis.AuditPage, error) {
 	if err := req.Normalize(time.Now()); err != nil {
 		return nil, err
 	}
@@ -180,11 +178,11 @@ func auditEventOf(m events.Message) trellis.AuditEvent {
 	return ev
 }
 
-// AuditAll calls fn for every event of the query, page after page (the
+// All calls fn for every event of the query, page after page (the
 // query's own cursor starts it; pages as large as allowed unless the query
 // sets a limit), until the last page or an error from fn. It holds one
 // page at a time.
-func AuditAll(ctx context.Context, svc trellis.AuditService, req trellis.AuditQuery, fn func(trellis.AuditEvent) error) error {
+func All(ctx context.Context, svc trellis.AuditService, req trellis.AuditQuery, fn func(trellis.AuditEvent) error) error {
 	if req.Limit == 0 {
 		req.Limit = trellis.MaxAuditLimit
 	}
@@ -213,4 +211,17 @@ func AuditAll(ctx context.Context, svc trellis.AuditService, req trellis.AuditQu
 // "wB/0", "wB/1", ...; a token's pool as "token/host-pid/0").
 func actorMatches(actor, want string) bool {
 	return want == "" || actor == want || strings.HasPrefix(actor, want+"/")
+}
+
+// isGraphID reports whether s looks like a graph id ("g" + 20 hex).
+func isGraphID(s string) bool {
+	if len(s) != 21 || s[0] != 'g' {
+		return false
+	}
+	for _, r := range s[1:] {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
-package handlers
+package audit
 
 import (
+	"container/list"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -15,7 +16,9 @@ import (
 // number of aggregates and it never reads an aggregate back from the log
 // to learn what it already saw. Close removes the file.
 type headStore struct {
-	mem     *lru[string, *chainHead]
+	size    int
+	order   *list.List // front: most recently used; values are *headEntry
+	mem     map[string]*list.Element
 	pending map[string]*chainHead // dropped from memory, not yet written
 	dir     string
 	db      *bolt.DB
@@ -29,21 +32,22 @@ const spillBatch = 4096
 
 var bucketHeads = []byte("heads")
 
+// headEntry is one aggregate's head held in memory.
+type headEntry struct {
+	key  string
+	head *chainHead
+}
+
 func newHeadStore(size int) *headStore {
-	h := &headStore{mem: newLRU[string, *chainHead](size), pending: map[string]*chainHead{}, batch: max(1, min(spillBatch, size))}
-	h.mem.evicted = func(k string, v *chainHead) {
-		h.pending[k] = v
-		if len(h.pending) >= h.batch {
-			h.flush()
-		}
-	}
-	return h
+	size = max(1, size)
+	return &headStore{size: size, order: list.New(), mem: map[string]*list.Element{}, pending: map[string]*chainHead{}, batch: min(spillBatch, size)}
 }
 
 // get returns the head of key, if the check has seen the aggregate.
 func (h *headStore) get(key string) (*chainHead, bool, error) {
-	if v, ok := h.mem.get(key); ok {
-		return v, true, nil
+	if el, ok := h.mem[key]; ok {
+		h.order.MoveToFront(el)
+		return el.Value.(*headEntry).head, true, nil
 	}
 	if v, ok := h.pending[key]; ok {
 		return v, true, nil
@@ -70,7 +74,23 @@ func (h *headStore) get(key string) (*chainHead, bool, error) {
 // put records the head of key.
 func (h *headStore) put(key string, v *chainHead) error {
 	delete(h.pending, key)
-	h.mem.put(key, v)
+	if el, ok := h.mem[key]; ok {
+		el.Value.(*headEntry).head = v
+		h.order.MoveToFront(el)
+		return h.err
+	}
+	h.mem[key] = h.order.PushFront(&headEntry{key: key, head: v})
+	for h.order.Len() > h.size {
+		// The least recently used head goes to the spill file.
+		el := h.order.Back()
+		e := el.Value.(*headEntry)
+		h.order.Remove(el)
+		delete(h.mem, e.key)
+		h.pending[e.key] = e.head
+		if len(h.pending) >= h.batch {
+			h.flush()
+		}
+	}
 	return h.err
 }
 

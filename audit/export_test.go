@@ -1,4 +1,4 @@
-package handlers_test
+package audit_test
 
 import (
 	"bytes"
@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 )
 
-func exportFile(t *testing.T, store *events.Store, opts handlers.ExportOptions) (string, *handlers.ExportResult) {
+func exportFile(t *testing.T, store *events.Store, opts audit.ExportOptions) (string, *audit.ExportResult) {
 	t.Helper()
 	var buf bytes.Buffer
-	res, err := handlers.Export(context.Background(), store, opts, &buf)
+	res, err := audit.Export(context.Background(), store, opts, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,10 +29,10 @@ func exportFile(t *testing.T, store *events.Store, opts handlers.ExportOptions) 
 	return path, res
 }
 
-func verifyFile(t *testing.T, path string) ([]handlers.Finding, *handlers.VerifyReport) {
+func verifyFile(t *testing.T, path string) ([]audit.Finding, *audit.VerifyReport) {
 	t.Helper()
-	var fs []handlers.Finding
-	rep, err := handlers.VerifyFile(context.Background(), path, func(f handlers.Finding) error {
+	var fs []audit.Finding
+	rep, err := audit.VerifyFile(context.Background(), path, func(f audit.Finding) error {
 		fs = append(fs, f)
 		return nil
 	})
@@ -60,7 +60,7 @@ func rewrite(t *testing.T, path string, fn func(lines []string) []string) string
 	return out
 }
 
-func kinds(fs []handlers.Finding) map[string]int {
+func kinds(fs []audit.Finding) map[string]int {
 	out := map[string]int{}
 	for _, f := range fs {
 		out[f.Kind]++
@@ -73,7 +73,7 @@ func kinds(fs []handlers.Finding) map[string]int {
 func lineOf(t *testing.T, lines []string, stream string, seq uint64) int {
 	t.Helper()
 	for i, l := range lines {
-		var el handlers.ExportLine
+		var el audit.ExportLine
 		if json.Unmarshal([]byte(l), &el) == nil && el.Stream == stream && el.Seq == seq && el.Event != nil {
 			return i
 		}
@@ -95,7 +95,7 @@ func TestExportVerifiesOffline(t *testing.T) {
 	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
 		t.Fatal(err)
 	}
-	path, res := exportFile(t, b.Store, handlers.ExportOptions{})
+	path, res := exportFile(t, b.Store, audit.ExportOptions{})
 	if res.Events != 7 {
 		t.Fatalf("export: %+v", res)
 	}
@@ -112,13 +112,13 @@ func TestExportVerifiesOffline(t *testing.T) {
 			t.Fatal(err)
 		}
 		fs, rep := verifyFile(t, cut)
-		if rep.OK || kinds(fs)[handlers.FindingTruncated] < 2 {
+		if rep.OK || kinds(fs)[audit.FindingTruncated] < 2 {
 			t.Fatalf("cut export: %v", fs)
 		}
 	})
 	t.Run("cut at a line end", func(t *testing.T) {
 		fs, rep := verifyFile(t, rewrite(t, path, func(l []string) []string { return l[:3] }))
-		if rep.OK || kinds(fs)[handlers.FindingTruncated] < 2 {
+		if rep.OK || kinds(fs)[audit.FindingTruncated] < 2 {
 			t.Fatalf("export cut after 3 lines: %v", fs)
 		}
 	})
@@ -129,7 +129,7 @@ func TestExportVerifiesOffline(t *testing.T) {
 			t.Fatal(err)
 		}
 		fs, rep := verifyFile(t, cut)
-		if rep.OK || kinds(fs)[handlers.FindingTruncated] != 1 {
+		if rep.OK || kinds(fs)[audit.FindingTruncated] != 1 {
 			t.Fatalf("header cut: %v", fs)
 		}
 	})
@@ -139,7 +139,7 @@ func TestExportVerifiesOffline(t *testing.T) {
 			l[i] = strings.Replace(l[i], `"worker":"w1"`, `"worker":"w9"`, 1)
 			return l
 		}))
-		if !hasFindingLine(fs, handlers.FindingAltered, Q, a[1].Seq) || !hasFinding(fs, handlers.FindingAltered, "", 0, "") {
+		if !hasFindingLine(fs, audit.FindingAltered, Q, a[1].Seq) || !hasFinding(fs, audit.FindingAltered, "", 0, "") {
 			t.Fatalf("edited line: %v", fs)
 		}
 	})
@@ -148,7 +148,7 @@ func TestExportVerifiesOffline(t *testing.T) {
 		// link of the chain.
 		fs, _ := verifyFile(t, rewrite(t, path, func(l []string) []string {
 			i := lineOf(t, l, Q, a[1].Seq)
-			var el handlers.ExportLine
+			var el audit.ExportLine
 			if err := json.Unmarshal([]byte(l[i]), &el); err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestExportVerifiesOffline(t *testing.T) {
 			l[i] = string(data) + "\n"
 			return l
 		}))
-		if !hasFindingLine(fs, handlers.FindingAltered, Q, a[2].Seq) {
+		if !hasFindingLine(fs, audit.FindingAltered, Q, a[2].Seq) {
 			t.Fatalf("re-hashed line: %v", fs)
 		}
 	})
@@ -167,13 +167,13 @@ func TestExportVerifiesOffline(t *testing.T) {
 			i := lineOf(t, l, Q, c[1].Seq)
 			return append(l[:i:i], l[i+1:]...)
 		}))
-		if !hasFindingLine(fs, handlers.FindingRemoved, Q, c[1].Seq) || !hasFindingLine(fs, handlers.FindingRemoved, Q, c[2].Seq) {
+		if !hasFindingLine(fs, audit.FindingRemoved, Q, c[1].Seq) || !hasFindingLine(fs, audit.FindingRemoved, Q, c[2].Seq) {
 			t.Fatalf("removed line: %v", fs)
 		}
 	})
 	t.Run("appended after the trailer", func(t *testing.T) {
 		fs, _ := verifyFile(t, rewrite(t, path, func(l []string) []string { return append(l, l[1]) }))
-		if kinds(fs)[handlers.FindingTruncated] != 1 {
+		if kinds(fs)[audit.FindingTruncated] != 1 {
 			t.Fatalf("appended: %v", fs)
 		}
 	})
@@ -183,12 +183,12 @@ func TestExportVerifiesOffline(t *testing.T) {
 			if err := os.WriteFile(bad, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := handlers.VerifyFile(ctx, bad, func(handlers.Finding) error { return nil })
+			_, err := audit.VerifyFile(ctx, bad, func(audit.Finding) error { return nil })
 			if trellis.ErrorCode(err) != trellis.CodeInvalid || trellis.AsError(err).Field != "file" {
 				t.Errorf("verify of %q: %v; want invalid file", content, err)
 			}
 		}
-		if _, err := handlers.VerifyFile(ctx, filepath.Join(t.TempDir(), "missing"), func(handlers.Finding) error { return nil }); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		if _, err := audit.VerifyFile(ctx, filepath.Join(t.TempDir(), "missing"), func(audit.Finding) error { return nil }); trellis.ErrorCode(err) != trellis.CodeInvalid {
 			t.Errorf("missing file: %v", err)
 		}
 	})
@@ -202,14 +202,14 @@ func TestExportVerifiesOffline(t *testing.T) {
 	if err := st.DeleteMsg(ctx, a[1].Seq); err != nil {
 		t.Fatal(err)
 	}
-	path2, _ := exportFile(t, b.Store, handlers.ExportOptions{})
+	path2, _ := exportFile(t, b.Store, audit.ExportOptions{})
 	fs, _ = verifyFile(t, path2)
-	if !hasFinding(fs, handlers.FindingRemoved, Q, a[1].Seq, "") || !hasFinding(fs, handlers.FindingRemoved, Q, a[2].Seq, a[0].AggregateID) {
+	if !hasFinding(fs, audit.FindingRemoved, Q, a[1].Seq, "") || !hasFinding(fs, audit.FindingRemoved, Q, a[2].Seq, a[0].AggregateID) {
 		t.Fatalf("export of a tampered log: %v", fs)
 	}
 }
 
-func hasFindingLine(fs []handlers.Finding, kind, stream string, seq uint64) bool {
+func hasFindingLine(fs []audit.Finding, kind, stream string, seq uint64) bool {
 	for _, f := range fs {
 		if f.Kind == kind && f.Stream == stream && f.Seq == seq && f.Line > 0 {
 			return true
@@ -237,7 +237,7 @@ func TestExportWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	runTask(t, svc, "jobs", "w2")
-	path, res := exportFile(t, b.Store, handlers.ExportOptions{Since: since})
+	path, res := exportFile(t, b.Store, audit.ExportOptions{Since: since})
 	if res.Events != 4 {
 		t.Fatalf("window export: %+v", res)
 	}
@@ -247,14 +247,14 @@ func TestExportWindow(t *testing.T) {
 		t.Fatalf("window export verify: %+v %v", q, fs)
 	}
 	_ = task
-	path, res = exportFile(t, b.Store, handlers.ExportOptions{Since: time.Now().Add(time.Hour)})
+	path, res = exportFile(t, b.Store, audit.ExportOptions{Since: time.Now().Add(time.Hour)})
 	if res.Events != 0 {
 		t.Fatalf("future window: %+v", res)
 	}
 	if fs, rep := verifyFile(t, path); !rep.OK {
 		t.Fatalf("empty export: %v", fs)
 	}
-	_, err = handlers.Export(ctx, b.Store, handlers.ExportOptions{Since: since, Until: since.Add(-time.Second)}, &bytes.Buffer{})
+	_, err = audit.Export(ctx, b.Store, audit.ExportOptions{Since: since, Until: since.Add(-time.Second)}, &bytes.Buffer{})
 	if trellis.ErrorCode(err) != trellis.CodeInvalid || trellis.AsError(err).Field != "until" {
 		t.Fatalf("until before since: %v", err)
 	}

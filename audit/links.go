@@ -1,8 +1,6 @@
-package handlers
+package audit
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -90,21 +88,10 @@ func expectedMsgIDs(rec events.Recorded) []string {
 	case events.ChunksEmbedded:
 		var p events.ChunksEmbeddedPayload
 		if json.Unmarshal(rec.Payload, &p) == nil {
-			ids = append(ids, embedMsgID(p.Model, p.Vectors))
+			ids = append(ids, events.EmbeddedMsgID(p.Model, p.Vectors))
 		}
 	}
 	return ids
-}
-
-// embedMsgID is the message id of a chunks_embedded event: the same
-// vectors of the same model are stored once.
-func embedMsgID(model string, vs []events.ChunkVector) string {
-	h := sha256.New()
-	h.Write([]byte(model))
-	for _, v := range vs {
-		h.Write([]byte(v.ChunkID))
-	}
-	return "emb-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // identityFindings checks a stored event's message id, id and times.

@@ -1,4 +1,4 @@
-package handlers_test
+package audit_test
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/taskqueue"
 )
 
 func auditAll(t *testing.T, svc trellis.AuditService, q trellis.AuditQuery) []trellis.AuditEvent {
 	t.Helper()
 	var out []trellis.AuditEvent
-	if err := handlers.AuditAll(context.Background(), svc, q, func(ev trellis.AuditEvent) error {
+	if err := audit.All(context.Background(), svc, q, func(ev trellis.AuditEvent) error {
 		out = append(out, ev)
 		return nil
 	}); err != nil {

@@ -1,4 +1,4 @@
-package handlers
+package audit
 
 import (
 	"bufio"
@@ -143,14 +143,10 @@ func Export(ctx context.Context, store *events.Store, opts ExportOptions, w io.W
 		if r.To < r.From {
 			continue
 		}
-		expect := r.From
-		err := store.Scan(ctx, r.Stream, events.ScanRange{From: r.From, To: r.To}, func(m events.Message) error {
-			if m.Seq > expect {
-				if err := ew.line(ExportLine{Stream: r.Stream, Gap: &[2]uint64{expect, m.Seq - 1}}); err != nil {
-					return err
-				}
-			}
-			expect = m.Seq + 1
+		gap := func(from, to uint64) error {
+			return ew.line(ExportLine{Stream: r.Stream, Gap: &[2]uint64{from, to}})
+		}
+		err := walkWindow(ctx, store, r.Stream, r.From, r.To, func(m events.Message) error {
 			stored := m.Stored.UTC()
 			l := ExportLine{Stream: r.Stream, Seq: m.Seq, Subject: m.Subject, Stored: &stored, MsgID: m.MsgID,
 				Scheduler: m.Scheduler, BatchID: m.BatchID, BatchSeq: m.BatchSeq}
@@ -167,14 +163,9 @@ func Export(ctx context.Context, store *events.Store, opts ExportOptions, w io.W
 				res.Events++
 			}
 			return ew.line(l)
-		})
+		}, gap)
 		if err != nil {
 			return nil, command.StoreError("export "+r.Stream, err)
-		}
-		if expect <= r.To {
-			if err := ew.line(ExportLine{Stream: r.Stream, Gap: &[2]uint64{expect, r.To}}); err != nil {
-				return nil, err
-			}
 		}
 	}
 	var tr ExportTrailer
@@ -201,13 +192,11 @@ func exportRange(ctx context.Context, store *events.Store, stream string, opts E
 		return ExportStream{}, err
 	}
 	r := ExportStream{Stream: stream, From: max(info.State.FirstSeq, 1), To: info.State.LastSeq, FirstSeq: info.State.FirstSeq}
-	if !opts.Since.IsZero() {
-		cut, err := store.SeqAtTime(ctx, stream, opts.Since.Add(-time.Nanosecond))
-		if err != nil {
-			return r, err
-		}
-		r.From = max(r.From, cut+1)
+	from, err := firstSeqSince(ctx, store, stream, opts.Since)
+	if err != nil {
+		return r, err
 	}
+	r.From = max(r.From, from)
 	if !opts.Until.IsZero() {
 		cut, err := store.SeqAtTime(ctx, stream, opts.Until)
 		if err != nil {

@@ -1,4 +1,4 @@
-package handlers
+package audit
 
 import (
 	"bufio"
@@ -58,8 +58,15 @@ type Anchor struct {
 	Heads []AnchorHead `json:"heads"`
 	// Digest is "sha256-" + the SHA-256 of the heads (HeadsDigest).
 	Digest string `json:"digest"`
-	// MAC is the hex HMAC-SHA256 of time and digest under the server's
-	// anchor key.
+	// Aggregates are the newest events of the aggregates the log changed
+	// since the previous anchor (an anchor line; see changedAggregates),
+	// at most MaxAnchorAggregates: AggregatesOmitted counts the others.
+	Aggregates        []AggregateHead `json:"aggregates,omitempty"`
+	AggregatesOmitted int             `json:"aggregates_omitted,omitempty"`
+	// AggregatesDigest is the digest of Aggregates ("" without them).
+	AggregatesDigest string `json:"aggregates_digest,omitempty"`
+	// MAC is the hex HMAC-SHA256 of time, digest and aggregates digest
+	// under the server's anchor key.
 	MAC string `json:"mac,omitempty"`
 }
 
@@ -123,10 +130,14 @@ func ReadAnchorKey(path string) ([]byte, error) {
 	return key, nil
 }
 
-// anchorMAC is the MAC of an anchor's time and digest.
-func anchorMAC(key []byte, t time.Time, digest string) string {
+// anchorMAC is the MAC of an anchor's time, digest and aggregates
+// digest (an anchor without aggregates keeps its earlier MAC).
+func anchorMAC(key []byte, t time.Time, digest, aggregates string) string {
 	m := hmac.New(sha256.New, key)
 	fmt.Fprintf(m, "trellis-anchor %s %s", t.UTC().Format(time.RFC3339Nano), digest)
+	if aggregates != "" {
+		fmt.Fprintf(m, " %s", aggregates)
+	}
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -178,12 +189,18 @@ func RecordAnchor(ctx context.Context, store *events.Store, dataDir string) (*An
 	if err != nil {
 		return nil, err
 	}
-	if last, err := lastAnchor(AnchorsPath(dataDir)); err != nil {
+	last, err := lastAnchor(AnchorsPath(dataDir))
+	if err != nil {
 		return nil, err
-	} else if last != nil && last.Digest == a.Digest {
+	}
+	if last != nil && last.Digest == a.Digest {
 		return last, nil
 	}
-	a.MAC = anchorMAC(key, a.Time, a.Digest)
+	if a.Aggregates, a.AggregatesOmitted, err = changedAggregates(ctx, store, last, a.Heads); err != nil {
+		return nil, err
+	}
+	a.AggregatesDigest = aggregatesDigest(a.Aggregates)
+	a.MAC = anchorMAC(key, a.Time, a.Digest, a.AggregatesDigest)
 	line, err := json.Marshal(a)
 	if err != nil {
 		return nil, err
@@ -202,6 +219,9 @@ func RecordAnchor(ctx context.Context, store *events.Store, dataDir string) (*An
 	return a, nil
 }
 
+// maxAnchorLine bounds one anchor line (its aggregate heads included).
+const maxAnchorLine = 1 << 20
+
 // lastAnchor reads the last line of an anchors file (nil when there is
 // none), reading only the file's tail.
 func lastAnchor(path string) (*Anchor, error) {
@@ -217,7 +237,7 @@ func lastAnchor(path string) (*Anchor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("anchors: %w", err)
 	}
-	off := max(0, fi.Size()-64<<10)
+	off := max(0, fi.Size()-maxAnchorLine)
 	buf := make([]byte, fi.Size()-off)
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return nil, fmt.Errorf("anchors: %w", err)
@@ -244,7 +264,7 @@ func ReadAnchors(path string) ([]Anchor, error) {
 	defer f.Close()
 	var out []Anchor
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 64<<10), maxAnchorLine+1)
 	for sc.Scan() {
 		var a Anchor
 		if json.Unmarshal(sc.Bytes(), &a) != nil {
@@ -290,12 +310,19 @@ func WriteWitness(path string, a *Anchor) error {
 	return err
 }
 
+// anchorIntact reports whether a matches its digests and, with key, its
+// MAC.
+func anchorIntact(a Anchor, key []byte) bool {
+	return a.Digest == HeadsDigest(a.Heads) && a.AggregatesDigest == aggregatesDigest(a.Aggregates) &&
+		(key == nil || hmac.Equal([]byte(a.MAC), []byte(anchorMAC(key, a.Time, a.Digest, a.AggregatesDigest))))
+}
+
 // checkAnchor compares the log with an anchor (or a witness: no MAC
 // expected, key nil) and returns what it lost.
 func checkAnchor(ctx context.Context, store *events.Store, a Anchor, key []byte, what string) ([]Finding, error) {
 	var out []Finding
 	at := a.Time.UTC().Format(time.RFC3339)
-	if a.Digest != HeadsDigest(a.Heads) || (key != nil && !hmac.Equal([]byte(a.MAC), []byte(anchorMAC(key, a.Time, a.Digest)))) {
+	if !anchorIntact(a, key) {
 		return []Finding{{Kind: FindingAltered, Detail: fmt.Sprintf("%s of %s does not match its digest or its MAC: it was forged or altered", what, at)}}, nil
 	}
 	for _, hd := range a.Heads {

@@ -1,4 +1,4 @@
-package handlers
+package audit
 
 import (
 	"context"
@@ -40,6 +40,10 @@ type VerifyOptions struct {
 	// Witness, when set, is an auditor's earlier heads (verify --witness):
 	// the log must still hold them.
 	Witness *Anchor
+	// Projections, when set, are a running server's projections'
+	// positions, read before the walk (trellis.ProjectionStatus): each
+	// stream must still hold what they applied (see checkProjections).
+	Projections []trellis.ProjectionPosition
 }
 
 // MaxAnchorsChecked is how many of the newest anchors verify checks.
@@ -132,8 +136,20 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 		return nil, command.StoreError("verify", err)
 	}
 	rep.Heads, rep.HeadsDigest = heads.Heads, heads.Digest
+	// The anchored aggregate heads are looked up as the walk passes their
+	// sequences; only those it does not meet are read again after it.
+	var aggregates []anchoredAggregate
+	anchors := opts.Anchors[max(0, len(opts.Anchors)-MaxAnchorsChecked):]
+	for _, a := range anchors {
+		if anchorIntact(a, opts.AnchorKey) {
+			for _, hd := range a.Aggregates {
+				aggregates = append(aggregates, anchoredAggregate{head: hd, at: a.Time, what: "the anchor"})
+			}
+		}
+	}
+	anchoredHeads := newHeadsToFind(newestAggregateHeads(aggregates))
 	for _, name := range streams {
-		sv, err := verifyStream(ctx, store, name, opts, emit)
+		sv, err := verifyStream(ctx, store, name, opts, anchoredHeads, emit)
 		if err != nil {
 			return nil, command.StoreError("verify "+name, err)
 		}
@@ -152,8 +168,17 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 		}
 		return nil
 	}
-	for _, a := range opts.Anchors[max(0, len(opts.Anchors)-MaxAnchorsChecked):] {
+	for _, a := range anchors {
 		if err := check(a, opts.AnchorKey, "the anchor"); err != nil {
+			return nil, err
+		}
+	}
+	fs, err := checkAggregateHeads(ctx, store, anchoredHeads.left())
+	if err != nil {
+		return nil, command.StoreError("verify anchors", err)
+	}
+	for _, f := range fs {
+		if err := emit(nil, f); err != nil {
 			return nil, err
 		}
 	}
@@ -166,13 +191,16 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 	return rep, nil
 }
 
-func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
+func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, anchored *headsToFind, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
 	info, err := store.StreamInfo(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Trellis creates every stream at start and never deletes one.
 		sv := &StreamVerification{Stream: stream, Missing: true}
-		return sv, emit(sv, Finding{Kind: FindingRemoved, Stream: stream,
-			Detail: "the stream does not exist: Trellis creates it at start and never deletes it, so it was deleted (with every event it held)"})
+		if err := emit(sv, Finding{Kind: FindingRemoved, Stream: stream,
+			Detail: "the stream does not exist: Trellis creates it at start and never deletes it, so it was deleted (with every event it held)"}); err != nil {
+			return nil, err
+		}
+		return sv, checkProjections(ctx, store, stream, nil, opts.Projections, func(f Finding) error { return emit(sv, f) })
 	}
 	if err != nil {
 		return nil, err
@@ -185,13 +213,12 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 			sv.LastHash = events.Hash(rec.Envelope)
 		}
 	}
-	from := uint64(1)
-	if !opts.Since.IsZero() {
-		cut, err := store.SeqAtTime(ctx, stream, opts.Since.Add(-time.Nanosecond))
-		if err != nil {
-			return nil, err
-		}
-		from = cut + 1
+	if err := checkProjections(ctx, store, stream, info, opts.Projections, func(f Finding) error { return emit(sv, f) }); err != nil {
+		return nil, err
+	}
+	from, err := firstSeqSince(ctx, store, stream, opts.Since)
+	if err != nil {
+		return nil, err
 	}
 	sv.From = from
 	whole := from == 1
@@ -225,14 +252,8 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 		}
 		return nil
 	}
-	expect := max(from, st.FirstSeq)
-	err = store.Scan(ctx, stream, events.ScanRange{From: from, To: st.LastSeq}, func(m events.Message) error {
-		if m.Seq > expect {
-			if err := gaps(expect, m.Seq-1); err != nil {
-				return err
-			}
-		}
-		expect = m.Seq + 1
+	err = walkWindow(ctx, store, stream, max(from, st.FirstSeq), st.LastSeq, func(m events.Message) error {
+		anchored.met(m)
 		findings, err := checkMessage(ctx, check, timers, m, whole)
 		if err != nil {
 			return err
@@ -243,14 +264,9 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 			}
 		}
 		return nil
-	})
+	}, gaps)
 	if err != nil {
 		return nil, err
-	}
-	if expect <= st.LastSeq {
-		if err := gaps(expect, st.LastSeq); err != nil {
-			return nil, err
-		}
 	}
 	if len(timers.pending) > 0 {
 		// A timer that fired during the walk: its message is stored after

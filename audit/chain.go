@@ -1,4 +1,4 @@
-package handlers
+package audit
 
 import (
 	"context"
@@ -61,6 +61,9 @@ type Finding struct {
 	EventID string `json:"event_id,omitempty"`
 	// Line is the line of an export file (verify --file).
 	Line int `json:"line,omitempty"`
+	// Projection names the running server's projection that folded
+	// events the log no longer holds (see VerifyOptions.Projections).
+	Projection string `json:"projection,omitempty"`
 	// Detail says what is wrong, in words.
 	Detail string `json:"detail"`
 }
