@@ -6,8 +6,6 @@ import "container/list"
 // simply loaded again from the log when next used; the concurrency check
 // of every append (DESIGN.md rule 2) keeps decisions right either way.
 const (
-	// GraphCacheSize bounds the VINE graphs a process keeps folded.
-	GraphCacheSize = 256
 	// AgentTaskCacheSize bounds the agent tasks a process keeps folded.
 	AgentTaskCacheSize = 4096
 	// MemoryScopeCacheSize bounds the memory scopes a process keeps folded.

@@ -88,7 +88,7 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 	defer e.unlock()
 	p := events.ObservedPayload{ObservationID: "obs_" + events.NewID(m.now()), Branch: branch, Session: req.Session,
 		Type: req.Type, Text: req.Text, TaskID: taskID, AgentID: agent}
-	if err := m.appendScope(ctx, e, events.MemoryObserved, agentOr(agent), func() (any, error) { return p, nil }); err != nil {
+	if err := m.appendScope(ctx, e, events.MemoryObserved, events.ActorOr(agent), func() (any, error) { return p, nil }); err != nil {
 		return nil, err
 	}
 	o := e.m.Observations[len(e.m.Observations)-1]

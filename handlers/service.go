@@ -18,6 +18,7 @@ import (
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/vinegraph"
 	"github.com/trellis/trellis/workflow"
 )
 
@@ -32,8 +33,9 @@ type ServiceConfig struct {
 	AnchorInterval time.Duration
 	// Queue configures the queue handler.
 	Queue taskqueue.Config
-	// Vine configures the VINE handler (workspace roots).
-	Vine VineConfig
+	// Vine configures the VINE domain (workspace roots); its Dir,
+	// ReadTimeout and Logger are set from this configuration.
+	Vine vinegraph.Config
 	// ReadTimeout bounds how long a read waits for a projection to catch up
 	// with the log (default 10 s).
 	ReadTimeout time.Duration
@@ -61,9 +63,7 @@ type Service struct {
 	store       *events.Store
 	cfg         ServiceConfig
 	queue       *taskqueue.Handler
-	vine        *Vine
-	frontiers   *projections.Frontiers
-	frontierRun *projections.Runner
+	vine        *vinegraph.Service
 	memory      *Memory
 	taskViews   *projections.TaskViews
 	taskRun     *projections.Runner
@@ -109,11 +109,11 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 		board:       projections.NewBoard(projDir),
 		checkpoints: projections.NewCheckpoints(filepath.Join(cfg.DataDir, "checkpoints"), projDir),
 	}
-	s.vine = NewVine(store, cfg.Vine)
+	vcfg := cfg.Vine
+	vcfg.Dir, vcfg.ReadTimeout, vcfg.Logger = projDir, cfg.ReadTimeout, cfg.Logger
+	s.vine = vinegraph.New(store, vcfg)
 	s.workflows = workflow.New(store, workflow.Config{Logger: cfg.Logger, Queue: cfg.Queue})
-	s.frontiers = projections.NewFrontiers(projDir)
 	s.boardRunner = projections.NewRunner(store, s.board, cfg.Logger)
-	s.frontierRun = projections.NewRunner(store, s.frontiers, cfg.Logger)
 	s.taskViews = projections.NewTaskViews(projDir)
 	s.taskRun = projections.NewRunner(store, s.taskViews, cfg.Logger)
 	s.facts = projections.NewFactStore(projDir)
@@ -121,7 +121,7 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	s.memory = NewMemory(store, s.taskNameOf)
 	s.search = projections.NewSearch(filepath.Join(cfg.DataDir, "index"))
 	s.searchRun = projections.NewRunner(store, s.search, cfg.Logger)
-	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun, s.taskRun, s.factRun, s.searchRun}
+	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.vine.Runner(), s.taskRun, s.factRun, s.searchRun}
 	if cfg.Code.Embedder != nil {
 		s.code.vectors = projections.NewVectors(filepath.Join(cfg.DataDir, "index"), cfg.Code.Embedder.Model())
 		s.code.vectorRun = projections.NewRunner(store, s.code.vectors, cfg.Logger)
@@ -265,18 +265,7 @@ func (s *Service) catchUp(ctx context.Context, r *projections.Runner) error {
 // waitProjection waits, up to timeout, until r has applied sequence seq
 // (0: everything its stream holds now).
 func (s *Service) waitProjection(ctx context.Context, r *projections.Runner, seq uint64, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var err error
-	if seq == 0 {
-		err = r.CatchUp(ctx)
-	} else {
-		err = r.WaitFor(ctx, seq)
-	}
-	if err != nil {
-		return command.StoreError("projection "+r.Projection().Name()+" catch-up", err)
-	}
-	return nil
+	return command.StoreError("projection "+r.Projection().Name()+" catch-up", r.Await(ctx, seq, timeout))
 }
 
 // Audit returns every event of the aggregate with the given id, in order.
@@ -338,7 +327,7 @@ func (s *Service) CatchUp(ctx context.Context) error {
 // expansions, which concern every task).
 func Audit(ctx context.Context, store *events.Store, id string) ([]events.Recorded, error) {
 	graph, task, scoped := strings.Cut(id, ":")
-	if isGraphID(graph) {
+	if events.IsGraphID(graph) {
 		recs, _, err := store.Load(ctx, events.StreamVine, events.GraphFilter(graph))
 		if err != nil {
 			return nil, command.StoreError("audit", err)
@@ -521,3 +510,6 @@ func (s *Service) Controls(ctx context.Context, queue string) (*trellis.QueueCon
 	c, _, err := s.queue.Controls(ctx, queue)
 	return c, err
 }
+
+// isGraphID reports whether s has the form of a graph id.
+func isGraphID(s string) bool { return events.IsGraphID(s) }

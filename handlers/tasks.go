@@ -253,7 +253,7 @@ func (m *Memory) TaskObjective(ctx context.Context, req trellis.TaskObjectiveReq
 		return nil, trellis.Errorf(trellis.CodeConflict, "objective %s cannot go from %s to %s (allowed from %s: %s)",
 			req.ObjectiveID, o.Status, req.Status, o.Status, next)
 	}
-	if err := m.appendTask(ctx, e, e.t.Name, events.TaskObjectiveUpdated, agentOr(req.Agent), events.TaskObjectiveUpdatedPayload{
+	if err := m.appendTask(ctx, e, e.t.Name, events.TaskObjectiveUpdated, events.ActorOr(req.Agent), events.TaskObjectiveUpdatedPayload{
 		TaskID: e.t.TaskID, ObjectiveID: req.ObjectiveID, From: o.Status, Status: req.Status, AgentID: req.Agent,
 	}); err != nil {
 		return nil, err

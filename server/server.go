@@ -27,6 +27,7 @@ import (
 	"github.com/trellis/trellis/handlers/httpapi"
 	"github.com/trellis/trellis/handlers/mcpapi"
 	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/vinegraph"
 	"github.com/trellis/trellis/web"
 )
 
@@ -236,7 +237,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, AnchorInterval: handlers.AnchorInterval, Logger: cfg.Logger, Metrics: s.registry,
-		Vine: handlers.VineConfig{Roots: cfg.Workspaces, Served: cfg.ServeAPI}, Code: cfg.Code})
+		Vine: vinegraph.Config{Roots: cfg.Workspaces, Served: cfg.ServeAPI}, Code: cfg.Code})
 	if err = s.svc.Start(ctx); err != nil {
 		return nil, err
 	}
