@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/agentmemory"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
@@ -49,7 +51,8 @@ type ServiceConfig struct {
 	// (events since start, latency histograms, board gauges).
 	Metrics prometheus.Registerer
 	// Code configures code memory's hybrid search and explain.
-	Code CodeConfig
+	// Its Dir, SearchTimeout and Logger are set from this configuration.
+	Code codememory.Config
 	// NoReactor leaves the ends of tasks with dependants and the ticks of
 	// schedules to other servers (see taskqueue.Reactor); by default every
 	// service takes its share.
@@ -60,18 +63,14 @@ type ServiceConfig struct {
 // behind reads. It implements trellis.QueueService; every transport (CLI,
 // HTTP, MCP, NATS) calls it.
 type Service struct {
-	store       *events.Store
-	cfg         ServiceConfig
-	queue       *taskqueue.Handler
-	vine        *vinegraph.Service
-	memory      *Memory
-	taskViews   *projections.TaskViews
-	taskRun     *projections.Runner
-	facts       *projections.FactStore
-	factRun     *projections.Runner
+	store  *events.Store
+	cfg    ServiceConfig
+	queue  *taskqueue.Handler
+	vine   *vinegraph.Service
+	memory *agentmemory.Service
+	code   *codememory.Service
+	// search is code memory's search index (RebuildAt closes it).
 	search      *projections.Search
-	searchRun   *projections.Runner
-	code        codeMemory
 	board       *projections.Board
 	checkpoints *projections.Checkpoints
 	runners     []*projections.Runner
@@ -114,19 +113,14 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 	s.vine = vinegraph.New(store, vcfg)
 	s.workflows = workflow.New(store, workflow.Config{Logger: cfg.Logger, Queue: cfg.Queue})
 	s.boardRunner = projections.NewRunner(store, s.board, cfg.Logger)
-	s.taskViews = projections.NewTaskViews(projDir)
-	s.taskRun = projections.NewRunner(store, s.taskViews, cfg.Logger)
-	s.facts = projections.NewFactStore(projDir)
-	s.factRun = projections.NewRunner(store, s.facts, cfg.Logger)
-	s.memory = NewMemory(store, s.taskNameOf)
-	s.search = projections.NewSearch(filepath.Join(cfg.DataDir, "index"))
-	s.searchRun = projections.NewRunner(store, s.search, cfg.Logger)
-	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.vine.Runner(), s.taskRun, s.factRun, s.searchRun}
-	if cfg.Code.Embedder != nil {
-		s.code.vectors = projections.NewVectors(filepath.Join(cfg.DataDir, "index"), cfg.Code.Embedder.Model())
-		s.code.vectorRun = projections.NewRunner(store, s.code.vectors, cfg.Logger)
-		s.runners = append(s.runners, s.code.vectorRun)
-	}
+	s.memory = agentmemory.New(store, agentmemory.Config{Dir: projDir, ReadTimeout: cfg.ReadTimeout, Logger: cfg.Logger})
+	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.vine.Runner()}
+	s.runners = append(s.runners, s.memory.Runners()...)
+	ccfg := cfg.Code
+	ccfg.Dir, ccfg.SearchTimeout, ccfg.Logger = filepath.Join(cfg.DataDir, "index"), cfg.SearchTimeout, cfg.Logger
+	s.code = codememory.New(store, ccfg)
+	s.search = s.code.SearchIndex()
+	s.runners = append(s.runners, s.code.Runners()...)
 	return s
 }
 
@@ -151,7 +145,7 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.startEmbedLoop()
+	s.code.StartEmbedding()
 	if s.cfg.DataDir != "" && s.cfg.AnchorInterval > 0 {
 		s.anchors = startAnchorLoop(s.store, s.cfg.DataDir, s.cfg.AnchorInterval, s.cfg.Logger)
 	}
@@ -168,7 +162,7 @@ func (s *Service) Start(ctx context.Context) error {
 // Close stops the projections and saves their state.
 func (s *Service) Close() error {
 	var first error
-	s.stopEmbedLoop()
+	s.code.StopEmbedding()
 	s.anchors.close()
 	if s.reactor != nil {
 		s.reactor.Stop()
@@ -182,16 +176,11 @@ func (s *Service) Close() error {
 			first = err
 		}
 	}
-	if err := s.search.Close(); err != nil && first == nil {
-		first = err
-	}
 	if err := s.board.Close(); err != nil && first == nil {
 		first = err
 	}
-	if s.code.vectors != nil {
-		if err := s.code.vectors.Close(); err != nil && first == nil {
-			first = err
-		}
+	if err := s.code.Close(); err != nil && first == nil {
+		first = err
 	}
 	return first
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/httpapi"
@@ -73,7 +74,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Code configures code memory's embedding model (hybrid search) and
 	// chat model (explain); zero: lexical search, explain shows evidence.
-	Code handlers.CodeConfig
+	Code codememory.Config
 
 	// Auth turns authentication on for every listener: NATS (embedded),
 	// HTTP, MCP and metrics take tokens and roles (see package auth). On

@@ -1,4 +1,4 @@
-package handlers
+package agentmemory
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestMemoryCachesEvict(t *testing.T) {
 	b := eventstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m := newMemory(b.Store, func(context.Context, string) (string, error) {
+	m := newHandler(b.Store, func(context.Context, string) (string, error) {
 		return "", trellis.Errorf(trellis.CodeNotFound, "no ids here")
 	}, 1, 1)
 	for _, name := range []string{"first", "second"} {
