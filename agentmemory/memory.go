@@ -422,7 +422,7 @@ func (m *Handler) CompleteTask(ctx context.Context, req trellis.TaskCompleteRequ
 		runs = append(runs, merge)
 	}
 	if markComplete {
-		if err := m.appendTask(ctx, te, te.t.Name, events.TaskFinished, "trellis", events.TaskFinishedPayload{
+		if err := m.appendTask(ctx, te, te.t.Name, events.TaskCompleted, "trellis", events.TaskCompletedPayload{
 			TaskID: te.t.TaskID, Merged: req.Merge, Durable: run.Durable, Ephemeral: run.Ephemeral}); err != nil {
 			return runs, err
 		}
