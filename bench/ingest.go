@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/projections"
@@ -26,7 +27,7 @@ type IngestConfig struct {
 	Queries int
 	// Code, with an embedder, embeds the ingested chunks after the ingest
 	// (timed apart) and times hybrid queries too.
-	Code handlers.CodeConfig
+	Code codememory.Config
 }
 
 // IngestReport is the result of RunIngest.
@@ -95,7 +96,7 @@ func RunIngest(ctx context.Context, store *events.Store, cfg IngestConfig) (*Ing
 	defer svc.Close()
 	rep := &IngestReport{Root: cfg.Root}
 	start := time.Now()
-	sum, err := handlers.Ingest(ctx, store, handlers.IngestConfig{Root: cfg.Root, Repo: "bench"})
+	sum, err := codememory.Ingest(ctx, store, codememory.IngestConfig{Root: cfg.Root, Repo: "bench"})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func RunIngest(ctx context.Context, store *events.Store, cfg IngestConfig) (*Ing
 	rep.Ratio = rep.ChunksPerSec / rep.RawChunksPerSec
 
 	reStart := time.Now()
-	if _, err := handlers.Ingest(ctx, store, handlers.IngestConfig{Root: cfg.Root, Repo: "bench"}); err != nil {
+	if _, err := codememory.Ingest(ctx, store, codememory.IngestConfig{Root: cfg.Root, Repo: "bench"}); err != nil {
 		return nil, err
 	}
 	rep.ReingestSeconds = time.Since(reStart).Seconds()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/projections"
@@ -241,7 +242,7 @@ func RunSearch(ctx context.Context, store *events.Store, cfg SearchConfig) (*Sea
 	}
 	defer svc.Close()
 	rep := &SearchReport{Half: cfg.Half, Skipped: []string{}}
-	sum, err := handlers.Ingest(ctx, store, handlers.IngestConfig{Root: corpus, Repo: "eval"})
+	sum, err := codememory.Ingest(ctx, store, codememory.IngestConfig{Root: corpus, Repo: "eval"})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis/bench"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/embedding"
 	"github.com/trellis/trellis/embedding/embeddingtest"
 	"github.com/trellis/trellis/events/eventstest"
@@ -117,7 +118,7 @@ func TestSearchEvaluationHybridRow(t *testing.T) {
 	b := eventstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rep, err := bench.RunSearch(ctx, b.Store, bench.SearchConfig{Half: bench.HalfTuning, Service: handlers.ServiceConfig{Code: handlers.CodeConfig{Embedder: emb}}})
+	rep, err := bench.RunSearch(ctx, b.Store, bench.SearchConfig{Half: bench.HalfTuning, Service: handlers.ServiceConfig{Code: codememory.Config{Embedder: emb}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func BenchmarkIngestHybrid(b *testing.B) {
 	}
 	bundle := eventstest.Start(b, eventstest.Options{Durable: true})
 	for i := 0; i < b.N; i++ {
-		rep, err := bench.RunIngest(context.Background(), bundle.Store, bench.IngestConfig{Code: handlers.CodeConfig{Embedder: emb, EmbedBatch: 2048}})
+		rep, err := bench.RunIngest(context.Background(), bundle.Store, bench.IngestConfig{Code: codememory.Config{Embedder: emb, EmbedBatch: 2048}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -166,7 +167,7 @@ func TestRunIngestHybridSmoke(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	rep, err := bench.RunIngest(ctx, b.Store, bench.IngestConfig{Root: filepath.Join(goSrc, "log", "slog"), Queries: 20, Code: handlers.CodeConfig{Embedder: emb}})
+	rep, err := bench.RunIngest(ctx, b.Store, bench.IngestConfig{Root: filepath.Join(goSrc, "log", "slog"), Queries: 20, Code: codememory.Config{Embedder: emb}})
 	if err != nil {
 		t.Fatal(err)
 	}

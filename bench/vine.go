@@ -14,6 +14,7 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/vinegraph"
 )
 
 // VineConfig sizes the VINE claim benchmark.
@@ -83,12 +84,12 @@ func RunVine(ctx context.Context, store *events.Store, cfg VineConfig) (*VineRep
 	for i := 0; i < cfg.Tasks; i++ {
 		fmt.Fprintf(&b, "---\n[t%05d] Task %d (notstarted)\n", i, i)
 	}
-	shared := handlers.NewService(store, handlers.ServiceConfig{DataDir: filepath.Join(ws, "shared"), Vine: handlers.VineConfig{Roots: []string{ws}}})
+	shared := handlers.NewService(store, handlers.ServiceConfig{DataDir: filepath.Join(ws, "shared"), Vine: vinegraph.Config{Roots: []string{ws}}})
 	one := make([]*handlers.Service, cfg.Agents)
 	separate := make([]*handlers.Service, cfg.Agents)
 	for i := range one {
 		one[i] = shared
-		separate[i] = handlers.NewService(store, handlers.ServiceConfig{DataDir: filepath.Join(ws, fmt.Sprintf("data%d", i)), Vine: handlers.VineConfig{Roots: []string{ws}}})
+		separate[i] = handlers.NewService(store, handlers.ServiceConfig{DataDir: filepath.Join(ws, fmt.Sprintf("data%d", i)), Vine: vinegraph.Config{Roots: []string{ws}}})
 	}
 	if rep.ClaimsPerSec, err = claimAll(ctx, filepath.Join(ws, "one.vine"), b.String(), one, cfg.Tasks); err != nil {
 		return nil, err
@@ -109,7 +110,7 @@ func RunVine(ctx context.Context, store *events.Store, cfg VineConfig) (*VineRep
 // `trellis vine import` then `trellis vine next` would, then claims one
 // task.
 func timeBigGraph(ctx context.Context, ws string, store *events.Store, rep *VineReport) error {
-	svc := handlers.NewService(store, handlers.ServiceConfig{DataDir: filepath.Join(ws, "big"), Vine: handlers.VineConfig{Roots: []string{ws}}})
+	svc := handlers.NewService(store, handlers.ServiceConfig{DataDir: filepath.Join(ws, "big"), Vine: vinegraph.Config{Roots: []string{ws}}})
 	if err := svc.Start(ctx); err != nil {
 		return err
 	}

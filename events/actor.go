@@ -42,3 +42,11 @@ func ActorFor(ctx context.Context, actor string) string {
 func ActsAs(name, who string) bool {
 	return who == name || strings.HasPrefix(who, name+"/")
 }
+
+// ActorOr returns actor, or "trellis" when a command names none.
+func ActorOr(actor string) string {
+	if actor == "" {
+		return "trellis"
+	}
+	return actor
+}

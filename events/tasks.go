@@ -14,7 +14,7 @@ const (
 	TaskAgentJoined      = "agent_joined"
 	TaskObjectiveUpdated = "objective_updated"
 	TaskAgentCompleted   = "agent_completed"
-	TaskFinished         = "completed"
+	TaskCompleted        = "completed"
 )
 
 // TasksSchema is the current schema version of agent-task payloads.
@@ -68,8 +68,8 @@ type TaskAgentCompletedPayload struct {
 	Summary string `json:"summary"`
 }
 
-// TaskFinishedPayload is the payload of a completed event.
-type TaskFinishedPayload struct {
+// TaskCompletedPayload is the payload of a completed event.
+type TaskCompletedPayload struct {
 	TaskID    string   `json:"task_id"`
 	Merged    bool     `json:"merged"`
 	Durable   []string `json:"durable"`
@@ -214,8 +214,8 @@ func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
 		if a, ok := t.Agent(p.AgentID); ok {
 			a.Completed, a.Summary, a.DoneAt = true, p.Summary, &at
 		}
-	case TaskFinished:
-		var p TaskFinishedPayload
+	case TaskCompleted:
+		var p TaskCompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}

@@ -46,6 +46,19 @@ func GraphID(relPath string) string {
 	return "g" + hex.EncodeToString(sum[:10])
 }
 
+// IsGraphID reports whether s has the form of a graph id ("g" + 20 hex).
+func IsGraphID(s string) bool {
+	if len(s) != 21 || s[0] != 'g' {
+		return false
+	}
+	for _, r := range s[1:] {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
 // GraphSnapshotPayload is the payload of imported and hand_edited events:
 // the graph's canonical text, gzip-compressed and base64-encoded so large
 // graphs fit in one message.

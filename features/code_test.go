@@ -10,11 +10,11 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/embedding"
 	"github.com/trellis/trellis/embedding/embeddingtest"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/explain"
-	"github.com/trellis/trellis/handlers"
 )
 
 type codeState struct {
@@ -40,7 +40,7 @@ func codeSteps(sc *godog.ScenarioContext, w *world) {
 		if err != nil {
 			return err
 		}
-		sum, err := handlers.Ingest(ctx, w.srv().Store(), handlers.IngestConfig{Root: cs.repo, Repo: "demo"})
+		sum, err := codememory.Ingest(ctx, w.srv().Store(), codememory.IngestConfig{Root: cs.repo, Repo: "demo"})
 		if err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func codeSteps(sc *godog.ScenarioContext, w *world) {
 		if err != nil {
 			return err
 		}
-		return w.runningServerWith(handlers.CodeConfig{Embedder: emb, Chat: chat, EmbedInterval: time.Hour})
+		return w.runningServerWith(codememory.Config{Embedder: emb, Chat: chat, EmbedInterval: time.Hour})
 	})
 	sc.Step(`^the server has embedded the new chunks$`, func() error {
 		ctx, cancel := ctxT()

@@ -24,8 +24,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/steps"
@@ -95,7 +95,7 @@ func (w *world) srv() *server.Server { return w.sw.Server() }
 
 // runningServerWith starts the scenario's server with code-memory models
 // (embedding and chat endpoints).
-func (w *world) runningServerWith(code handlers.CodeConfig) error {
+func (w *world) runningServerWith(code codememory.Config) error {
 	ctx, cancel := ctxT()
 	defer cancel()
 	return w.sw.StartServer(ctx, func(c *server.Config) { c.Code = code })

@@ -1,9 +1,12 @@
-// Package handlers is Trellis's command side: for each domain it loads an
-// aggregate by folding its events, validates a command against it, and
-// appends the resulting event with the expected last sequence of the whole
-// aggregate (DESIGN.md rule 2). A stale append is retried against the
-// reloaded aggregate or reported as a conflict.
+// Package handlers composes Trellis's domains into the one Service the
+// transports call: the queue (package taskqueue), VINE graphs (package
+// vinegraph), agent memory (package agentmemory), code memory (package
+// codememory) and workflows (package workflow), with the projections
+// behind their reads, which it starts, stops and replays together. The
+// domains decide and append their events; this package decides nothing of
+// its own beyond the cross-cutting reads (the live feed, recent activity,
+// task checkpoints) and the audit of the log.
 //
-// The HTTP API, the MCP server and the NATS API are thin transports over
-// the Service in this package.
+// The HTTP API (httpapi), the MCP server (mcpapi) and the NATS API
+// (natsapi) are thin transports over the Service in this package.
 package handlers

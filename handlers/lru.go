@@ -2,20 +2,9 @@ package handlers
 
 import "container/list"
 
-// Cache bounds of the per-process aggregate caches. An evicted entry is
-// simply loaded again from the log when next used; the concurrency check
-// of every append (DESIGN.md rule 2) keeps decisions right either way.
-const (
-	// GraphCacheSize bounds the VINE graphs a process keeps folded.
-	GraphCacheSize = 256
-	// AgentTaskCacheSize bounds the agent tasks a process keeps folded.
-	AgentTaskCacheSize = 4096
-	// MemoryScopeCacheSize bounds the memory scopes a process keeps folded.
-	MemoryScopeCacheSize = 1024
-	// ExportCacheSize bounds the task packets an export keeps while it
-	// walks the log.
-	ExportCacheSize = 65536
-)
+// ExportCacheSize bounds the task packets an export keeps while it walks
+// the log.
+const ExportCacheSize = 65536
 
 // lru is a map bounded to size entries that drops the least recently used
 // one first. It is not safe for concurrent use: callers hold their lock.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
@@ -27,14 +29,19 @@ func TestMemoryLegacyTaskKeepsNameScope(t *testing.T) {
 	t.Cleanup(func() { _ = svc.Close() })
 
 	// The created event as it was written before: no memory_scope.
-	e, err := svc.memory.lockTask(ctx, "fix-auth")
+	// (Appended through a command runner of the agent task's aggregate,
+	// as agentmemory's handler appends, chained.)
+	tasks := command.New(b.Store, command.Kind[*events.AgentTask]{Name: "agent task", Stream: events.StreamTasks,
+		Filter: events.TaskNameFilter, Fold: events.ApplyAgentTask, Schema: events.TasksSchema}, command.Config{MaxAttempts: 1})
+	st, err := tasks.Load(ctx, "fix-auth")
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldID := events.NewID(svc.memory.now())
-	err = svc.memory.appendTask(ctx, e, "fix-auth", events.TaskCreated, "trellis",
-		events.TaskCreatedPayload{TaskID: oldID, Name: "fix-auth", ParentBranch: "main", Objectives: []events.ObjectiveSpec{}})
-	e.unlock()
+	oldID := events.NewID(time.Now())
+	_, err = tasks.Run(ctx, st, "trellis", func(*events.AgentTask) (command.Decision, error) {
+		return command.Decision{Subject: events.TasksSubject("fix-auth", events.TaskCreated), Type: events.TaskCreated,
+			Payload: events.TaskCreatedPayload{TaskID: oldID, Name: "fix-auth", ParentBranch: "main", Objectives: []events.ObjectiveSpec{}}}, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,14 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/agentmemory"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/vinegraph"
 	"github.com/trellis/trellis/workflow"
 )
 
@@ -33,8 +36,9 @@ type ServiceConfig struct {
 	AnchorInterval time.Duration
 	// Queue configures the queue handler.
 	Queue taskqueue.Config
-	// Vine configures the VINE handler (workspace roots).
-	Vine VineConfig
+	// Vine configures the VINE domain (workspace roots); its Dir,
+	// ReadTimeout and Logger are set from this configuration.
+	Vine vinegraph.Config
 	// ReadTimeout bounds how long a read waits for a projection to catch up
 	// with the log (default 10 s).
 	ReadTimeout time.Duration
@@ -49,7 +53,8 @@ type ServiceConfig struct {
 	// runs in flight).
 	Metrics prometheus.Registerer
 	// Code configures code memory's hybrid search and explain.
-	Code CodeConfig
+	// Its Dir, SearchTimeout and Logger are set from this configuration.
+	Code codememory.Config
 	// NoReactor leaves the ends of tasks with dependants and the ticks of
 	// schedules to other servers (see taskqueue.Reactor); by default every
 	// service takes its share.
@@ -60,20 +65,14 @@ type ServiceConfig struct {
 // behind reads. It implements trellis.QueueService; every transport (CLI,
 // HTTP, MCP, NATS) calls it.
 type Service struct {
-	store       *events.Store
-	cfg         ServiceConfig
-	queue       *taskqueue.Handler
-	vine        *Vine
-	frontiers   *projections.Frontiers
-	frontierRun *projections.Runner
-	memory      *Memory
-	taskViews   *projections.TaskViews
-	taskRun     *projections.Runner
-	facts       *projections.FactStore
-	factRun     *projections.Runner
+	store  *events.Store
+	cfg    ServiceConfig
+	queue  *taskqueue.Handler
+	vine   *vinegraph.Service
+	memory *agentmemory.Service
+	code   *codememory.Service
+	// search is code memory's search index (RebuildAt closes it).
 	search      *projections.Search
-	searchRun   *projections.Runner
-	code        codeMemory
 	board       *projections.Board
 	checkpoints *projections.Checkpoints
 	runners     []*projections.Runner
@@ -112,24 +111,19 @@ func NewService(store *events.Store, cfg ServiceConfig) *Service {
 		checkpoints: projections.NewCheckpoints(filepath.Join(cfg.DataDir, "checkpoints"), projDir),
 	}
 	s.audit = audit.New(store, audit.Config{DataDir: cfg.DataDir, AnchorInterval: cfg.AnchorInterval, Logger: cfg.Logger})
-	s.vine = NewVine(store, cfg.Vine)
+	vcfg := cfg.Vine
+	vcfg.Dir, vcfg.ReadTimeout, vcfg.Logger = projDir, cfg.ReadTimeout, cfg.Logger
+	s.vine = vinegraph.New(store, vcfg)
 	s.workflows = workflow.New(store, workflow.Config{Logger: cfg.Logger, Queue: cfg.Queue})
-	s.frontiers = projections.NewFrontiers(projDir)
 	s.boardRunner = projections.NewRunner(store, s.board, cfg.Logger)
-	s.frontierRun = projections.NewRunner(store, s.frontiers, cfg.Logger)
-	s.taskViews = projections.NewTaskViews(projDir)
-	s.taskRun = projections.NewRunner(store, s.taskViews, cfg.Logger)
-	s.facts = projections.NewFactStore(projDir)
-	s.factRun = projections.NewRunner(store, s.facts, cfg.Logger)
-	s.memory = NewMemory(store, s.taskNameOf)
-	s.search = projections.NewSearch(filepath.Join(cfg.DataDir, "index"))
-	s.searchRun = projections.NewRunner(store, s.search, cfg.Logger)
-	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.frontierRun, s.taskRun, s.factRun, s.searchRun}
-	if cfg.Code.Embedder != nil {
-		s.code.vectors = projections.NewVectors(filepath.Join(cfg.DataDir, "index"), cfg.Code.Embedder.Model())
-		s.code.vectorRun = projections.NewRunner(store, s.code.vectors, cfg.Logger)
-		s.runners = append(s.runners, s.code.vectorRun)
-	}
+	s.memory = agentmemory.New(store, agentmemory.Config{Dir: projDir, ReadTimeout: cfg.ReadTimeout, Logger: cfg.Logger})
+	s.runners = []*projections.Runner{s.boardRunner, projections.NewRunner(store, s.checkpoints, cfg.Logger), s.vine.Runner()}
+	s.runners = append(s.runners, s.memory.Runners()...)
+	ccfg := cfg.Code
+	ccfg.Dir, ccfg.SearchTimeout, ccfg.Logger = filepath.Join(cfg.DataDir, "index"), cfg.SearchTimeout, cfg.Logger
+	s.code = codememory.New(store, ccfg)
+	s.search = s.code.SearchIndex()
+	s.runners = append(s.runners, s.code.Runners()...)
 	return s
 }
 
@@ -162,7 +156,7 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.startEmbedLoop()
+	s.code.StartEmbedding()
 	s.audit.Start()
 	if !s.cfg.NoReactor {
 		r, err := s.queue.StartReactor(ctx, taskqueue.ReactorConfig{Logger: s.cfg.Logger})
@@ -177,7 +171,7 @@ func (s *Service) Start(ctx context.Context) error {
 // Close stops the projections and saves their state.
 func (s *Service) Close() error {
 	var first error
-	s.stopEmbedLoop()
+	s.code.StopEmbedding()
 	s.audit.Close()
 	if s.reactor != nil {
 		s.reactor.Stop()
@@ -194,16 +188,11 @@ func (s *Service) Close() error {
 			first = err
 		}
 	}
-	if err := s.search.Close(); err != nil && first == nil {
-		first = err
-	}
 	if err := s.board.Close(); err != nil && first == nil {
 		first = err
 	}
-	if s.code.vectors != nil {
-		if err := s.code.vectors.Close(); err != nil && first == nil {
-			first = err
-		}
+	if err := s.code.Close(); err != nil && first == nil {
+		first = err
 	}
 	return first
 }
@@ -277,18 +266,7 @@ func (s *Service) catchUp(ctx context.Context, r *projections.Runner) error {
 // waitProjection waits, up to timeout, until r has applied sequence seq
 // (0: everything its stream holds now).
 func (s *Service) waitProjection(ctx context.Context, r *projections.Runner, seq uint64, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var err error
-	if seq == 0 {
-		err = r.CatchUp(ctx)
-	} else {
-		err = r.WaitFor(ctx, seq)
-	}
-	if err != nil {
-		return command.StoreError("projection "+r.Projection().Name()+" catch-up", err)
-	}
-	return nil
+	return command.StoreError("projection "+r.Projection().Name()+" catch-up", r.Await(ctx, seq, timeout))
 }
 
 // Audit returns every event of the aggregate with the given id, in order.
@@ -350,7 +328,7 @@ func (s *Service) CatchUp(ctx context.Context) error {
 // expansions, which concern every task).
 func Audit(ctx context.Context, store *events.Store, id string) ([]events.Recorded, error) {
 	graph, task, scoped := strings.Cut(id, ":")
-	if isGraphID(graph) {
+	if events.IsGraphID(graph) {
 		recs, _, err := store.Load(ctx, events.StreamVine, events.GraphFilter(graph))
 		if err != nil {
 			return nil, command.StoreError("audit", err)
@@ -533,3 +511,6 @@ func (s *Service) Controls(ctx context.Context, queue string) (*trellis.QueueCon
 	c, _, err := s.queue.Controls(ctx, queue)
 	return c, err
 }
+
+// isGraphID reports whether s has the form of a graph id.
+func isGraphID(s string) bool { return events.IsGraphID(s) }

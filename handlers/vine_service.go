@@ -2,96 +2,73 @@ package handlers
 
 import (
 	"context"
-	"strings"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/projections"
-	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/vinegraph"
 )
 
 var _ trellis.VineService = (*Service)(nil)
 
+// Vine returns the VINE domain.
+func (s *Service) Vine() *vinegraph.Service { return s.vine }
+
 // VineHandler returns the VINE command handler.
-func (s *Service) VineHandler() *Vine { return s.vine }
+func (s *Service) VineHandler() *vinegraph.Handler { return s.vine.Handler() }
 
 // Frontiers returns the frontier projection.
-func (s *Service) Frontiers() *projections.Frontiers { return s.frontiers }
+func (s *Service) Frontiers() *projections.Frontiers { return s.vine.Frontiers() }
 
-// VineNext implements trellis.VineService: the file is reconciled with the
-// log, then the frontier is read from the frontier projection once it has
-// applied the graph's latest event.
+// VineNext implements trellis.VineService.
 func (s *Service) VineNext(ctx context.Context, req trellis.VineFileRequest) (*trellis.VineFrontier, error) {
-	_, id, seq, err := s.vine.Graph(ctx, req.File)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.waitFrontier(ctx, seq); err != nil {
-		return nil, err
-	}
-	fr, ok := s.frontiers.Frontier(id)
-	if !ok {
-		return nil, trellis.Errorf(trellis.CodeInternal, "frontier projection lacks graph %s", id)
-	}
-	return &trellis.VineFrontier{GraphID: id, Frontier: fr}, nil
-}
-
-func (s *Service) waitFrontier(ctx context.Context, seq uint64) error {
-	return s.waitProjection(ctx, s.frontierRun, seq, s.cfg.ReadTimeout)
+	return s.vine.VineNext(ctx, req)
 }
 
 // VineRead implements trellis.VineService.
 func (s *Service) VineRead(ctx context.Context, req trellis.VineReadRequest) (*trellis.VineReadResult, error) {
-	if strings.TrimSpace(req.Action) == "" {
-		return nil, trellis.FieldError("action", "must not be empty: one of summary, list, task, context, descendants, search, refs, validate")
-	}
-	g, id, _, err := s.vine.Graph(ctx, req.File)
-	if err != nil {
-		return nil, err
-	}
-	res, err := vine.Read(g, vine.ReadRequest{Action: req.Action, ID: req.ID, Status: req.Status, Query: req.Query})
-	if err != nil {
-		return nil, vineError(readField(err), err)
-	}
-	return &trellis.VineReadResult{GraphID: id, Action: req.Action, Result: res}, nil
+	return s.vine.VineRead(ctx, req)
 }
 
 // VineWrite implements trellis.VineService.
 func (s *Service) VineWrite(ctx context.Context, req trellis.VineWriteRequest) (*trellis.VineWriteResult, error) {
-	return s.vine.Write(ctx, req)
+	return s.vine.VineWrite(ctx, req)
 }
 
 // VineClaim implements trellis.VineService.
 func (s *Service) VineClaim(ctx context.Context, req trellis.VineClaimRequest) (*trellis.VineClaimResult, error) {
-	return s.vine.Claim(ctx, req)
+	return s.vine.VineClaim(ctx, req)
 }
 
 // VineExpand implements trellis.VineService.
 func (s *Service) VineExpand(ctx context.Context, req trellis.VineExpandRequest) (*trellis.VineWriteResult, error) {
-	return s.vine.Expand(ctx, req)
+	return s.vine.VineExpand(ctx, req)
 }
 
 // VineImport implements trellis.VineService.
 func (s *Service) VineImport(ctx context.Context, req trellis.VineFileRequest) (*trellis.VineGraphInfo, error) {
-	return s.vine.Import(ctx, req)
+	return s.vine.VineImport(ctx, req)
 }
 
 // VineExport implements trellis.VineService.
 func (s *Service) VineExport(ctx context.Context, req trellis.VineExportRequest) (*trellis.VineExportResult, error) {
-	return s.vine.Export(ctx, req)
+	return s.vine.VineExport(ctx, req)
 }
 
-// readField names the read argument a vine.Read error is about.
-func readField(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "id is required"):
-		return "id"
-	case strings.Contains(msg, "query"):
-		return "query"
-	case strings.Contains(msg, "status"):
-		return "status"
-	case vine.ErrorCode(err) == vine.CodeNotFound:
-		return ""
-	}
-	return "action"
+// VineGraphs lists every graph the log holds (see vinegraph.Service).
+func (s *Service) VineGraphs(ctx context.Context) ([]trellis.VineGraphSummary, error) {
+	return s.vine.VineGraphs(ctx)
 }
+
+// VineGraph returns a graph by id for drawing (see vinegraph.Service).
+func (s *Service) VineGraph(ctx context.Context, graphID string, brief bool) (*trellis.VineGraphView, error) {
+	return s.vine.VineGraph(ctx, graphID, brief)
+}
+
+// VineNode returns one node of a graph in full (see vinegraph.Service).
+func (s *Service) VineNode(ctx context.Context, graphID, nodeID string) (*trellis.VineNodeView, error) {
+	return s.vine.VineNode(ctx, graphID, nodeID)
+}
+
+// VineConfig is vinegraph.Config under its former name, for callers not
+// yet moved to package vinegraph.
+type VineConfig = vinegraph.Config

@@ -277,6 +277,18 @@ func (r *Runner) CatchUp(ctx context.Context) error {
 	return r.WaitFor(ctx, last)
 }
 
+// Await waits, up to timeout, until the projection has applied sequence
+// seq (0: everything its stream holds when the call begins): the wait of
+// every read that must see the log as it stood.
+func (r *Runner) Await(ctx context.Context, seq uint64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if seq == 0 {
+		return r.CatchUp(ctx)
+	}
+	return r.WaitFor(ctx, seq)
+}
+
 // Stop ends the feed and saves the state.
 func (r *Runner) Stop() error {
 	r.mu.Lock()

@@ -23,11 +23,13 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/httpapi"
 	"github.com/trellis/trellis/handlers/mcpapi"
 	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/vinegraph"
 	"github.com/trellis/trellis/web"
 )
 
@@ -73,7 +75,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Code configures code memory's embedding model (hybrid search) and
 	// chat model (explain); zero: lexical search, explain shows evidence.
-	Code handlers.CodeConfig
+	Code codememory.Config
 
 	// Auth turns authentication on for every listener: NATS (embedded),
 	// HTTP, MCP and metrics take tokens and roles (see package auth). On
@@ -237,7 +239,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.svc = handlers.NewService(s.store, handlers.ServiceConfig{DataDir: cfg.DataDir, AnchorInterval: audit.AnchorInterval, Logger: cfg.Logger, Metrics: s.registry,
-		Vine: handlers.VineConfig{Roots: cfg.Workspaces, Served: cfg.ServeAPI}, Code: cfg.Code})
+		Vine: vinegraph.Config{Roots: cfg.Workspaces, Served: cfg.ServeAPI}, Code: cfg.Code})
 	if err = s.svc.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/vinegraph"
 	"github.com/trellis/trellis/workers"
 )
 
@@ -44,12 +45,12 @@ func vineServices(t *testing.T) (a, b *handlers.Service, ws string, store *event
 	t.Helper()
 	nb := eventstest.Start(t)
 	ws = t.TempDir()
-	a = handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: handlers.VineConfig{Roots: []string{ws}}})
+	a = handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: vinegraph.Config{Roots: []string{ws}}})
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	b = handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: handlers.VineConfig{Roots: []string{ws}}})
+	b = handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: vinegraph.Config{Roots: []string{ws}}})
 	return a, b, ws, nb.Store
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/embedding"
 	"github.com/trellis/trellis/embedding/embeddingtest"
 	"github.com/trellis/trellis/events"
@@ -68,7 +69,7 @@ func useEveryFeature(t *testing.T) *everyFeature {
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	srv, err := server.Start(sctx, server.Config{DataDir: data, NATSAddr: "127.0.0.1:0", ServeAPI: true, WriteInfo: true, SyncInterval: time.Second,
-		Workspaces: []string{ws}, Code: handlers.CodeConfig{Embedder: emb}})
+		Workspaces: []string{ws}, Code: codememory.Config{Embedder: emb}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,13 +189,13 @@ func useEveryFeature(t *testing.T) *everyFeature {
 	}
 	must("write big.py", os.WriteFile(filepath.Join(root, "big.py"), []byte(big.String()), 0o644))
 	must("write small.go", os.WriteFile(filepath.Join(root, "small.go"), []byte("package small\n\n// Add adds.\nfunc Add(a, b int) int { return a + b }\n"), 0o644))
-	_, err = handlers.Ingest(ctx, srv.Store(), handlers.IngestConfig{Root: root, Repo: "demo"})
+	_, err = codememory.Ingest(ctx, srv.Store(), codememory.IngestConfig{Root: root, Repo: "demo"})
 	must("ingest", err)
 	_, err = svc.EmbedPending(ctx)
 	must("embed", err)
 	// A second round, by an authenticated caller: chained to the first.
 	must("write more.go", os.WriteFile(filepath.Join(root, "more.go"), []byte("package small\n\n// Sub subtracts.\nfunc Sub(a, b int) int { return a - b }\n"), 0o644))
-	_, err = handlers.Ingest(ctx, srv.Store(), handlers.IngestConfig{Root: root, Repo: "demo"})
+	_, err = codememory.Ingest(ctx, srv.Store(), codememory.IngestConfig{Root: root, Repo: "demo"})
 	must("ingest again", err)
 	_, err = svc.EmbedPending(events.WithActor(ctx, "alice"))
 	must("embed again", err)

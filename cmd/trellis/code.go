@@ -9,11 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/codememory"
 )
 
 func (a *app) ingestCommand() *cobra.Command {
-	var cfg handlers.IngestConfig
+	var cfg codememory.IngestConfig
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "ingest PATH",

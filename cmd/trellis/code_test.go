@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/embedding/embeddingtest"
-	"github.com/trellis/trellis/handlers"
 )
 
 // TestCLICodeMemory: ingest, query in seed 003's citation format and as
@@ -20,7 +20,7 @@ func TestCLICodeMemory(t *testing.T) {
 	os.MkdirAll(filepath.Join(repo, "pkg"), 0o755)
 	os.WriteFile(filepath.Join(repo, "pkg", "registry.py"), []byte("class ToolRegistry:\n    \"\"\"Registry for managing tools.\"\"\"\n\n    def register(self, tool):\n        \"\"\"Add a tool to the registry.\"\"\"\n        self.tools.append(tool)\n"), 0o644)
 	code, out, errs := cli(t, "ingest", repo, d, "--repo", "demo", "--json")
-	var sum handlers.IngestSummary
+	var sum codememory.IngestSummary
 	mustJSON(t, out, &sum)
 	if code != 0 || sum.FilesNew != 1 || sum.ChunksAdded == 0 {
 		t.Fatalf("ingest: %d %+v %s", code, sum, errs)

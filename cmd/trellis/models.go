@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/embedding"
 	"github.com/trellis/trellis/explain"
-	"github.com/trellis/trellis/handlers"
 )
 
 // modelFlags are the embedding and chat endpoints (flags, else env).
@@ -34,8 +34,8 @@ func (m *modelFlags) register(root *cobra.Command) {
 
 // codeConfig builds the embedder and chat client the flags configure
 // (none when their URL is empty).
-func (m *modelFlags) codeConfig() (handlers.CodeConfig, error) {
-	var cfg handlers.CodeConfig
+func (m *modelFlags) codeConfig() (codememory.Config, error) {
+	var cfg codememory.Config
 	if m.embedURL != "" || m.embedModel != "" {
 		key := m.embedKey
 		if key == "" {

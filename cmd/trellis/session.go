@@ -15,6 +15,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/natsapi"
@@ -38,7 +39,7 @@ type session struct {
 	replay      func(context.Context) (*handlers.ReplayResult, error)
 	// embed embeds chunks without vectors (local sessions with an
 	// embedding model; a running server does it in the background).
-	embed   func(context.Context) (*handlers.EmbedSummary, error)
+	embed   func(context.Context) (*codememory.EmbedSummary, error)
 	dataDir string // where checkpoints are written
 	remote  bool
 	ping    *natsapi.PingInfo // what the running server answered (remote only)
@@ -312,7 +313,7 @@ func (s *session) exportTasks(ctx context.Context, w io.Writer) (int, error) {
 
 // ingest ingests a directory: here, or with a token by the server, which
 // must be able to read the same path.
-func (s *session) ingest(ctx context.Context, cfg handlers.IngestConfig) (*handlers.IngestSummary, error) {
+func (s *session) ingest(ctx context.Context, cfg codememory.IngestConfig) (*codememory.IngestSummary, error) {
 	if s.store == nil {
 		root, err := filepath.Abs(cfg.Root)
 		if err != nil {
@@ -320,7 +321,7 @@ func (s *session) ingest(ctx context.Context, cfg handlers.IngestConfig) (*handl
 		}
 		return s.client.Ingest(ctx, root, cfg.Repo)
 	}
-	return handlers.Ingest(ctx, s.store, cfg)
+	return codememory.Ingest(ctx, s.store, cfg)
 }
 
 // lineCounter counts the lines written through it.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/codememory"
 )
 
 // TestCodeSearchRoutes: search and chunk over HTTP, with bad input.
@@ -17,7 +17,7 @@ func TestCodeSearchRoutes(t *testing.T) {
 	b := setup(t)
 	repo := t.TempDir()
 	os.WriteFile(filepath.Join(repo, "a.go"), []byte("package a\n\n// Sum adds numbers.\nfunc Sum(xs []int) int {\n\tt := 0\n\tfor _, x := range xs {\n\t\tt += x\n\t}\n\treturn t\n}\n"), 0o644)
-	if _, err := handlers.Ingest(b.ctx, b.nats.Store, handlers.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
+	if _, err := codememory.Ingest(b.ctx, b.nats.Store, codememory.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
 	var res trellis.SearchResult

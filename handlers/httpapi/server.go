@@ -19,6 +19,12 @@ type server struct {
 	// patterns are the registered routes and mounts (each must be in
 	// routeOps or openPatterns).
 	patterns []string
+
+	// The domains the domain routes call, as the root package's
+	// interfaces (svc composes them).
+	vine   trellis.VineService
+	memory trellis.MemoryService
+	code   trellis.CodeService
 }
 
 // apiFunc is a route's handler: it writes a successful response itself and
@@ -30,7 +36,7 @@ type apiFunc func(w http.ResponseWriter, r *http.Request) error
 // cfg.Mounts is invalid or overlaps a built-in route.
 func New(svc *handlers.Service, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
-	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &server{svc: svc, vine: svc.Vine(), memory: svc.Memory(), code: svc.Code(), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 
 	s.handle("POST /v1/queue/tasks", s.addTask)
 	s.handle("POST /v1/queue/tasks/batch", s.addTasks)

@@ -18,6 +18,7 @@ import (
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/httpapi"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/vinegraph"
 )
 
 // vineBundle is a testBundle whose service runs VINE graphs inside a
@@ -35,7 +36,7 @@ func setupVine(t *testing.T) *vineBundle {
 	t.Cleanup(cancel)
 	nb := eventstest.Start(t)
 	dataDir, ws := t.TempDir(), t.TempDir()
-	svc := handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: dataDir, Vine: handlers.VineConfig{Roots: []string{ws}}})
+	svc := handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: dataDir, Vine: vinegraph.Config{Roots: []string{ws}}})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatalf("start service: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/codememory"
 )
 
 // TestSearchChunksTool: search_chunks answers in the citation format, says
@@ -16,7 +16,7 @@ func TestSearchChunksTool(t *testing.T) {
 	b, ctx := setup(t)
 	repo := t.TempDir()
 	os.WriteFile(filepath.Join(repo, "reg.py"), []byte("class ToolRegistry:\n    \"\"\"Registry for managing tools.\"\"\"\n\n    def register(self, tool):\n        \"\"\"Add a tool.\"\"\"\n        self.tools.append(tool)\n"), 0o644)
-	if _, err := handlers.Ingest(ctx, b.nats.Store, handlers.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
+	if _, err := codememory.Ingest(ctx, b.nats.Store, codememory.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
 	cs := b.connect(t, ctx)
@@ -49,7 +49,7 @@ func TestExplainCodeTool(t *testing.T) {
 	b, ctx := setup(t)
 	repo := t.TempDir()
 	os.WriteFile(filepath.Join(repo, "reg.py"), []byte("class ToolRegistry:\n    \"\"\"Registry for managing tools.\"\"\"\n\n    def register(self, tool):\n        \"\"\"Add a tool.\"\"\"\n        self.tools.append(tool)\n"), 0o644)
-	if _, err := handlers.Ingest(ctx, b.nats.Store, handlers.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
+	if _, err := codememory.Ingest(ctx, b.nats.Store, codememory.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
 	cs := b.connect(t, ctx)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/codememory"
 )
 
 // TestStringEncodedArguments: a client that sends an array or object
@@ -57,7 +57,7 @@ func TestStringEncodedArguments(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, "reg.go"), []byte("package reg\n\n// ToolRegistry holds tools.\ntype ToolRegistry struct{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := handlers.Ingest(ctx, b.nats.Store, handlers.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
+	if _, err := codememory.Ingest(ctx, b.nats.Store, codememory.IngestConfig{Root: repo, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
 	var sr trellis.SearchResult

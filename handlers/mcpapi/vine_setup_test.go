@@ -14,6 +14,7 @@ import (
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/mcpapi"
+	"github.com/trellis/trellis/vinegraph"
 )
 
 // vineBundle is a testBundle whose service runs VINE graphs inside a
@@ -31,7 +32,7 @@ func setupVine(t *testing.T) (*vineBundle, context.Context) {
 	t.Cleanup(cancel)
 	nb := eventstest.Start(t)
 	ws := t.TempDir()
-	svc := handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: handlers.VineConfig{Roots: []string{ws}}})
+	svc := handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: vinegraph.Config{Roots: []string{ws}}})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatalf("start service: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 )
@@ -37,7 +38,7 @@ func logOps(svc *handlers.Service) map[string]func(context.Context, []byte) (any
 		OpAudit: handler(func(ctx context.Context, r auditRequest) ([]events.Recorded, error) {
 			return svc.Audit(ctx, r.ID)
 		}),
-		OpIngest: handler(func(ctx context.Context, r ingestRequest) (*handlers.IngestSummary, error) {
+		OpIngest: handler(func(ctx context.Context, r ingestRequest) (*codememory.IngestSummary, error) {
 			if r.Root == "" {
 				return nil, trellis.FieldError("root", "must name a directory the server can read")
 			}
@@ -46,7 +47,7 @@ func logOps(svc *handlers.Service) map[string]func(context.Context, []byte) (any
 			if err != nil {
 				return nil, err
 			}
-			return handlers.Ingest(ctx, svc.Store(), handlers.IngestConfig{Root: root, Repo: r.Repo})
+			return codememory.Ingest(ctx, svc.Store(), codememory.IngestConfig{Root: root, Repo: r.Repo})
 		}),
 	}
 }
@@ -62,10 +63,10 @@ func (c *Client) Audit(ctx context.Context, id string) ([]events.Recorded, error
 
 // Ingest asks the server to ingest root, a directory the server reads
 // (the same path on its machine or volume).
-func (c *Client) Ingest(ctx context.Context, root, repo string) (*handlers.IngestSummary, error) {
+func (c *Client) Ingest(ctx context.Context, root, repo string) (*codememory.IngestSummary, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	return callInto[handlers.IngestSummary](ctx, c, OpIngest, ingestRequest{Root: root, Repo: repo})
+	return callInto[codememory.IngestSummary](ctx, c, OpIngest, ingestRequest{Root: root, Repo: repo})
 }
 
 // The export is streamed: the server answers one request with messages of

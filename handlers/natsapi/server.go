@@ -205,17 +205,19 @@ func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[strin
 			return svc.Controls(ctx, req.Queue)
 		},
 	}
-	for op, fn := range vineOps(svc) {
+	for op, fn := range vineOps(svc.Vine()) {
 		ops[op] = fn
 	}
-	for op, fn := range memoryOps(svc) {
+	for op, fn := range memoryOps(svc.Memory()) {
 		ops[op] = fn
 	}
-	ops[OpSearch] = handler(svc.Search)
-	ops[OpExplain] = handler(svc.Explain)
+	ops[OpSearch] = handler(svc.Code().Search)
+	ops[OpExplain] = handler(svc.Code().Explain)
 	ops[OpAuditQuery] = handler(svc.AuditQuery)
 	ops[OpAuditProjections] = func(ctx context.Context, _ []byte) (any, error) { return svc.Projections(ctx) }
-	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) { return svc.Chunk(ctx, r.ChunkID) })
+	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) {
+		return svc.Code().Chunk(ctx, r.ChunkID)
+	})
 	for op, fn := range leaseOps(svc, nc) {
 		ops[op] = fn
 	}

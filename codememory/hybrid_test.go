@@ -1,4 +1,4 @@
-package handlers_test
+package codememory_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/embedding"
 	"github.com/trellis/trellis/embedding/embeddingtest"
 	"github.com/trellis/trellis/events"
@@ -67,7 +68,7 @@ func hybridSetupWith(t *testing.T, chat bool, answer func(system, user string) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	code := handlers.CodeConfig{Embedder: emb}
+	code := codememory.Config{Embedder: emb}
 	if chat {
 		c, err := explain.NewOpenAIChat(explain.OpenAIChatConfig{URL: model.URL, Model: "toy-chat", Retries: -1})
 		if err != nil {
@@ -83,7 +84,7 @@ func hybridSetupWith(t *testing.T, chat bool, answer func(system, user string) s
 	t.Cleanup(func() { _ = svc.Close() })
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"db/tx.go": txGo, "lib/text.py": wrapPy})
-	if _, err := handlers.Ingest(context.Background(), b.Store, handlers.IngestConfig{Root: root, Repo: "demo"}); err != nil {
+	if _, err := codememory.Ingest(context.Background(), b.Store, codememory.IngestConfig{Root: root, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
 	return svc, b, model, root
@@ -164,7 +165,7 @@ func TestHybridSearch(t *testing.T) {
 	// A changed file: only its new chunks are embedded.
 	time.Sleep(10 * time.Millisecond)
 	writeFiles(t, root, map[string]string{"db/tx.go": txGo + "\n// Done reports whether the transaction ended.\nfunc (tx *Tx) Done() bool { return tx.done }\n"})
-	ing, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"})
+	ing, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package handlers_test
+package agentmemory_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package handlers_test
+package codememory_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/codememory"
 )
 
 // evalQuestions are developer questions about this repository's own code,
@@ -28,7 +28,7 @@ var evalQuestions = []struct {
 	{"decode a JSON request strictly rejecting unknown fields", "decode.go", "DecodeRequest"},
 	{"lock the data directory so only one process uses it", "server/lock.go", "lockDataDir"},
 	{"send heartbeats to extend the lease while a handler runs", "workers/pool.go", "heartbeat"},
-	{"detect a hand edit of a vine file and record it", "handlers/vine.go", "reconcile"},
+	{"detect a hand edit of a vine file and record it", "vinegraph/handler.go", "reconcile"},
 	{"group duplicate facts transitively with union find", "memory/group.go", "GroupDuplicates"},
 	{"map an error code to an http status", "error.go", "HTTPStatus"},
 }
@@ -43,7 +43,7 @@ func TestSearchRankingMRR(t *testing.T) {
 	svc, b := setupMemory(t)
 	ctx := context.Background()
 	root, _ := filepath.Abs("..")
-	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "trellis"}); err != nil {
+	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "trellis"}); err != nil {
 		t.Fatal(err)
 	}
 	var mrr float64

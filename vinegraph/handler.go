@@ -1,10 +1,11 @@
-package handlers
+package vinegraph
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,8 +18,15 @@ import (
 	"github.com/trellis/trellis/vine"
 )
 
-// VineConfig configures the VINE command handler.
-type VineConfig struct {
+// GraphCacheSize bounds the VINE graphs a process keeps folded between
+// commands (see Config.CacheSize). An evicted graph is simply loaded again
+// from the log when next used; the concurrency check of every append
+// (DESIGN.md rule 2) keeps decisions right either way.
+const GraphCacheSize = 256
+
+// Config configures the VINE domain: the command handler and the
+// frontier projection behind its reads.
+type Config struct {
 	// Roots are the workspace roots: every .vine file and every reference a
 	// graph expands must lie inside one (default: the current directory). A
 	// relative file resolves against the first root.
@@ -35,15 +43,23 @@ type VineConfig struct {
 	CacheSize int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Dir holds the frontier projection's files (handlers.NewService sets
+	// it to <data>/projections).
+	Dir string
+	// ReadTimeout bounds how long a read waits for the frontier projection
+	// to catch up with the log (default 10 s).
+	ReadTimeout time.Duration
+	// Logger receives projection warnings (default slog.Default()).
+	Logger *slog.Logger
 }
 
-// Vine is the command side of VINE graphs. Each graph is an aggregate on
+// Handler is the command side of VINE graphs. Each graph is an aggregate on
 // trellis.vine.<graph_id>.>; commands on one graph are serialized within a
 // process and checked against the log across processes, and the .vine file
 // is rewritten from the resulting state after each change.
-type Vine struct {
+type Handler struct {
 	store  *events.Store
-	cfg    VineConfig
+	cfg    Config
 	graphs *command.Runner[*events.GraphState]
 	files  *fileMemory
 }
@@ -62,9 +78,9 @@ var graphKind = command.Kind[*events.GraphState]{
 // graphState is a graph as a command sees it.
 type graphState = command.State[*events.GraphState]
 
-// NewVine returns the VINE command handler. Roots are made absolute and
+// NewHandler returns the VINE command handler. Roots are made absolute and
 // resolved through symbolic links.
-func NewVine(store *events.Store, cfg VineConfig) *Vine {
+func NewHandler(store *events.Store, cfg Config) *Handler {
 	if len(cfg.Roots) == 0 {
 		if wd, err := os.Getwd(); err == nil {
 			cfg.Roots = []string{wd}
@@ -90,7 +106,7 @@ func NewVine(store *events.Store, cfg VineConfig) *Vine {
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = GraphCacheSize
 	}
-	return &Vine{store: store, cfg: cfg, files: newFileMemory(),
+	return &Handler{store: store, cfg: cfg, files: newFileMemory(),
 		graphs: command.New(store, graphKind, command.Config{
 			Now: cfg.Now, CacheSize: cfg.CacheSize,
 			// Many agents on one graph contend here: allow many rounds.
@@ -99,7 +115,7 @@ func NewVine(store *events.Store, cfg VineConfig) *Vine {
 }
 
 // Roots returns the workspace roots.
-func (v *Vine) Roots() []string { return append([]string(nil), v.cfg.Roots...) }
+func (v *Handler) Roots() []string { return append([]string(nil), v.cfg.Roots...) }
 
 // vineFile is a resolved .vine file.
 type vineFile struct {
@@ -108,7 +124,7 @@ type vineFile struct {
 
 // resolve checks that file lies inside a workspace root and derives its
 // graph id from the path relative to that root.
-func (v *Vine) resolve(file string) (vineFile, error) {
+func (v *Handler) resolve(file string) (vineFile, error) {
 	if strings.TrimSpace(file) == "" {
 		return vineFile{}, trellis.FieldError("file", "must not be empty")
 	}
@@ -138,7 +154,7 @@ func (v *Vine) resolve(file string) (vineFile, error) {
 // symbolic links and checks that it lies inside a workspace root: every
 // other path a request names (an ingest root) is judged as VINE files
 // are. field names the request field in the error.
-func (v *Vine) Inside(field, path string) (string, error) {
+func (v *Handler) Inside(field, path string) (string, error) {
 	if strings.TrimSpace(path) == "" || !utf8.ValidString(path) || strings.ContainsRune(path, 0) {
 		return "", trellis.FieldError(field, "is not a valid path")
 	}
@@ -162,7 +178,7 @@ func (v *Vine) Inside(field, path string) (string, error) {
 // inRoots returns real's path relative to the workspace root holding it
 // (slash-separated), or false when none does. real is resolved through
 // symbolic links (realPath), as the roots are.
-func (v *Vine) inRoots(real string) (string, bool) {
+func (v *Handler) inRoots(real string) (string, bool) {
 	for _, root := range v.cfg.Roots {
 		rel, err := filepath.Rel(root, real)
 		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
@@ -203,7 +219,7 @@ func realPath(p string) (string, error) {
 // against the directory of the parent graph f: through symbolic links,
 // inside the workspace roots, named *.vine, and, when fresh (a file
 // Trellis is to create), not existing yet.
-func (v *Vine) resolveChild(f vineFile, uri string, fresh bool) (string, error) {
+func (v *Handler) resolveChild(f vineFile, uri string, fresh bool) (string, error) {
 	p, err := vine.ResolveURI(filepath.Dir(f.abs), uri, v.cfg.Roots)
 	if err != nil {
 		return "", err
@@ -231,7 +247,7 @@ func (v *Vine) resolveChild(f vineFile, uri string, fresh bool) (string, error) 
 
 // outsideRoots explains that path is outside the workspace roots and how
 // to fix it.
-func (v *Vine) outsideRoots(path string) string {
+func (v *Handler) outsideRoots(path string) string {
 	roots := strings.Join(v.cfg.Roots, ", ")
 	if v.cfg.Served {
 		return fmt.Sprintf("%s is outside the workspace roots of the running server (%s); restart it with "+
@@ -251,7 +267,7 @@ func firstOr(list []string, def string) string {
 
 // readVineFile reads and checks a .vine file: size, text, parse, validate.
 // A missing file returns (nil graph, "", nil).
-func (v *Vine) readVineFile(path, field string) (*vine.Graph, string, error) {
+func (v *Handler) readVineFile(path, field string) (*vine.Graph, string, error) {
 	info, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, "", nil
@@ -318,7 +334,7 @@ func vineError(field string, err error) error {
 
 // open locks the graph of file and brings its state up to date with the
 // log (see reconcile). The caller calls the returned unlock.
-func (v *Vine) open(ctx context.Context, file, actor string) (graphState, vineFile, *openReport, func(), error) {
+func (v *Handler) open(ctx context.Context, file, actor string) (graphState, vineFile, *openReport, func(), error) {
 	f, err := v.resolve(file)
 	if err != nil {
 		return graphState{}, f, nil, nil, err
@@ -359,7 +375,7 @@ const HandEditActor = "hand-edit"
 // conflict with the log keep the log's version and are reported; a hand
 // edit never reverts a recorded claim. It never writes the file. The
 // graph's lock is held.
-func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
+func (v *Handler) reconcile(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
 	for attempt := 1; ; attempt++ {
 		st, rep, err := v.reconcileOnce(ctx, f, actor)
 		if !errors.Is(err, errJudgedStale) {
@@ -378,7 +394,7 @@ func (v *Vine) reconcile(ctx context.Context, f vineFile, actor string) (graphSt
 
 // reconcileOnce is one attempt of reconcile; errJudgedStale when the log
 // moved on before its judgement was recorded.
-func (v *Vine) reconcileOnce(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
+func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (graphState, *openReport, error) {
 	rep := &openReport{}
 	st, err := v.graphs.Load(ctx, f.graphID)
 	if err != nil {
@@ -465,7 +481,7 @@ func (v *Vine) reconcileOnce(ctx context.Context, f vineFile, actor string) (gra
 
 // restore writes a missing file back from the log; an existing file is
 // left alone (a merged hand edit is written with the next change).
-func (v *Vine) restore(st graphState, f vineFile, rep *openReport) error {
+func (v *Handler) restore(st graphState, f vineFile, rep *openReport) error {
 	if !rep.missing {
 		return nil
 	}
@@ -476,7 +492,7 @@ func (v *Vine) restore(st graphState, f vineFile, rep *openReport) error {
 // history (a file left behind by a concurrent writer). The result hashes
 // the events record answer it without replaying; events without one are
 // replayed.
-func (v *Vine) isPastState(ctx context.Context, graphID string, g vine.Graph) (bool, error) {
+func (v *Handler) isPastState(ctx context.Context, graphID string, g vine.Graph) (bool, error) {
 	recs, _, err := v.store.Load(ctx, events.StreamVine, events.GraphFilter(graphID))
 	if err != nil {
 		return false, command.StoreError("load graph", err)
@@ -523,7 +539,7 @@ func graphError(graphID, what string, err error) error {
 	return command.StoreError(what, err)
 }
 
-func (v *Vine) appendSnapshot(ctx context.Context, st graphState, f vineFile, typ string, g vine.Graph, actor, noticedBy string, conflicts []vine.MergeConflict) (graphState, error) {
+func (v *Handler) appendSnapshot(ctx context.Context, st graphState, f vineFile, typ string, g vine.Graph, actor, noticedBy string, conflicts []vine.MergeConflict) (graphState, error) {
 	text, err := vine.Serialize(g)
 	if err != nil {
 		return st, vineError("file", err)
@@ -568,7 +584,7 @@ var errJudgedStale = errors.New("the graph changed while its file was being reco
 // writeGraph rewrites the .vine file from the state, atomically, if it
 // still holds what was read (see writeFileCAS): a file saved by someone
 // meanwhile is left for the next command to merge.
-func (v *Vine) writeGraph(st graphState, f vineFile, read fileRead) error {
+func (v *Handler) writeGraph(st graphState, f vineFile, read fileRead) error {
 	text, err := vine.Serialize(st.Value.Graph)
 	if err != nil {
 		return vineError("file", err)
@@ -587,7 +603,7 @@ func (v *Vine) writeGraph(st graphState, f vineFile, read fileRead) error {
 // the same graph at the same time (command.Runner.Submit): the round
 // reconciles the file once, decides the commands in order, appends their
 // events as one chain and rewrites the file once.
-func (v *Vine) submit(ctx context.Context, f vineFile, actor string, decide func(*events.GraphState) (command.Decision, error)) (graphState, error) {
+func (v *Handler) submit(ctx context.Context, f vineFile, actor string, decide func(*events.GraphState) (command.Decision, error)) (graphState, error) {
 	var rep *openReport
 	return v.graphs.Submit(ctx, f.graphID, command.Command[*events.GraphState]{Actor: actor, Decide: decide}, &command.Hooks[*events.GraphState]{
 		Prepare: func(ctx context.Context, _ string) (graphState, error) {
@@ -607,7 +623,7 @@ func (v *Vine) submit(ctx context.Context, f vineFile, actor string, decide func
 // mutate runs build against the current graph and records the batch it
 // returns (combined with other commands on the graph), then rewrites the
 // file. It returns the batch result.
-func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine.Graph) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
+func (v *Handler) mutate(ctx context.Context, file, actor string, build func(g vine.Graph) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
 	f, err := v.resolve(file)
 	if err != nil {
 		return nil, nil, err
@@ -657,7 +673,7 @@ func (v *Vine) mutate(ctx context.Context, file, actor string, build func(g vine
 
 // writeExtracted writes the child files that extract_to_ref produced
 // (inside the workspace roots).
-func (v *Vine) writeExtracted(f vineFile, res vine.BatchResult) ([]string, error) {
+func (v *Handler) writeExtracted(f vineFile, res vine.BatchResult) ([]string, error) {
 	var written []string
 	for _, r := range res.Results {
 		if r.Extracted == nil {
@@ -681,20 +697,20 @@ func (v *Vine) writeExtracted(f vineFile, res vine.BatchResult) ([]string, error
 
 // Write applies one atomic batch (vine_write). Operations that would leave
 // the graph invalid fail as a whole; the log and the file are unchanged.
-func (v *Vine) Write(ctx context.Context, req trellis.VineWriteRequest) (*trellis.VineWriteResult, error) {
+func (v *Handler) Write(ctx context.Context, req trellis.VineWriteRequest) (*trellis.VineWriteResult, error) {
 	if len(req.Operations) == 0 {
 		return nil, trellis.FieldError("operations", "must hold at least one operation")
 	}
 	if err := v.checkExtractTargets(req); err != nil {
 		return nil, err
 	}
-	res, _, err := v.mutate(ctx, req.File, agentOr(req.Agent), func(vine.Graph) ([]vine.Op, error) { return req.Operations, nil })
+	res, _, err := v.mutate(ctx, req.File, events.ActorOr(req.Agent), func(vine.Graph) ([]vine.Op, error) { return req.Operations, nil })
 	return res, err
 }
 
 // checkExtractTargets rejects extract_to_ref targets outside the workspace
 // before anything is recorded.
-func (v *Vine) checkExtractTargets(req trellis.VineWriteRequest) error {
+func (v *Handler) checkExtractTargets(req trellis.VineWriteRequest) error {
 	for i, op := range req.Operations {
 		if op.Op != vine.OpExtractToRef && op.Op != vine.OpAddRef && op.Op != vine.OpUpdateRefURI {
 			continue
@@ -722,7 +738,7 @@ func (v *Vine) checkExtractTargets(req trellis.VineWriteRequest) error {
 // or else the first task ready to start (agents claiming at once take
 // distinct tasks, decided in one round). It returns a nil task when none
 // is ready.
-func (v *Vine) Claim(ctx context.Context, req trellis.VineClaimRequest) (*trellis.VineClaimResult, error) {
+func (v *Handler) Claim(ctx context.Context, req trellis.VineClaimRequest) (*trellis.VineClaimResult, error) {
 	if err := trellis.ValidateWorkerID(req.Agent); err != nil {
 		return nil, trellis.FieldError("agent", "%s", trellis.AsError(err).Message)
 	}
@@ -756,7 +772,7 @@ var errBatchUnchanged = errors.New("the batch changes nothing")
 // child file is resolved against the parent's directory and must lie
 // inside the workspace roots; the child graph is recorded in the event, so
 // replay does not depend on the child file.
-func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trellis.VineWriteResult, error) {
+func (v *Handler) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trellis.VineWriteResult, error) {
 	if strings.TrimSpace(req.RefID) == "" {
 		return nil, trellis.FieldError("ref_id", "must not be empty")
 	}
@@ -787,7 +803,7 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 		return nil, trellis.Errorf(trellis.CodeInternal, "compress child graph: %w", err)
 	}
 	rel, _ := filepath.Rel(filepath.Dir(f.abs), childPath)
-	st, err := v.submit(ctx, f, agentOr(req.Agent), func(cur *events.GraphState) (command.Decision, error) {
+	st, err := v.submit(ctx, f, events.ActorOr(req.Agent), func(cur *events.GraphState) (command.Decision, error) {
 		g, err := vine.Expand(cur.Graph, req.RefID, *child)
 		if err != nil {
 			return command.Decision{}, vineError("ref_id", err)
@@ -810,7 +826,7 @@ func (v *Vine) Expand(ctx context.Context, req trellis.VineExpandRequest) (*trel
 
 // Graph returns the current graph of file, its id and its sequence, after
 // reconciling the file (written back only when it is missing).
-func (v *Vine) Graph(ctx context.Context, file string) (vine.Graph, string, uint64, error) {
+func (v *Handler) Graph(ctx context.Context, file string) (vine.Graph, string, uint64, error) {
 	st, f, rep, unlock, err := v.open(ctx, file, "trellis")
 	if err != nil {
 		return vine.Graph{}, "", 0, err
@@ -823,8 +839,8 @@ func (v *Vine) Graph(ctx context.Context, file string) (vine.Graph, string, uint
 }
 
 // Import takes a file under care, or reconciles it with the log.
-func (v *Vine) Import(ctx context.Context, req trellis.VineFileRequest) (*trellis.VineGraphInfo, error) {
-	st, f, rep, unlock, err := v.open(ctx, req.File, agentOr(req.Agent))
+func (v *Handler) Import(ctx context.Context, req trellis.VineFileRequest) (*trellis.VineGraphInfo, error) {
+	st, f, rep, unlock, err := v.open(ctx, req.File, events.ActorOr(req.Agent))
 	if err != nil {
 		return nil, err
 	}
@@ -838,12 +854,12 @@ func (v *Vine) Import(ctx context.Context, req trellis.VineFileRequest) (*trelli
 
 // Export returns a graph's canonical text from the log, by graph id or by
 // file.
-func (v *Vine) Export(ctx context.Context, req trellis.VineExportRequest) (*trellis.VineExportResult, error) {
+func (v *Handler) Export(ctx context.Context, req trellis.VineExportRequest) (*trellis.VineExportResult, error) {
 	id := strings.TrimSpace(req.Graph)
 	if id == "" {
 		return nil, trellis.FieldError("graph", "must not be empty: give a graph id or a .vine file")
 	}
-	if !isGraphID(id) {
+	if !events.IsGraphID(id) {
 		f, err := v.resolve(id)
 		if err != nil {
 			return nil, err
@@ -862,26 +878,6 @@ func (v *Vine) Export(ctx context.Context, req trellis.VineExportRequest) (*trel
 		return nil, vineError("graph", err)
 	}
 	return &trellis.VineExportResult{GraphID: id, Path: st.Value.Path, Text: text}, nil
-}
-
-// isGraphID reports whether s looks like a graph id ("g" + 20 hex).
-func isGraphID(s string) bool {
-	if len(s) != 21 || s[0] != 'g' {
-		return false
-	}
-	for _, r := range s[1:] {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
-}
-
-func agentOr(a string) string {
-	if a == "" {
-		return "trellis"
-	}
-	return a
 }
 
 // writeNewFile writes a file that must not exist yet, atomically: a

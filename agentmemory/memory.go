@@ -1,4 +1,4 @@
-package handlers
+package agentmemory
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // lockScope locks a memory scope's aggregate and catches it up.
-func (m *Memory) lockScope(ctx context.Context, scope string) (*scopeEntry, error) {
+func (m *Handler) lockScope(ctx context.Context, scope string) (*scopeEntry, error) {
 	unlock := m.scopes.Lock(scope)
 	st, err := m.scopes.Load(ctx, scope)
 	if err != nil {
@@ -30,7 +30,7 @@ func (m *Memory) lockScope(ctx context.Context, scope string) (*scopeEntry, erro
 // appendScope appends a memory event with the scope's expected last
 // sequence; on a lost race the command runner catches up and asks decide
 // again.
-func (m *Memory) appendScope(ctx context.Context, e *scopeEntry, typ, actor string, decide func() (any, error)) error {
+func (m *Handler) appendScope(ctx context.Context, e *scopeEntry, typ, actor string, decide func() (any, error)) error {
 	st, err := m.scopes.Run(ctx, e.st, actor, func(*events.MemoryState) (command.Decision, error) {
 		payload, err := decide()
 		if err != nil {
@@ -52,7 +52,7 @@ func (m *Memory) appendScope(ctx context.Context, e *scopeEntry, typ, actor stri
 
 // Observe records an observation on a branch, or on an agent's branch of
 // an open task the agent joined.
-func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*events.Observation, error) {
+func (m *Handler) Observe(ctx context.Context, req trellis.ObserveRequest) (*events.Observation, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 	defer e.unlock()
 	p := events.ObservedPayload{ObservationID: "obs_" + events.NewID(m.now()), Branch: branch, Session: req.Session,
 		Type: req.Type, Text: req.Text, TaskID: taskID, AgentID: agent}
-	if err := m.appendScope(ctx, e, events.MemoryObserved, agentOr(agent), func() (any, error) { return p, nil }); err != nil {
+	if err := m.appendScope(ctx, e, events.MemoryObserved, events.ActorOr(agent), func() (any, error) { return p, nil }); err != nil {
 		return nil, err
 	}
 	o := e.m.Observations[len(e.m.Observations)-1]
@@ -99,7 +99,7 @@ func (m *Memory) Observe(ctx context.Context, req trellis.ObserveRequest) (*even
 // branchScope is the memory scope of a task's parent branch: a task's
 // branch (task/<name>[/...]) is in the scope of the current task of that
 // name (own, when it is own's); any other branch in its name's scope.
-func (m *Memory) branchScope(ctx context.Context, branch string, own *events.AgentTask) (string, error) {
+func (m *Handler) branchScope(ctx context.Context, branch string, own *events.AgentTask) (string, error) {
 	rest, ok := strings.CutPrefix(branch, "task/")
 	if !ok {
 		return events.MemoryScope(branch), nil
@@ -155,12 +155,12 @@ func toMemoryFacts(fs []*events.Fact) []memory.Fact {
 	return out
 }
 
-func (m *Memory) newFactID() string { return "fact_" + events.NewID(m.now()) }
+func (m *Handler) newFactID() string { return "fact_" + events.NewID(m.now()) }
 
 // sessionRuns consolidates the unprocessed observations of the sessions
 // given (all sessions when nil) on one branch of a scope: one run, and one
 // event, per session, in the order the sessions first observed.
-func (m *Memory) sessionRuns(ctx context.Context, e *scopeEntry, branch string, only map[string]bool, actor string) ([]events.ConsolidatedPayload, error) {
+func (m *Handler) sessionRuns(ctx context.Context, e *scopeEntry, branch string, only map[string]bool, actor string) ([]events.ConsolidatedPayload, error) {
 	var sessions []string
 	seen := map[string]bool{}
 	for _, o := range e.m.Observations {
@@ -185,7 +185,7 @@ func (m *Memory) sessionRuns(ctx context.Context, e *scopeEntry, branch string, 
 }
 
 // sessionRun decides one session consolidation on a branch.
-func (m *Memory) sessionRun(st *events.MemoryState, branch, session string) events.ConsolidatedPayload {
+func (m *Handler) sessionRun(st *events.MemoryState, branch, session string) events.ConsolidatedPayload {
 	var obs []memory.Observation
 	var all []string
 	byID := map[string]*events.Observation{}
@@ -225,7 +225,7 @@ func (m *Memory) sessionRun(st *events.MemoryState, branch, session string) even
 // agentRun decides an agent consolidation: duplicates on the agent's
 // branch grouped transitively (keepers: highest confidence, newest on
 // ties), then the agent's active facts merged into the task branch.
-func (m *Memory) agentRun(st *events.MemoryState, t *events.AgentTask, agent string) events.ConsolidatedPayload {
+func (m *Handler) agentRun(st *events.MemoryState, t *events.AgentTask, agent string) events.ConsolidatedPayload {
 	ab, tb := events.AgentBranch(t.Name, agent), t.Branch
 	active := st.ActiveFacts(ab)
 	_, sup := memory.GroupDuplicates(toMemoryFacts(active))
@@ -268,7 +268,7 @@ func (m *Memory) agentRun(st *events.MemoryState, t *events.AgentTask, agent str
 
 // taskRun decides a task consolidation: the task branch's active facts
 // classified durable or ephemeral.
-func (m *Memory) taskRun(st *events.MemoryState, t *events.AgentTask) events.ConsolidatedPayload {
+func (m *Handler) taskRun(st *events.MemoryState, t *events.AgentTask) events.ConsolidatedPayload {
 	active := st.ActiveFacts(t.Branch)
 	durable, ephemeral := memory.Classify(toMemoryFacts(active))
 	p := events.ConsolidatedPayload{RunID: "run_" + events.NewID(m.now()), Type: "task_checkpoint", TaskID: t.TaskID,
@@ -288,7 +288,7 @@ func nonNilIDs(s []string) []string {
 
 // CompleteAgent runs the agent's session consolidations, then its agent
 // consolidation, and records the agent's completion with a summary.
-func (m *Memory) CompleteAgent(ctx context.Context, req trellis.TaskAgentRequest, markComplete bool) ([]events.ConsolidatedPayload, error) {
+func (m *Handler) CompleteAgent(ctx context.Context, req trellis.TaskAgentRequest, markComplete bool) ([]events.ConsolidatedPayload, error) {
 	if err := trellis.ValidateAgentID("agent_id", req.Agent); err != nil {
 		return nil, err
 	}
@@ -343,7 +343,7 @@ func (m *Memory) CompleteAgent(ctx context.Context, req trellis.TaskAgentRequest
 // CompleteTask runs the task consolidation and, with merge, merges the
 // durable facts into the parent branch; markComplete records the task's
 // completion.
-func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteRequest, markComplete bool) ([]events.ConsolidatedPayload, error) {
+func (m *Handler) CompleteTask(ctx context.Context, req trellis.TaskCompleteRequest, markComplete bool) ([]events.ConsolidatedPayload, error) {
 	te, err := m.openTask(ctx, req.Task)
 	if err != nil {
 		return nil, err
@@ -422,7 +422,7 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 		runs = append(runs, merge)
 	}
 	if markComplete {
-		if err := m.appendTask(ctx, te, te.t.Name, events.TaskFinished, "trellis", events.TaskFinishedPayload{
+		if err := m.appendTask(ctx, te, te.t.Name, events.TaskCompleted, "trellis", events.TaskCompletedPayload{
 			TaskID: te.t.TaskID, Merged: req.Merge, Durable: run.Durable, Ephemeral: run.Ephemeral}); err != nil {
 			return runs, err
 		}
@@ -433,7 +433,7 @@ func (m *Memory) CompleteTask(ctx context.Context, req trellis.TaskCompleteReque
 // ConsolidateSession consolidates one session's unprocessed observations
 // wherever they are: scopes holds the memory scopes the session observed
 // in (from the fact-store projection).
-func (m *Memory) ConsolidateSession(ctx context.Context, session string, scopes map[string][]string) ([]events.ConsolidatedPayload, error) {
+func (m *Handler) ConsolidateSession(ctx context.Context, session string, scopes map[string][]string) ([]events.ConsolidatedPayload, error) {
 	if !trellis.ValidSession(session) {
 		return nil, trellis.FieldError("session", "%q is not a session id", session)
 	}

@@ -1,4 +1,4 @@
-package handlers_test
+package vinegraph_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/vinegraph"
 )
 
 // saveLikeEditor writes text to path the way editors do: a new file
@@ -106,8 +106,8 @@ func TestVineStaleEditorSaveNeverUndoesClaim(t *testing.T) {
 			hand = &recs[i]
 		}
 	}
-	if hand == nil || hand.Actor != handlers.HandEditActor {
-		t.Fatalf("no hand_edited event by %q: %+v", handlers.HandEditActor, recs)
+	if hand == nil || hand.Actor != vinegraph.HandEditActor {
+		t.Fatalf("no hand_edited event by %q: %+v", vinegraph.HandEditActor, recs)
 	}
 	var p events.GraphSnapshotPayload
 	if err := hand.DecodePayload(&p); err != nil {

@@ -1,8 +1,11 @@
-package handlers
+package codememory
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -16,8 +19,9 @@ import (
 	"github.com/trellis/trellis/projections"
 )
 
-// CodeConfig configures code memory's hybrid search and explain.
-type CodeConfig struct {
+// Config configures code memory: its search index, hybrid search and
+// explain.
+type Config struct {
 	// Embedder, when set, enables hybrid search: every chunk's contextual
 	// text is embedded once, recorded as a chunks_embedded event, and
 	// searched by the vector projection; queries fuse BM25 and vector
@@ -32,15 +36,77 @@ type CodeConfig struct {
 	// Chat, when set, answers explain requests; nil: explain returns the
 	// evidence it would send and says what to configure.
 	Chat explain.Chat
+	// Dir holds the search and vector indexes (handlers.NewService sets
+	// it to <data>/index).
+	Dir string
+	// SearchTimeout bounds how long a search waits for the indexes to
+	// catch up (default 2 min: indexing a large ingest takes a while).
+	SearchTimeout time.Duration
+	// Logger receives projection and embedding warnings (default
+	// slog.Default()).
+	Logger *slog.Logger
 }
 
-// codeMemory is the Service's hybrid-search state.
-type codeMemory struct {
+// Service is the code memory domain as the transports see it: the
+// search index and, with an embedder, the vector index and the embedder
+// that fills it. Ingest is the command side (a function of the store).
+type Service struct {
+	store     *events.Store
+	cfg       Config
+	search    *projections.Search
+	searchRun *projections.Runner
 	vectors   *projections.Vectors
 	vectorRun *projections.Runner
 	embedMu   sync.Mutex
 	stop      chan struct{}
 	done      chan struct{}
+}
+
+var _ trellis.CodeService = (*Service)(nil)
+
+// New builds code memory on store. Its projections run once the caller
+// starts Runners (handlers.Service starts them with the others); Close
+// closes its indexes after they stopped.
+func New(store *events.Store, cfg Config) *Service {
+	if cfg.SearchTimeout <= 0 {
+		cfg.SearchTimeout = 2 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Service{store: store, cfg: cfg, search: projections.NewSearch(cfg.Dir)}
+	s.searchRun = projections.NewRunner(store, s.search, cfg.Logger)
+	if cfg.Embedder != nil {
+		s.vectors = projections.NewVectors(cfg.Dir, cfg.Embedder.Model())
+		s.vectorRun = projections.NewRunner(store, s.vectors, cfg.Logger)
+	}
+	return s
+}
+
+// Runners returns the projections' runners: the search index, then the
+// vector index when there is an embedder.
+func (s *Service) Runners() []*projections.Runner {
+	if s.vectorRun == nil {
+		return []*projections.Runner{s.searchRun}
+	}
+	return []*projections.Runner{s.searchRun, s.vectorRun}
+}
+
+// Close closes the indexes (their runners stopped before).
+func (s *Service) Close() error {
+	first := s.search.Close()
+	if s.vectors != nil {
+		if err := s.vectors.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// waitProjection waits, up to SearchTimeout, until r has applied
+// sequence seq (0: everything its stream holds now).
+func (s *Service) waitProjection(ctx context.Context, r *projections.Runner, seq uint64) error {
+	return command.StoreError("projection "+r.Projection().Name()+" catch-up", r.Await(ctx, seq, s.cfg.SearchTimeout))
 }
 
 // EmbedSummary reports an embedding round.
@@ -57,14 +123,14 @@ type EmbedSummary struct {
 // VectorSearch searches the vector projection alone (benchmarks measure
 // it apart from the fusion); it needs an embedder.
 func (s *Service) VectorSearch(vec []float32, n int, f projections.Filters) ([]projections.Scored, error) {
-	if s.code.vectors == nil {
+	if s.vectors == nil {
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "no embedding model is configured")
 	}
-	return s.code.vectors.Search(vec, n, f)
+	return s.vectors.Search(vec, n, f)
 }
 
 // Embedder returns the configured embedder, or nil.
-func (s *Service) Embedder() embedding.Embedder { return s.cfg.Code.Embedder }
+func (s *Service) Embedder() embedding.Embedder { return s.cfg.Embedder }
 
 // maxEmbedEventBytes bounds the vectors of one chunks_embedded event.
 const maxEmbedEventBytes = 600 << 10
@@ -76,15 +142,15 @@ const maxEmbedEventBytes = 600 << 10
 // embedded once: its vector stays in the log and survives the chunk's
 // removal and return. Without an embedder it does nothing and returns nil.
 func (s *Service) EmbedPending(ctx context.Context) (*EmbedSummary, error) {
-	emb := s.cfg.Code.Embedder
+	emb := s.cfg.Embedder
 	if emb == nil {
 		return nil, nil
 	}
-	s.code.embedMu.Lock()
-	defer s.code.embedMu.Unlock()
+	s.embedMu.Lock()
+	defer s.embedMu.Unlock()
 	start := time.Now()
 	sum := &EmbedSummary{Model: emb.Model()}
-	batch := s.cfg.Code.EmbedBatch
+	batch := s.cfg.EmbedBatch
 	if batch <= 0 {
 		batch = 256
 	}
@@ -93,10 +159,10 @@ func (s *Service) EmbedPending(ctx context.Context) (*EmbedSummary, error) {
 		if err := s.searchCaughtUp(ctx); err != nil {
 			return sum, err
 		}
-		if err := s.waitProjection(ctx, s.code.vectorRun, 0, s.cfg.SearchTimeout); err != nil {
+		if err := s.waitProjection(ctx, s.vectorRun, 0); err != nil {
 			return sum, err
 		}
-		all, last := s.code.vectors.Pending(0)
+		all, last := s.vectors.Pending(0)
 		var ids []string
 		for _, id := range all {
 			if !skipped[id] && len(ids) < batch {
@@ -165,10 +231,10 @@ func (s *Service) EmbedPending(ctx context.Context) (*EmbedSummary, error) {
 			}
 		}
 	}
-	if err := s.waitProjection(ctx, s.code.vectorRun, 0, s.cfg.SearchTimeout); err != nil {
+	if err := s.waitProjection(ctx, s.vectorRun, 0); err != nil {
 		return sum, err
 	}
-	sum.Chunks, sum.Vectors, sum.Dims = s.code.vectors.Stats()
+	sum.Chunks, sum.Vectors, sum.Dims = s.vectors.Stats()
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, nil
 }
@@ -235,46 +301,58 @@ func providerError(what string, err error) error {
 	return trellis.Errorf(trellis.CodeUnavailable, "%s: %w", what, err)
 }
 
-// startEmbedLoop runs the background embedder when configured.
-func (s *Service) startEmbedLoop() {
-	if s.cfg.Code.Embedder == nil || s.cfg.Code.EmbedInterval <= 0 {
+// StartEmbedding runs the background embedder when configured.
+func (s *Service) StartEmbedding() {
+	if s.cfg.Embedder == nil || s.cfg.EmbedInterval <= 0 {
 		return
 	}
-	s.code.stop, s.code.done = make(chan struct{}), make(chan struct{})
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(s.code.done)
-		t := time.NewTicker(s.cfg.Code.EmbedInterval)
+		defer close(s.done)
+		t := time.NewTicker(s.cfg.EmbedInterval)
 		defer t.Stop()
 		for {
 			select {
-			case <-s.code.stop:
+			case <-s.stop:
 				return
 			case <-t.C:
 			}
-			if ids, _ := s.code.vectors.Pending(1); len(ids) == 0 {
+			if ids, _ := s.vectors.Pending(1); len(ids) == 0 {
 				continue
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
 				select {
-				case <-s.code.stop:
+				case <-s.stop:
 					cancel()
 				case <-ctx.Done():
 				}
 			}()
 			if _, err := s.EmbedPending(ctx); err != nil && ctx.Err() == nil {
-				s.cfg.Logger.Warn("embedding new chunks", "model", s.cfg.Code.Embedder.Model(), "err", err)
+				s.cfg.Logger.Warn("embedding new chunks", "model", s.cfg.Embedder.Model(), "err", err)
 			}
 			cancel()
 		}
 	}()
 }
 
-func (s *Service) stopEmbedLoop() {
-	if s.code.stop == nil {
+// StopEmbedding ends the background embedder and waits for it.
+func (s *Service) StopEmbedding() {
+	if s.stop == nil {
 		return
 	}
-	close(s.code.stop)
-	<-s.code.done
-	s.code.stop = nil
+	close(s.stop)
+	<-s.done
+	s.stop = nil
+}
+
+// EmbedMsgID is the message id of a chunks_embedded event: the same
+// vectors of the same model are stored once (audit verify checks it).
+func EmbedMsgID(model string, vs []events.ChunkVector) string {
+	h := sha256.New()
+	h.Write([]byte(model))
+	for _, v := range vs {
+		h.Write([]byte(v.ChunkID))
+	}
+	return "emb-" + hex.EncodeToString(h.Sum(nil))[:32]
 }

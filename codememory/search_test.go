@@ -1,4 +1,4 @@
-package handlers_test
+package codememory_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/codememory"
 )
 
 const jarPy = `class CookieJar:
@@ -32,7 +32,7 @@ func TestSearchSnippetAndSuggestions(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"jar.py": jarPy})
-	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"}); err != nil {
+	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := svc.Search(ctx, trellis.SearchRequest{Query: "add header", Repo: "demo"})
@@ -103,7 +103,7 @@ func Model(d int, io string, ok bool, foo string) (mode string, body string, got
 	return io, foo, ok
 }
 `})
-	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"}); err != nil {
+	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := svc.Search(ctx, trellis.SearchRequest{Query: "modl", Repo: "demo"})

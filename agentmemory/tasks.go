@@ -1,4 +1,4 @@
-package handlers
+package agentmemory
 
 import (
 	"context"
@@ -12,11 +12,21 @@ import (
 	"github.com/trellis/trellis/events"
 )
 
-// Memory is the command side of agent memory: agent tasks (TRELLIS_TASKS,
+// Cache bounds of the per-process aggregate caches. An evicted entry is
+// simply loaded again from the log when next used; the concurrency check
+// of every append (DESIGN.md rule 2) keeps decisions right either way.
+const (
+	// AgentTaskCacheSize bounds the agent tasks a process keeps folded.
+	AgentTaskCacheSize = 4096
+	// MemoryScopeCacheSize bounds the memory scopes a process keeps folded.
+	MemoryScopeCacheSize = 1024
+)
+
+// Handler is the command side of agent memory: agent tasks (TRELLIS_TASKS,
 // one aggregate per task name) and agent memory (TRELLIS_MEMORY, one
 // aggregate per memory scope). It keeps a per-process cache of the
 // aggregates it touched and catches up on newer events before deciding.
-type Memory struct {
+type Handler struct {
 	store   *events.Store
 	now     func() time.Time
 	resolve func(ctx context.Context, taskID string) (string, error)
@@ -73,15 +83,15 @@ var scopeKind = command.Kind[*events.MemoryState]{
 	Schema: events.MemorySchema,
 }
 
-// NewMemory returns the memory command handler. resolve maps a task id to
+// NewHandler returns the memory command handler. resolve maps a task id to
 // its name (the task views projection).
-func NewMemory(store *events.Store, resolve func(ctx context.Context, taskID string) (string, error)) *Memory {
-	return newMemory(store, resolve, AgentTaskCacheSize, MemoryScopeCacheSize)
+func NewHandler(store *events.Store, resolve func(ctx context.Context, taskID string) (string, error)) *Handler {
+	return newHandler(store, resolve, AgentTaskCacheSize, MemoryScopeCacheSize)
 }
 
-// newMemory is NewMemory with the cache bounds.
-func newMemory(store *events.Store, resolve func(ctx context.Context, taskID string) (string, error), taskCache, scopeCache int) *Memory {
-	m := &Memory{store: store, now: time.Now, resolve: resolve}
+// newHandler is NewHandler with the cache bounds.
+func newHandler(store *events.Store, resolve func(ctx context.Context, taskID string) (string, error), taskCache, scopeCache int) *Handler {
+	m := &Handler{store: store, now: time.Now, resolve: resolve}
 	now := func() time.Time { return m.now() }
 	// A task command that loses a race to another process is a conflict
 	// for the caller to retry (its checks were made on the older state).
@@ -91,7 +101,7 @@ func newMemory(store *events.Store, resolve func(ctx context.Context, taskID str
 }
 
 // taskName resolves a task given by name or id.
-func (m *Memory) taskName(ctx context.Context, task string) (string, error) {
+func (m *Handler) taskName(ctx context.Context, task string) (string, error) {
 	if task == "" {
 		return "", trellis.FieldError("task", "must not be empty")
 	}
@@ -105,7 +115,7 @@ func (m *Memory) taskName(ctx context.Context, task string) (string, error) {
 }
 
 // lockTask locks a task name's aggregate and catches it up.
-func (m *Memory) lockTask(ctx context.Context, name string) (*taskEntry, error) {
+func (m *Handler) lockTask(ctx context.Context, name string) (*taskEntry, error) {
 	unlock := m.tasks.Lock(name)
 	st, err := m.tasks.Load(ctx, name)
 	if err != nil {
@@ -116,7 +126,7 @@ func (m *Memory) lockTask(ctx context.Context, name string) (*taskEntry, error) 
 }
 
 // openTask locks the open task of a name (or id).
-func (m *Memory) openTask(ctx context.Context, task string) (*taskEntry, error) {
+func (m *Handler) openTask(ctx context.Context, task string) (*taskEntry, error) {
 	name, err := m.taskName(ctx, task)
 	if err != nil {
 		return nil, err
@@ -143,7 +153,7 @@ func (m *Memory) openTask(ctx context.Context, task string) (*taskEntry, error) 
 }
 
 // appendTask appends an event to a task name's aggregate and folds it.
-func (m *Memory) appendTask(ctx context.Context, e *taskEntry, name, typ, actor string, payload any) error {
+func (m *Handler) appendTask(ctx context.Context, e *taskEntry, name, typ, actor string, payload any) error {
 	st, err := m.tasks.Run(ctx, e.st, actor, func(*events.AgentTask) (command.Decision, error) {
 		return command.Decision{Subject: events.TasksSubject(name, typ), Type: typ, Payload: payload}, nil
 	})
@@ -158,7 +168,7 @@ func (m *Memory) appendTask(ctx context.Context, e *taskEntry, name, typ, actor 
 }
 
 // TaskCreate creates a task; its name must not be taken by an open task.
-func (m *Memory) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) (*events.AgentTask, error) {
+func (m *Handler) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) (*events.AgentTask, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
@@ -183,7 +193,7 @@ func (m *Memory) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) 
 }
 
 // TaskJoin assigns an agent to an open task.
-func (m *Memory) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*trellis.TaskJoinResult, error) {
+func (m *Handler) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*trellis.TaskJoinResult, error) {
 	if err := trellis.ValidateAgentID("agent_id", req.Agent); err != nil {
 		return nil, err
 	}
@@ -222,7 +232,7 @@ func objectiveMoves(s string) ([]string, bool) {
 
 // TaskObjective changes an objective's status (todo → active → done |
 // blocked; done is final).
-func (m *Memory) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRequest) (*events.AgentTask, error) {
+func (m *Handler) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRequest) (*events.AgentTask, error) {
 	if _, ok := objectiveMoves(req.Status); !ok {
 		return nil, trellis.FieldError("status", "%q is not an objective status: todo, active, done or blocked", req.Status)
 	}
@@ -253,7 +263,7 @@ func (m *Memory) TaskObjective(ctx context.Context, req trellis.TaskObjectiveReq
 		return nil, trellis.Errorf(trellis.CodeConflict, "objective %s cannot go from %s to %s (allowed from %s: %s)",
 			req.ObjectiveID, o.Status, req.Status, o.Status, next)
 	}
-	if err := m.appendTask(ctx, e, e.t.Name, events.TaskObjectiveUpdated, agentOr(req.Agent), events.TaskObjectiveUpdatedPayload{
+	if err := m.appendTask(ctx, e, e.t.Name, events.TaskObjectiveUpdated, events.ActorOr(req.Agent), events.TaskObjectiveUpdatedPayload{
 		TaskID: e.t.TaskID, ObjectiveID: req.ObjectiveID, From: o.Status, Status: req.Status, AgentID: req.Agent,
 	}); err != nil {
 		return nil, err
@@ -264,7 +274,7 @@ func (m *Memory) TaskObjective(ctx context.Context, req trellis.TaskObjectiveReq
 // Task returns the current task of a name or id (open or completed): an
 // id of an older task of the name is not found here (the task views have
 // it, see Service.TaskShow).
-func (m *Memory) Task(ctx context.Context, task string) (*events.AgentTask, error) {
+func (m *Handler) Task(ctx context.Context, task string) (*events.AgentTask, error) {
 	name, err := m.taskName(ctx, task)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package handlers_test
+package vinegraph_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/vine"
+	"github.com/trellis/trellis/vinegraph"
 )
 
 type vineBundle struct {
@@ -25,7 +26,7 @@ type vineBundle struct {
 func setupVine(t *testing.T) *vineBundle {
 	t.Helper()
 	b := &vineBundle{Bundle: eventstest.Start(t), ws: t.TempDir()}
-	b.svc = handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: handlers.VineConfig{Roots: []string{b.ws}}})
+	b.svc = handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: vinegraph.Config{Roots: []string{b.ws}}})
 	if err := b.svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestVineConcurrentClaims(t *testing.T) {
 	claimed := map[string]string{}
 	var wg sync.WaitGroup
 	for a := 0; a < 6; a++ {
-		svc := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: handlers.VineConfig{Roots: []string{b.ws}}})
+		svc := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: vinegraph.Config{Roots: []string{b.ws}}})
 		agent := "agent-" + string(rune('0'+a))
 		wg.Add(1)
 		go func() {

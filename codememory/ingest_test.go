@@ -1,4 +1,4 @@
-package handlers_test
+package codememory_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 )
 
 func writeFiles(t *testing.T, root string, files map[string]string) {
@@ -60,7 +60,7 @@ func TestIngestIncrementalAndSearch(t *testing.T) {
 		"keys/id_rsa":   "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n",
 		"bin.dat":       "\x00\x01\x02binary",
 	})
-	sum, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"})
+	sum, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestIngestIncrementalAndSearch(t *testing.T) {
 	}
 	wrapID := res.Results[0].ChunkID
 	// Re-ingest with nothing changed: no events.
-	again, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"})
+	again, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "demo"})
 	if err != nil || again.Events != 0 || again.Unchanged != 3 {
 		t.Fatalf("unchanged re-ingest = %+v, %v", again, err)
 	}
@@ -93,7 +93,7 @@ func TestIngestIncrementalAndSearch(t *testing.T) {
 	})
 	os.Remove(filepath.Join(root, "notes.txt"))
 	os.Rename(filepath.Join(root, "docs/guide.md"), filepath.Join(root, "docs/manual.md"))
-	third, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "demo"})
+	third, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestIngestIncrementalAndSearch(t *testing.T) {
 		}
 	}
 	// Bad input.
-	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: filepath.Join(root, "missing")}); trellis.ErrorCode(err) != trellis.CodeInvalid {
+	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: filepath.Join(root, "missing")}); trellis.ErrorCode(err) != trellis.CodeInvalid {
 		t.Fatalf("missing path: %v", err)
 	}
 	if _, err := svc.Chunk(ctx, "nope"); trellis.ErrorCode(err) != trellis.CodeInvalid {
@@ -169,7 +169,7 @@ func TestIngestBadFiles(t *testing.T) {
 	})
 	os.Symlink(root, filepath.Join(root, "loop"))
 	os.WriteFile(filepath.Join(root, "locked.py"), []byte("def x(): pass\n"), 0o000)
-	sum, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "bad"})
+	sum, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "bad"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestIngestLargeFileOneEvent(t *testing.T) {
 		fmt.Fprintf(&src, "def handler_%04d(request):\n    \"\"\"Handle request number %d of the big module.\"\"\"\n    value = request.get(%q)\n    return value * %d + len(request)\n\n\n", i, i, fmt.Sprint("key", i), i)
 	}
 	writeFiles(t, root, map[string]string{"big.py": src.String()})
-	sum, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "big"})
+	sum, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "big"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package handlers_test
+package codememory_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package handlers_test
+package vinegraph_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/vinegraph"
 )
 
 // TestVineRelativeFileResolvesAgainstFirstRoot: a relative file (as HTTP
@@ -20,7 +21,7 @@ func TestVineRelativeFileResolvesAgainstFirstRoot(t *testing.T) {
 	t.Parallel()
 	nb := eventstest.Start(t)
 	first, second := t.TempDir(), t.TempDir()
-	svc := handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: handlers.VineConfig{Roots: []string{first, second}}})
+	svc := handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: vinegraph.Config{Roots: []string{first, second}}})
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestVineOutsideRootsSaysHowToFix(t *testing.T) {
 		{false, []string{outside, ws, "--workspace", "TRELLIS_WORKSPACE"}},
 		{true, []string{outside, ws, "trellis serve --workspace", "running server"}},
 	} {
-		svc := handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: handlers.VineConfig{Roots: []string{ws}, Served: c.served}})
+		svc := handlers.NewService(nb.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: vinegraph.Config{Roots: []string{ws}, Served: c.served}})
 		_, err := svc.VineNext(context.Background(), trellis.VineFileRequest{File: outside})
 		if trellis.ErrorCode(err) != trellis.CodeInvalid {
 			t.Fatalf("served=%v: %v; want invalid", c.served, err)

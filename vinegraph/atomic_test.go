@@ -1,4 +1,4 @@
-package handlers_test
+package vinegraph_test
 
 import (
 	"bytes"

@@ -1,17 +1,18 @@
-package handlers
+package vinegraph
 
 import (
 	"context"
 	"slices"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/vine"
 )
 
 // VineGraphs lists every graph the log holds, from the frontier
 // projection once it has applied the whole VINE stream.
 func (s *Service) VineGraphs(ctx context.Context) ([]trellis.VineGraphSummary, error) {
-	if err := s.catchUp(ctx, s.frontierRun); err != nil {
+	if err := s.catchUp(ctx, 0); err != nil {
 		return nil, err
 	}
 	return s.frontiers.Summaries(), nil
@@ -75,10 +76,10 @@ func (s *Service) VineNode(ctx context.Context, graphID, nodeID string) (*trelli
 // graphView reads a graph and its frontier from the frontier projection
 // once it has applied the whole VINE stream.
 func (s *Service) graphView(ctx context.Context, graphID string) (vine.Graph, vine.Frontier, string, error) {
-	if !isGraphID(graphID) {
+	if !events.IsGraphID(graphID) {
 		return vine.Graph{}, vine.Frontier{}, "", trellis.FieldError("id", "%q is not a graph id (g + 20 hex)", truncateID(graphID))
 	}
-	if err := s.catchUp(ctx, s.frontierRun); err != nil {
+	if err := s.catchUp(ctx, 0); err != nil {
 		return vine.Graph{}, vine.Frontier{}, "", err
 	}
 	path, g, fr, ok := s.frontiers.View(graphID)

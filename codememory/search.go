@@ -1,4 +1,4 @@
-package handlers
+package codememory
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"github.com/trellis/trellis/explain"
 	"github.com/trellis/trellis/projections"
 )
-
-var _ trellis.CodeService = (*Service)(nil)
 
 // SearchIndex returns the search projection.
 func (s *Service) SearchIndex() *projections.Search { return s.search }
@@ -31,14 +29,14 @@ func (s *Service) Search(ctx context.Context, req trellis.SearchRequest) (*trell
 	if err != nil {
 		return nil, command.StoreError("search", err)
 	}
-	if err := s.waitProjection(ctx, s.searchRun, last, s.cfg.SearchTimeout); err != nil {
+	if err := s.waitProjection(ctx, s.searchRun, last); err != nil {
 		return nil, err
 	}
 	filters := projections.Filters{PathPrefix: req.PathPrefix, FileType: req.FileType, ChunkType: req.ChunkType, Tag: req.Tag, Repo: req.Repo}
 	mode := req.Mode
 	if mode == "" {
 		mode = trellis.SearchLexical
-		if s.code.vectors != nil && s.code.vectors.Ready() {
+		if s.vectors != nil && s.vectors.Ready() {
 			mode = trellis.SearchHybrid
 		}
 	}
@@ -81,8 +79,8 @@ const hybridDepth = 50
 // names a chunk exactly (an identifier in it is the best lexical hit's
 // name) keeps the lexical order: vectors do not know names.
 func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.Filters, last uint64) ([]projections.Hit, error) {
-	emb := s.cfg.Code.Embedder
-	if emb == nil || s.code.vectors == nil {
+	emb := s.cfg.Embedder
+	if emb == nil || s.vectors == nil {
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "hybrid search needs an embedding endpoint: set --embed-url and --embed-model (or TRELLIS_EMBED_URL, TRELLIS_EMBED_MODEL), or search with mode lexical")
 	}
 	lex, err := s.search.Rank(text, max(k, hybridDepth), f)
@@ -96,7 +94,7 @@ func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.
 		}
 		return hits, nil
 	}
-	if err := s.waitProjection(ctx, s.code.vectorRun, last, s.cfg.SearchTimeout); err != nil {
+	if err := s.waitProjection(ctx, s.vectorRun, last); err != nil {
 		return nil, err
 	}
 	qv, err := emb.Embed(ctx, []string{text})
@@ -106,7 +104,7 @@ func (s *Service) hybrid(ctx context.Context, text string, k int, f projections.
 	if len(qv) != 1 {
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "embedding model %s returned %d vectors for one query", emb.Model(), len(qv))
 	}
-	vec, err := s.code.vectors.Search(qv[0], hybridDepth, f)
+	vec, err := s.vectors.Search(qv[0], hybridDepth, f)
 	if err != nil {
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "vector search: %w", err)
 	}
@@ -205,7 +203,7 @@ func snippet(content, query string) string {
 // searchCaughtUp waits until the search index has applied everything
 // ingested so far, up to SearchTimeout.
 func (s *Service) searchCaughtUp(ctx context.Context) error {
-	return s.waitProjection(ctx, s.searchRun, 0, s.cfg.SearchTimeout)
+	return s.waitProjection(ctx, s.searchRun, 0)
 }
 
 // noChatModel says what to configure for explain to answer.
@@ -233,7 +231,7 @@ func (s *Service) Explain(ctx context.Context, req trellis.ExplainRequest) (*tre
 			ChunkType: h.ChunkType, Name: h.Name, Content: h.Content}
 	}
 	user := explain.UserPrompt(req.Question, chunks)
-	chat := s.cfg.Code.Chat
+	chat := s.cfg.Chat
 	if chat == nil {
 		out.System, out.Prompt, out.Configure = explain.SystemPrompt, user, noChatModel
 		return out, nil
