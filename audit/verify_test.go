@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
@@ -252,13 +253,13 @@ func TestVerifyBoundedCacheAndChainedIngest(t *testing.T) {
 	}
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"notes.txt": "first version\n"})
-	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "r"}); err != nil {
+	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("second version, longer\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := handlers.Ingest(ctx, b.Store, handlers.IngestConfig{Root: root, Repo: "r"}); err != nil {
+	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	fs, rep := verify(t, b.Store, audit.VerifyOptions{CacheSize: 1})

@@ -6,7 +6,6 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/embedding"
-	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
 )
 
@@ -45,13 +44,3 @@ func (s *Service) VectorSearch(vec []float32, n int, f projections.Filters) ([]p
 
 // Embedder returns the configured embedder, or nil.
 func (s *Service) Embedder() embedding.Embedder { return s.code.Embedder() }
-
-// IngestConfig is codememory.IngestConfig under its former name, for
-// callers not yet moved to package codememory.
-type IngestConfig = codememory.IngestConfig
-
-// Ingest is codememory.Ingest, for callers not yet moved to package
-// codememory.
-func Ingest(ctx context.Context, store *events.Store, cfg IngestConfig) (*codememory.IngestSummary, error) {
-	return codememory.Ingest(ctx, store, cfg)
-}

@@ -12,7 +12,7 @@ import (
 )
 
 // The VINE, agent memory and code memory tests moved to their packages;
-// the audit tests still here use their setups.
+// the rebuild-at tests still here use these setups.
 
 type vineBundle struct {
 	*eventstest.Bundle

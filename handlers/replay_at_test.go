@@ -10,9 +10,11 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/projections"
+	"github.com/trellis/trellis/vinegraph"
 )
 
 // views are the projections of a data dir, loaded from its files.
@@ -102,7 +104,7 @@ func workload(t *testing.T, svc *handlers.Service, store *events.Store, ws, roun
 		t.Fatal(err)
 	}
 	writeFiles(t, filepath.Join(ws, "repo"), map[string]string{"notes.md": "# Notes\n\nversion " + round + "\n"})
-	if _, err := handlers.Ingest(ctx, store, handlers.IngestConfig{Root: filepath.Join(ws, "repo"), Repo: "repo"}); err != nil {
+	if _, err := codememory.Ingest(ctx, store, codememory.IngestConfig{Root: filepath.Join(ws, "repo"), Repo: "repo"}); err != nil {
 		t.Fatal(err)
 	}
 	f := filepath.Join(ws, "plan.vine")
@@ -128,7 +130,7 @@ func TestRebuildAtEqualsLiveSnapshot(t *testing.T) {
 	b := setupVine(t)
 	ctx := context.Background()
 	liveDir := t.TempDir()
-	live := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: liveDir, Vine: handlers.VineConfig{Roots: []string{b.ws}}})
+	live := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: liveDir, Vine: vinegraph.Config{Roots: []string{b.ws}}})
 	if err := live.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

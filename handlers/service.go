@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/agentmemory"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
@@ -511,6 +511,3 @@ func (s *Service) Controls(ctx context.Context, queue string) (*trellis.QueueCon
 	c, _, err := s.queue.Controls(ctx, queue)
 	return c, err
 }
-
-// isGraphID reports whether s has the form of a graph id.
-func isGraphID(s string) bool { return events.IsGraphID(s) }

@@ -68,7 +68,3 @@ func (s *Service) VineGraph(ctx context.Context, graphID string, brief bool) (*t
 func (s *Service) VineNode(ctx context.Context, graphID, nodeID string) (*trellis.VineNodeView, error) {
 	return s.vine.VineNode(ctx, graphID, nodeID)
 }
-
-// VineConfig is vinegraph.Config under its former name, for callers not
-// yet moved to package vinegraph.
-type VineConfig = vinegraph.Config
