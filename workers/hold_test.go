@@ -328,3 +328,86 @@ func TestPoolsShareDispatchesFetchedAhead(t *testing.T) {
 		t.Errorf("%d tasks had their lease expire", n)
 	}
 }
+
+// TestHeldClaimFoundOnTheLogIsItsOwn: a held claim whose write the pool
+// gave up on but that was stored later (here: the same claim, recorded
+// through a second hold of the same delivery) is the pool's own: its
+// outcome is recorded after it (not refused as "task changed"), and
+// RecordHold takes it as recorded. An outcome carrying the claim that was
+// stored by an attempt given up on is found again by the next attempt.
+func TestHeldClaimFoundOnTheLogIsItsOwn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.add(t, "own", 3, 3)
+	lanes, err := b.q.Lanes(ctx, "own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() jetstream.Msg {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			for _, lane := range lanes {
+				batch, err := lane.FetchNoWait(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for m := range batch.Messages() {
+					return m
+				}
+			}
+		}
+		t.Fatal("no dispatch")
+		return nil
+	}
+	hold := func(msg jetstream.Msg) *taskqueue.Hold {
+		h, err := b.q.HoldDispatched(ctx, msg, "w/0")
+		if err != nil || h == nil || h.Recorded() {
+			t.Fatalf("hold = %+v, %v; want an unrecorded hold", h, err)
+		}
+		return h
+	}
+
+	// The claim is stored late.
+	msg := fetch()
+	h, late := hold(msg), hold(msg)
+	if err := b.q.RecordHold(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	task, err := b.q.DoneHeld(ctx, h, trellis.DoneRequest{TaskID: h.Task.TaskID, Worker: "w/0", WhatWasDone: "x"})
+	if err != nil || task.Status != trellis.StatusDone || !h.Recorded() {
+		t.Fatalf("DoneHeld after the claim was stored late = %+v, %v; want done", task, err)
+	}
+	recs, err := b.q.History(ctx, h.Task.TaskID)
+	if err != nil || historyTypes(recs) != "added,claimed,completed" {
+		t.Fatalf("history %s, %v; want added,claimed,completed", historyTypes(recs), err)
+	}
+	_ = msg.Ack()
+
+	// RecordHold finds its own claim too.
+	msg = fetch()
+	h, late = hold(msg), hold(msg)
+	if err := b.q.RecordHold(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.q.RecordHold(ctx, h); err != nil || !h.Recorded() {
+		t.Fatalf("RecordHold of a claim already on the log = %v (recorded %v); want it taken as recorded", err, h.Recorded())
+	}
+	_ = msg.Ack()
+
+	// The outcome carrying the claim is stored late: the next attempt
+	// finds it.
+	msg = fetch()
+	h, late = hold(msg), hold(msg)
+	req := trellis.FailRequest{TaskID: h.Task.TaskID, Worker: "w/0", Error: "boom", Retry: true}
+	if _, err := b.q.FailHeld(ctx, late, req); err != nil {
+		t.Fatal(err)
+	}
+	if task, err := b.q.FailHeld(ctx, h, req); err != nil || task.Status != trellis.StatusQueued {
+		t.Fatalf("FailHeld after its outcome was stored = %+v, %v; want the recorded outcome", task, err)
+	}
+	recs, err = b.q.History(ctx, h.Task.TaskID)
+	if err != nil || historyTypes(recs) != "added,attempt_failed" {
+		t.Fatalf("history %s, %v; want added,attempt_failed (one event, carrying the claim)", historyTypes(recs), err)
+	}
+	_ = msg.Ack()
+}
