@@ -108,8 +108,9 @@ func TestRandomizedProcesses(t *testing.T) {
 		}
 	}
 	acked := map[string]bool{}
-	var order []string            // acknowledged ids, in order
-	depended := map[string]bool{} // prerequisites: never cancelled
+	var order []string               // acknowledged ids, in order
+	depended := map[string]bool{}    // prerequisites: never cancelled
+	cancelAsked := map[string]bool{} // never made a prerequisite
 	cancellable := func() string {
 		for tries := 0; tries < 10 && len(order) > 0; tries++ {
 			if id := order[rng.IntN(len(order))]; !depended[id] {
@@ -133,8 +134,9 @@ func TestRandomizedProcesses(t *testing.T) {
 			r.UniqueKey = "u" + strconv.Itoa(rng.IntN(4))
 		}
 		if rng.IntN(5) == 0 && len(order) > 0 {
-			p := order[rng.IntN(len(order))]
-			r.After = []string{p}
+			if p := order[rng.IntN(len(order))]; !cancelAsked[p] {
+				r.After = []string{p}
+			}
 		}
 		return r
 	}
@@ -207,6 +209,7 @@ func TestRandomizedProcesses(t *testing.T) {
 			}
 		case op < 75:
 			if id := cancellable(); id != "" {
+				cancelAsked[id] = true
 				retry("cancel", func() error {
 					_, err := client.Cancel(ctx, trellis.CancelRequest{TaskID: id, Reason: "random"})
 					if trellis.ErrorCode(err) == trellis.CodeConflict {

@@ -71,15 +71,17 @@ func (p *proc) stderrHas(s string) bool {
 // taskShows polls the task through c until cond holds.
 func taskShows(t *testing.T, c trellis.QueueService, id string, within time.Duration, what string, cond func(*trellis.Task) bool) *trellis.Task {
 	t.Helper()
-	var last *trellis.Task
-	waitFor(t, within, fmt.Sprintf("task %s is not %s (last seen %+v)", id, what, last), func() bool {
+	deadline := time.Now().Add(within)
+	for {
 		task, err := c.Show(context.Background(), id)
-		if err == nil {
-			last = task
+		if err == nil && cond(task) {
+			return task
 		}
-		return err == nil && cond(task)
-	})
-	return last
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: task %s is not %s (last seen %+v, %v)", within, id, what, task, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // queueEvents counts a task's events by type (a claim carried by its
