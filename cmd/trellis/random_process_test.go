@@ -65,8 +65,11 @@ func TestRandomizedProcesses(t *testing.T) {
 		dur = 6 * time.Second
 	}
 
+	begin := time.Now()
+	phase := func(what string) { t.Logf("%s: %s", time.Since(begin).Round(time.Millisecond), what) }
 	data, addr := t.TempDir(), freeAddr(t)
 	serve := serveAt(t, data, addr)
+	phase("serve up")
 	url := "nats://" + addr
 	client, nc := reconnectingClient(t, url)
 	ctx := context.Background()
@@ -167,6 +170,7 @@ func TestRandomizedProcesses(t *testing.T) {
 	}
 	sort.Slice(faults, func(a, b int) bool { return faults[a].at < faults[b].at })
 	paused := false
+	phase("workers started")
 	start := time.Now()
 	for time.Since(start) < dur {
 		if len(faults) > 0 && time.Since(start) >= faults[0].at {
@@ -237,7 +241,7 @@ func TestRandomizedProcesses(t *testing.T) {
 			return err
 		})
 	}
-	t.Logf("%d tasks acknowledged", len(order))
+	phase(fmt.Sprintf("driven: %d tasks acknowledged", len(order)))
 
 	// Every acknowledged add ends.
 	waitFor(t, 180*time.Second, "acknowledged tasks did not all end", func() bool {
@@ -250,18 +254,22 @@ func TestRandomizedProcesses(t *testing.T) {
 		return true
 	})
 
+	phase("every task ended")
 	checkRandomRun(t, nc, order, ledger)
+	phase("log and ledger checked")
 
 	// audit verify OK.
 	if code, out, errs := cli(t, "audit", "verify", "--nats-url", url, "--json"); code != 0 || !strings.Contains(out, `"ok": true`) {
 		t.Fatalf("audit verify: exit %d\n%s%s", code, out, errs)
 	}
+	phase("audit verify ok")
 	// Replay == live: the board before and after a rebuild from the log.
 	live := boardOf(t, client, queue)
 	retry("replay", func() error { _, err := client.Replay(ctx); return err })
 	if replayed := boardOf(t, client, queue); !mapsEqual(live, replayed) {
 		t.Fatalf("the board rebuilt from the log differs from the live one:\nlive     %v\nreplayed %v", live, replayed)
 	}
+	phase("replay == live")
 }
 
 // boardOf lists a queue's tasks as "status/attempts" by id.
