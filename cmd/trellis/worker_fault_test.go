@@ -266,8 +266,11 @@ func TestOutcomeKeptAcrossServeRestart(t *testing.T) {
 			waitFor(t, 60*time.Second, "the worker never noticed the server gone", func() bool {
 				return w.stderrHas("finish not recorded") || w.stderrHas("outcome not recorded yet")
 			})
+			restarted := time.Now()
 			serveAt(t, data, addr, extra...)
+			t.Logf("serve restarted in %s", time.Since(restarted).Round(time.Millisecond))
 			taskShows(t, client, task.TaskID, 60*time.Second, "done", func(tk *trellis.Task) bool { return tk.Status == trellis.StatusDone })
+			t.Logf("done %s after the restart began", time.Since(restarted).Round(time.Millisecond))
 			if runs := readLedger(t, ledger)[task.TaskID]; runs != 1 {
 				t.Fatalf("the task ran %d times; want 1", runs)
 			}
