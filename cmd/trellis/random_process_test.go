@@ -24,8 +24,8 @@ import (
 // The randomized multi-process test: a serve process, worker processes
 // (local pools and a token pool, with different leases), a driver adding
 // tasks (single and bulk, priorities, delays, prerequisites, unique keys,
-// flaky tasks), cancelling, pausing and resuming, and killing a worker and
-// the serve with SIGKILL. The checker reads only the log and the ledger
+// flaky tasks), cancelling, pausing and resuming, killing a worker and the
+// serve with SIGKILL and stopping the serve for a while (SIGSTOP). The checker reads only the log and the ledger
 // the handlers append to. A run is reproduced by its number (printed on
 // failure): the driver's choices follow from it (the processes' timing
 // does not).
@@ -161,12 +161,14 @@ func TestRandomizedProcesses(t *testing.T) {
 	rounds := max(1, int(dur/(6*time.Second)))
 	type fault struct {
 		at    time.Duration
-		serve bool
+		kind  string        // "worker", "serve" (SIGKILL), "pause" (serve SIGSTOP)
+		pause time.Duration // how long a pause lasts
 	}
 	var faults []fault
 	for i := 0; i < rounds; i++ {
-		faults = append(faults, fault{at: time.Duration(rng.Int64N(int64(dur))), serve: false},
-			fault{at: time.Duration(rng.Int64N(int64(dur))), serve: true})
+		faults = append(faults, fault{at: time.Duration(rng.Int64N(int64(dur))), kind: "worker"},
+			fault{at: time.Duration(rng.Int64N(int64(dur))), kind: "serve"},
+			fault{at: time.Duration(rng.Int64N(int64(dur))), kind: "pause", pause: time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))})
 	}
 	sort.Slice(faults, func(a, b int) bool { return faults[a].at < faults[b].at })
 	paused := false
@@ -176,12 +178,20 @@ func TestRandomizedProcesses(t *testing.T) {
 		if len(faults) > 0 && time.Since(start) >= faults[0].at {
 			f := faults[0]
 			faults = faults[1:]
-			if f.serve {
+			switch f.kind {
+			case "serve":
 				t.Logf("%s: SIGKILL serve", time.Since(start).Round(time.Millisecond))
 				_ = serve.cmd.Process.Signal(syscall.SIGKILL)
 				_ = serve.wait(t, 30*time.Second)
 				serve = serveAt(t, data, addr)
-			} else {
+			case "pause":
+				// Writes sent meanwhile are stored late: after their
+				// senders may have given up on them.
+				t.Logf("%s: SIGSTOP serve for %s", time.Since(start).Round(time.Millisecond), f.pause.Round(time.Millisecond))
+				_ = serve.cmd.Process.Signal(syscall.SIGSTOP)
+				time.Sleep(f.pause)
+				_ = serve.cmd.Process.Signal(syscall.SIGCONT)
+			default:
 				w := workers[rng.IntN(len(workers))]
 				t.Logf("%s: SIGKILL worker %s", time.Since(start).Round(time.Millisecond), w.args[6])
 				_ = w.p.cmd.Process.Signal(syscall.SIGKILL)
@@ -260,6 +270,7 @@ func TestRandomizedProcesses(t *testing.T) {
 
 	// audit verify OK.
 	if code, out, errs := cli(t, "audit", "verify", "--nats-url", url, "--json"); code != 0 || !strings.Contains(out, `"ok": true`) {
+		dumpQueueLog(t, nc)
 		t.Fatalf("audit verify: exit %d\n%s%s", code, out, errs)
 	}
 	phase("audit verify ok")
@@ -390,5 +401,23 @@ func checkRandomRun(t *testing.T, nc *nats.Conn, order []string, ledgerPath stri
 			problems = append(problems[:20], fmt.Sprintf("... %d more", len(problems)-20))
 		}
 		t.Fatalf("%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
+	}
+}
+
+// dumpQueueLog logs the queue stream's messages with the headers audit
+// verify reads (for a failing run's report).
+func dumpQueueLog(t *testing.T, nc *nats.Conn) {
+	t.Helper()
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	err = store.Scan(context.Background(), events.StreamQueue, events.ScanRange{}, func(m events.Message) error {
+		t.Logf("seq %d %s %s id=%s msgid=%s scheduler=%s batch=%s/%d stored=%s", m.Seq, m.Subject, m.Type, m.ID, m.MsgID, m.Scheduler, m.BatchID, m.BatchSeq, m.Stored.Format("15:04:05.000"))
+		return nil
+	})
+	if err != nil {
+		t.Log(err)
 	}
 }
