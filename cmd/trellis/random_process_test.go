@@ -122,13 +122,14 @@ func TestRandomizedProcesses(t *testing.T) {
 		}
 		return ""
 	}
-	n := 0
+	n, flaky := 0, 0
 	newRequest := func() trellis.AddTaskRequest {
 		n++
 		r := trellis.AddTaskRequest{Queue: queue, Objective: fmt.Sprintf("unit %d", n), MaxAttempts: 3,
 			IdempotencyKey: fmt.Sprintf("k%d", n), Priority: 1 + rng.IntN(trellis.MaxPriority)}
 		if rng.IntN(6) == 0 {
 			r.Objective += " flaky"
+			flaky++
 		}
 		if rng.IntN(6) == 0 {
 			r.Delay = []string{"300ms", "1s", "2s"}[rng.IntN(3)]
@@ -251,7 +252,7 @@ func TestRandomizedProcesses(t *testing.T) {
 			return err
 		})
 	}
-	phase(fmt.Sprintf("driven: %d tasks acknowledged", len(order)))
+	phase(fmt.Sprintf("driven: %d tasks acknowledged (%d add requests, %d of them failing their first attempt)", len(order), n, flaky))
 
 	// Every acknowledged add ends.
 	waitFor(t, 180*time.Second, "acknowledged tasks did not all end", func() bool {
@@ -276,6 +277,11 @@ func TestRandomizedProcesses(t *testing.T) {
 	phase("audit verify ok")
 	// Replay == live: the board before and after a rebuild from the log.
 	live := boardOf(t, client, queue)
+	statuses := map[string]int{}
+	for _, v := range live {
+		statuses[strings.Split(v, "/")[0]]++
+	}
+	t.Logf("tasks by status: %v", statuses)
 	retry("replay", func() error { _, err := client.Replay(ctx); return err })
 	if replayed := boardOf(t, client, queue); !mapsEqual(live, replayed) {
 		t.Fatalf("the board rebuilt from the log differs from the live one:\nlive     %v\nreplayed %v", live, replayed)
@@ -396,6 +402,14 @@ func checkRandomRun(t *testing.T, nc *nats.Conn, order []string, ledgerPath stri
 			}
 		}
 	}
+	executions, again := 0, 0
+	for _, at := range runs {
+		executions += len(at)
+		if len(at) > 1 {
+			again++
+		}
+	}
+	t.Logf("%d executions; %d tasks ran more than once (failed first attempts, expired leases, lost outcomes: at least once)", executions, again)
 	if len(problems) > 0 {
 		if len(problems) > 20 {
 			problems = append(problems[:20], fmt.Sprintf("... %d more", len(problems)-20))
