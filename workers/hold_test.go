@@ -411,3 +411,70 @@ func TestHeldClaimFoundOnTheLogIsItsOwn(t *testing.T) {
 	}
 	_ = msg.Ack()
 }
+
+// TestStaleDeliveryLeavesTheCurrentHoldersLease: a delivery of a dispatch
+// handled after a later delivery of it was claimed (a pool that stalled
+// past the lease with it in hand) is left alone: JetStream acknowledges by
+// stream sequence, so acknowledging it would end the lease of the pool
+// that holds the later delivery.
+func TestStaleDeliveryLeavesTheCurrentHoldersLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	if _, err := b.q.EnsureConsumer(ctx, "stale", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b.add(t, "stale", 1, 3)
+	lanes, err := b.q.Lanes(ctx, "stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() jetstream.Msg {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			for _, lane := range lanes {
+				batch, err := lane.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for m := range batch.Messages() {
+					return m
+				}
+			}
+		}
+		t.Fatal("no dispatch")
+		return nil
+	}
+	first := fetch()  // held by a pool that stalls past the lease
+	second := fetch() // redelivered after the lease to another pool
+	if m1, m2 := mustMeta(t, first), mustMeta(t, second); m1.Sequence.Stream != m2.Sequence.Stream || m2.NumDelivered <= m1.NumDelivered {
+		t.Fatalf("deliveries %+v then %+v; want the same dispatch delivered again", m1, m2)
+	}
+	task, err := b.q.ClaimDispatched(ctx, second, "w/1", true)
+	if err != nil || task == nil {
+		t.Fatalf("claim of the later delivery = %+v, %v", task, err)
+	}
+	if task, err := b.q.ClaimDispatched(ctx, first, "w/0", true); err != nil || task != nil {
+		t.Fatalf("claim of the stale delivery = %+v, %v; want nothing", task, err)
+	}
+	// The later delivery is still pending (its holder's lease), so it is
+	// redelivered if its holder stops heartbeating.
+	info, err := lanes[0].Info(ctx)
+	for _, lane := range lanes[1:] {
+		if i, err2 := lane.Info(ctx); err2 == nil && i.NumAckPending > 0 {
+			info, err = i, nil
+		}
+	}
+	if err != nil || info.NumAckPending != 1 {
+		t.Fatalf("pending dispatches %d, %v; want 1: the stale delivery's acknowledgement ended the holder's lease", info.NumAckPending, err)
+	}
+	_ = second.Ack()
+}
+
+func mustMeta(t *testing.T, m jetstream.Msg) *jetstream.MsgMetadata {
+	t.Helper()
+	meta, err := m.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta
+}
