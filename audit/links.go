@@ -150,6 +150,10 @@ func clipText(s string) string {
 // timer later names that batch and the deleted sequence's position in it.
 // Every other deleted sequence is reported; so is a message that claims
 // to come from a timer no deleted sequence matches (on a whole stream).
+// A timer may fire twice: a server killed between publishing a timer's
+// message and deleting the timer fires it again when it restarts (seen
+// with `trellis serve` killed with SIGKILL while delayed tasks came due),
+// so a second message of a timer that fired recently is its re-fire.
 type timerLedger struct {
 	// last is the batch of the message stored last.
 	lastSeq      uint64
@@ -160,13 +164,23 @@ type timerLedger struct {
 	pending map[string]uint64
 	// Fired counts deleted sequences explained as fired timers.
 	fired uint64
+	// recent holds the keys of the timers fired last (at most
+	// maxRecentTimers, oldest first in recentOrder), for their re-fires.
+	recent      map[string]bool
+	recentOrder []string
 }
+
+// maxRecentTimers bounds the fired timers a ledger remembers for their
+// re-fires (which follow their first fire within a server restart).
+const maxRecentTimers = 1 << 12
 
 // maxPendingTimers bounds the deleted sequences a ledger holds waiting for
 // their timer's message; beyond it, a deletion is reported at once.
 const maxPendingTimers = 1 << 16
 
-func newTimerLedger() *timerLedger { return &timerLedger{pending: map[string]uint64{}} }
+func newTimerLedger() *timerLedger {
+	return &timerLedger{pending: map[string]uint64{}, recent: map[string]bool{}}
+}
 
 // stored records a message of the stream (in order).
 func (l *timerLedger) stored(seq uint64, m meta) {
@@ -192,12 +206,21 @@ func (l *timerLedger) gap(from, to uint64) [][2]uint64 {
 // deleted sequence is its timer.
 func (l *timerLedger) fire(m meta) bool {
 	key := fmt.Sprintf("%s/%d", m.BatchID, m.BatchSeq)
-	if _, ok := l.pending[key]; ok && m.BatchID != "" {
+	if m.BatchID == "" {
+		return false
+	}
+	if _, ok := l.pending[key]; ok {
 		delete(l.pending, key)
 		l.fired++
+		l.recent[key] = true
+		l.recentOrder = append(l.recentOrder, key)
+		if len(l.recentOrder) > maxRecentTimers {
+			delete(l.recent, l.recentOrder[0])
+			l.recentOrder = l.recentOrder[1:]
+		}
 		return true
 	}
-	return false
+	return l.recent[key] // a re-fire
 }
 
 // unexplained returns the deleted sequences no timer's message explained,

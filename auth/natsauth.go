@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/subtle"
 	"sync"
+	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 )
@@ -27,11 +28,20 @@ const InternalUser = "trellis"
 type NATSAuth struct {
 	internal string
 
+	// attached is closed once Attach gave the registry: until then a
+	// token holder's connection waits (see Check).
+	attached chan struct{}
+
 	mu      sync.Mutex
 	reg     *Registry
 	srv     *natsserver.Server
 	clients map[string]map[uint64]struct{} // token name -> client ids
 }
+
+// attachWait bounds how long a token holder's connection waits for the
+// registry (see Check): longer than NATS clients' connect timeout (2 s by
+// default).
+const attachWait = 10 * time.Second
 
 // NewNATSAuth returns an authenticator with a fresh internal secret; it
 // accepts only that secret until Attach gives it the registry.
@@ -40,7 +50,7 @@ func NewNATSAuth() (*NATSAuth, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NATSAuth{internal: secret, clients: map[string]map[uint64]struct{}{}}, nil
+	return &NATSAuth{internal: secret, attached: make(chan struct{}), clients: map[string]map[uint64]struct{}{}}, nil
 }
 
 // Internal is the secret Trellis's own connections present (nats.Token).
@@ -50,9 +60,13 @@ func (a *NATSAuth) Internal() string { return a.internal }
 // connections of tokens that stop working.
 func (a *NATSAuth) Attach(reg *Registry, srv *natsserver.Server) {
 	a.mu.Lock()
+	first := a.reg == nil
 	a.reg, a.srv = reg, srv
 	a.mu.Unlock()
 	reg.OnRevoked(a.disconnect)
+	if first {
+		close(a.attached)
+	}
 }
 
 // Check implements server.Authentication.
@@ -76,7 +90,21 @@ func (a *NATSAuth) Check(c natsserver.ClientAuthentication) bool {
 	reg := a.reg
 	a.mu.Unlock()
 	if reg == nil {
-		return false
+		// A client reconnecting to a server that is still starting (its
+		// NATS listens before the registry is read) waits rather than be
+		// refused: NATS clients give up reconnecting after the same
+		// authorization error twice, and a worker would take that for a
+		// revoked token. Its connect times out first and is tried again.
+		select {
+		case <-a.attached:
+		case <-time.After(attachWait):
+		}
+		a.mu.Lock()
+		reg = a.reg
+		a.mu.Unlock()
+		if reg == nil {
+			return false
+		}
 	}
 	id, err := reg.Verify(tok)
 	if err != nil {

@@ -156,6 +156,12 @@ func (n notYet) Error() string { return fmt.Sprintf("retry not due for %s", n.wa
 
 var errNotClaimable = errors.New("task is not claimable")
 
+// errSuperseded: the dispatch read is a stale delivery of the dispatch
+// the task's claim holds (a later delivery was claimed while this one
+// waited in a stalled process): only the current delivery's holder may
+// acknowledge it.
+var errSuperseded = errors.New("a later delivery of this dispatch holds the task")
+
 // ClaimDispatched claims the task a dispatch message names for worker.
 //
 // It returns the claimed task, or nil when the message is handled without
@@ -245,7 +251,10 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 					Worker: worker, Attempt: t.Attempts + 1, Leased: leased, DispatchSeq: dispatch, Delivery: delivery,
 				}}, nil
 			case trellis.StatusClaimed:
-				if t.Lease == nil || t.Lease.DispatchSeq != dispatch || delivery <= t.Lease.Delivery {
+				if t.Lease != nil && t.Lease.DispatchSeq == dispatch && delivery <= t.Lease.Delivery {
+					return decision{}, errSuperseded
+				}
+				if t.Lease == nil || t.Lease.DispatchSeq != dispatch {
 					return decision{}, errNotClaimable
 				}
 				// The dispatch the claimant held came back: its lease expired.
@@ -278,6 +287,12 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 			return nil, nil
 		case errors.Is(err, errNotClaimable):
 			_ = msg.Ack()
+			return nil, nil
+		case errors.Is(err, errSuperseded):
+			// Another claimant holds this dispatch's current delivery:
+			// JetStream acknowledges by stream sequence, so an
+			// acknowledgement (or a nak) of this stale delivery would end
+			// or cut short that claimant's lease. Leave it alone.
 			return nil, nil
 		case err != nil:
 			return nil, err

@@ -55,6 +55,11 @@ func (h *Hold) isRecorded() bool { return h.recorded || h.claim.At == nil }
 // recorded (cancelled, most likely), so the claim no longer applies.
 var errHoldLost = errors.New("the held task changed before its claim was recorded")
 
+// errOwnClaim: the held claim is on the log after all (a write the pool
+// gave up on, stored later: resent on a reconnect, or by a store that
+// stalled): the task is the pool's own, not changed.
+var errOwnClaim = errors.New("the held claim is on the log")
+
 // HoldDispatched is ClaimDispatched for a worker pool (a leased claim)
 // that may leave the claim unrecorded (see Hold). It returns nil when the
 // dispatch yields no task (see ClaimDispatched).
@@ -102,11 +107,19 @@ func (h *Hold) stillHeld(t *trellis.Task) bool {
 		t.CancelRequested == nil && t.RetryAt == nil
 }
 
+// ownClaim reports whether t, the task as the log now has it, is claimed
+// by the hold's own claim: its worker, attempt and dispatch delivery.
+func (h *Hold) ownClaim(t *trellis.Task) bool {
+	return t != nil && t.Status == trellis.StatusClaimed && t.ClaimedBy == h.claim.Worker && t.Attempts == h.claim.Attempt &&
+		t.Lease != nil && t.Lease.DispatchSeq == h.claim.DispatchSeq && t.Lease.Delivery == h.claim.Delivery
+}
+
 // RecordHold records the claim of h if it is not on the log yet: the
 // pool's handler is still running when its window passes, or the pool
 // stops it (cancelled, drained) and records what happens as it would
 // after an eager claim. It returns a conflict when the task changed
-// meanwhile (cancelled while held).
+// meanwhile (cancelled while held). A claim found on the log as the hold
+// made it (an earlier write given up on but stored later) is recorded.
 func (q *Handler) RecordHold(ctx context.Context, h *Hold) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -114,11 +127,18 @@ func (q *Handler) RecordHold(ctx context.Context, h *Hold) error {
 		return nil
 	}
 	_, err := q.decide(ctx, h.state, h.claim.Worker, func(t *trellis.Task) (decision, error) {
+		if h.ownClaim(t) {
+			return decision{}, errOwnClaim
+		}
 		if !h.stillHeld(t) {
 			return decision{}, errHoldLost
 		}
 		return decision{Claimed, h.claim}, nil
 	})
+	if errors.Is(err, errOwnClaim) {
+		h.recorded = true
+		return nil
+	}
 	if errors.Is(err, errHoldLost) {
 		return trellis.Errorf(trellis.CodeConflict, "task %s changed before its claim by %s was recorded: %w", h.Task.TaskID, h.claim.Worker, err)
 	}
@@ -131,7 +151,11 @@ func (q *Handler) RecordHold(ctx context.Context, h *Hold) error {
 
 // finishHeld records an outcome (see finish). With a hold whose claim is
 // not recorded yet, the outcome is decided on the task as claimed and
-// carries the claim, in one event.
+// carries the claim, in one event. A claim found on the log as the hold
+// made it (a write given up on, stored later) is the hold's own: the
+// outcome is then recorded after it; an outcome found on the log (an
+// earlier attempt of this one, stored after it was given up on) is
+// returned as recorded.
 func (q *Handler) finishHeld(ctx context.Context, h *Hold, taskID, worker string, build func(*trellis.Task) decision, same func(events.Recorded) bool) (*trellis.Task, error) {
 	if h == nil {
 		return q.finish(ctx, taskID, worker, build, same)
@@ -145,6 +169,9 @@ func (q *Handler) finishHeld(ctx context.Context, h *Hold, taskID, worker string
 		return nil, trellis.Errorf(trellis.CodeConflict, "task %s is held by %q, not %q", h.Task.TaskID, h.claim.Worker, worker)
 	}
 	next, err := q.decide(ctx, h.state, worker, func(t *trellis.Task) (decision, error) {
+		if h.ownClaim(t) {
+			return decision{}, errOwnClaim
+		}
 		if !h.stillHeld(t) {
 			return decision{}, errHoldLost
 		}
@@ -154,7 +181,17 @@ func (q *Handler) finishHeld(ctx context.Context, h *Hold, taskID, worker string
 		d.payload = carryClaim(d.payload, &h.claim)
 		return d, nil
 	})
+	if errors.Is(err, errOwnClaim) {
+		h.recorded = true
+		return q.finish(ctx, taskID, worker, build, same)
+	}
 	if errors.Is(err, errHoldLost) {
+		if t, ok, rerr := q.repeated(ctx, taskID, worker, same); rerr != nil {
+			return nil, rerr
+		} else if ok {
+			h.recorded = true
+			return t, nil
+		}
 		return nil, trellis.Errorf(trellis.CodeConflict, "task %s changed before its claim by %s was recorded: %w", taskID, worker, err)
 	}
 	if err != nil {
@@ -165,6 +202,19 @@ func (q *Handler) finishHeld(ctx context.Context, h *Hold, taskID, worker string
 		q.tasks.Forget(taskID)
 	}
 	return next.Value, nil
+}
+
+// HeldTaskEnded reports whether the task of a hold whose claim was
+// refused (the task changed before it was recorded) has ended on the log:
+// only then may the pool acknowledge the hold's dispatch. JetStream
+// acknowledges a dispatch by its stream sequence, whatever delivery the
+// acknowledgement names: once the hold's lease may have expired, another
+// pool may hold a later delivery of the same dispatch (and claim the task
+// with it), and an acknowledgement would end that pool's lease. A
+// dispatch left alone comes back after the lease and is skipped as stale.
+func (q *Handler) HeldTaskEnded(ctx context.Context, h *Hold) bool {
+	st, err := q.loadState(ctx, h.Task.TaskID)
+	return err == nil && st.Value != nil && st.Value.Status.Terminal()
 }
 
 // carryClaim returns an outcome payload carrying claim c.

@@ -328,3 +328,153 @@ func TestPoolsShareDispatchesFetchedAhead(t *testing.T) {
 		t.Errorf("%d tasks had their lease expire", n)
 	}
 }
+
+// TestHeldClaimFoundOnTheLogIsItsOwn: a held claim whose write the pool
+// gave up on but that was stored later (here: the same claim, recorded
+// through a second hold of the same delivery) is the pool's own: its
+// outcome is recorded after it (not refused as "task changed"), and
+// RecordHold takes it as recorded. An outcome carrying the claim that was
+// stored by an attempt given up on is found again by the next attempt.
+func TestHeldClaimFoundOnTheLogIsItsOwn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.add(t, "own", 3, 3)
+	lanes, err := b.q.Lanes(ctx, "own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() jetstream.Msg {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			for _, lane := range lanes {
+				batch, err := lane.FetchNoWait(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for m := range batch.Messages() {
+					return m
+				}
+			}
+		}
+		t.Fatal("no dispatch")
+		return nil
+	}
+	hold := func(msg jetstream.Msg) *taskqueue.Hold {
+		h, err := b.q.HoldDispatched(ctx, msg, "w/0")
+		if err != nil || h == nil || h.Recorded() {
+			t.Fatalf("hold = %+v, %v; want an unrecorded hold", h, err)
+		}
+		return h
+	}
+
+	// The claim is stored late.
+	msg := fetch()
+	h, late := hold(msg), hold(msg)
+	if err := b.q.RecordHold(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	task, err := b.q.DoneHeld(ctx, h, trellis.DoneRequest{TaskID: h.Task.TaskID, Worker: "w/0", WhatWasDone: "x"})
+	if err != nil || task.Status != trellis.StatusDone || !h.Recorded() {
+		t.Fatalf("DoneHeld after the claim was stored late = %+v, %v; want done", task, err)
+	}
+	recs, err := b.q.History(ctx, h.Task.TaskID)
+	if err != nil || historyTypes(recs) != "added,claimed,completed" {
+		t.Fatalf("history %s, %v; want added,claimed,completed", historyTypes(recs), err)
+	}
+	_ = msg.Ack()
+
+	// RecordHold finds its own claim too.
+	msg = fetch()
+	h, late = hold(msg), hold(msg)
+	if err := b.q.RecordHold(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.q.RecordHold(ctx, h); err != nil || !h.Recorded() {
+		t.Fatalf("RecordHold of a claim already on the log = %v (recorded %v); want it taken as recorded", err, h.Recorded())
+	}
+	_ = msg.Ack()
+
+	// The outcome carrying the claim is stored late: the next attempt
+	// finds it.
+	msg = fetch()
+	h, late = hold(msg), hold(msg)
+	req := trellis.FailRequest{TaskID: h.Task.TaskID, Worker: "w/0", Error: "boom", Retry: true}
+	if _, err := b.q.FailHeld(ctx, late, req); err != nil {
+		t.Fatal(err)
+	}
+	if task, err := b.q.FailHeld(ctx, h, req); err != nil || task.Status != trellis.StatusQueued {
+		t.Fatalf("FailHeld after its outcome was stored = %+v, %v; want the recorded outcome", task, err)
+	}
+	recs, err = b.q.History(ctx, h.Task.TaskID)
+	if err != nil || historyTypes(recs) != "added,attempt_failed" {
+		t.Fatalf("history %s, %v; want added,attempt_failed (one event, carrying the claim)", historyTypes(recs), err)
+	}
+	_ = msg.Ack()
+}
+
+// TestStaleDeliveryLeavesTheCurrentHoldersLease: a delivery of a dispatch
+// handled after a later delivery of it was claimed (a pool that stalled
+// past the lease with it in hand) is left alone: JetStream acknowledges by
+// stream sequence, so acknowledging it would end the lease of the pool
+// that holds the later delivery.
+func TestStaleDeliveryLeavesTheCurrentHoldersLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	if _, err := b.q.EnsureConsumer(ctx, "stale", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b.add(t, "stale", 1, 3)
+	lanes, err := b.q.Lanes(ctx, "stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() jetstream.Msg {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			for _, lane := range lanes {
+				batch, err := lane.Fetch(1, jetstream.FetchMaxWait(500*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for m := range batch.Messages() {
+					return m
+				}
+			}
+		}
+		t.Fatal("no dispatch")
+		return nil
+	}
+	first := fetch()  // held by a pool that stalls past the lease
+	second := fetch() // redelivered after the lease to another pool
+	if m1, m2 := mustMeta(t, first), mustMeta(t, second); m1.Sequence.Stream != m2.Sequence.Stream || m2.NumDelivered <= m1.NumDelivered {
+		t.Fatalf("deliveries %+v then %+v; want the same dispatch delivered again", m1, m2)
+	}
+	task, err := b.q.ClaimDispatched(ctx, second, "w/1", true)
+	if err != nil || task == nil {
+		t.Fatalf("claim of the later delivery = %+v, %v", task, err)
+	}
+	if task, err := b.q.ClaimDispatched(ctx, first, "w/0", true); err != nil || task != nil {
+		t.Fatalf("claim of the stale delivery = %+v, %v; want nothing", task, err)
+	}
+	// The later delivery is still pending (its holder's lease), so it is
+	// redelivered if its holder stops heartbeating.
+	info, err := lanes[0].Info(ctx)
+	for _, lane := range lanes[1:] {
+		if i, err2 := lane.Info(ctx); err2 == nil && i.NumAckPending > 0 {
+			info, err = i, nil
+		}
+	}
+	if err != nil || info.NumAckPending != 1 {
+		t.Fatalf("pending dispatches %d, %v; want 1: the stale delivery's acknowledgement ended the holder's lease", info.NumAckPending, err)
+	}
+	_ = second.Ack()
+}
+
+func mustMeta(t *testing.T, m jetstream.Msg) *jetstream.MsgMetadata {
+	t.Helper()
+	meta, err := m.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta
+}

@@ -489,7 +489,10 @@ func (p *Pool) claimWindow(hold *taskqueue.Hold, log *slog.Logger) (stop func())
 	}
 	window := min(p.cfg.ClaimWindow, p.lease()/4)
 	t := time.AfterFunc(window, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// Bounded by a quarter of the lease: a write given up on may
+		// still be stored later (resent on a reconnect, or by a store
+		// that stalled), and the outcome then finds the claim as its own.
+		ctx, cancel := context.WithTimeout(context.Background(), max(min(30*time.Second, p.lease()/4), time.Second))
 		defer cancel()
 		if err := p.queue.RecordHold(ctx, hold); err != nil {
 			// Recorded with the outcome instead, or refused there too
@@ -500,24 +503,36 @@ func (p *Pool) claimWindow(hold *taskqueue.Hold, log *slog.Logger) (stop func())
 	return func() { t.Stop() }
 }
 
+// outcomeAttempt bounds one attempt to record an outcome (see record).
+const outcomeAttempt = 10 * time.Second
+
 // record records the outcome of one run (see handle), or its cancellation
 // when the task was cancelled while it ran, and ends its lease.
+//
+// An outcome that could not be recorded because the server did not
+// answer (restarting, unreachable, a store that stalls) is kept and
+// recorded again, with backoff, until it is recorded or refused: the
+// lease is heartbeated meanwhile, so once the server answers again the
+// outcome is recorded while the lease holds and the task does not run
+// twice. An attempt given up on may be stored later; the next one finds
+// it (a finish the log already holds succeeds again). Only a drain past
+// its grace period (work ended) gives up on it: the dispatch then comes
+// back after the lease and the task runs again.
 func (p *Pool) record(work context.Context, msg lease, task *trellis.Task, hold *taskqueue.Hold, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, cancelled *string, log *slog.Logger) {
 	m, q := p.cfg.Metrics, p.cfg.Queue
-	// Finishing must not be cut short by the drain: it has its own bound.
-	fctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
+	backoff := 250 * time.Millisecond
 	var err error
-	if cancelled != nil {
-		if err = p.recordHold(fctx, hold); err == nil {
-			_, err = p.queue.CancelClaimed(fctx, task.TaskID, worker)
+	for attempt := 1; ; attempt++ {
+		// Finishing must not be cut short by the drain: it has its own bound.
+		fctx, cancel := context.WithTimeout(context.Background(), outcomeAttempt)
+		err = p.recordOnce(fctx, work, task, hold, worker, cp, herr, usage, cancelled, log)
+		cancel()
+		if trellis.ErrorCode(err) != trellis.CodeUnavailable || work.Err() != nil {
+			break
 		}
-		if err == nil {
-			m.Cancelled.WithLabelValues(q).Inc()
-			log.Info("task cancelled", "reason", *cancelled)
-		}
-	} else {
-		err = p.finish(fctx, work, task, hold, worker, cp, herr, usage, log)
+		log.Warn("outcome not recorded yet: kept, recorded again once the server answers", "attempt", attempt, "err", err)
+		sleepCtx(work, backoff)
+		backoff = min(2*backoff, 5*time.Second)
 	}
 	switch {
 	case err == nil:
@@ -525,8 +540,19 @@ func (p *Pool) record(work context.Context, msg lease, task *trellis.Task, hold 
 			log.Warn("lease not acknowledged; the dispatch comes back and is skipped as stale", "err", err)
 		}
 	case trellis.ErrorCode(err) == trellis.CodeConflict && hold != nil && !hold.Recorded():
-		// The task changed (cancelled) before the claim we held was
-		// recorded: nobody else holds its dispatch, which is stale now.
+		// The task changed (cancelled; or our lease expired while the
+		// claim we held was not recorded, and another pool claimed it)
+		// before the claim we held was recorded.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ended := p.queue.HeldTaskEnded(ctx, hold)
+		cancel()
+		if !ended {
+			// Another pool may hold a later delivery of the dispatch:
+			// only its holder may acknowledge it.
+			m.LeaseLost.WithLabelValues(q).Inc()
+			log.Warn("held task changed before its outcome was recorded; outcome dropped, its dispatch left to its holder", "err", err)
+			return
+		}
 		log.Warn("held task changed before its outcome was recorded; outcome dropped", "err", err)
 		if err := msg.Ack(); err != nil {
 			log.Warn("stale dispatch not acknowledged; it comes back and is skipped", "err", err)
@@ -541,6 +567,22 @@ func (p *Pool) record(work context.Context, msg lease, task *trellis.Task, hold 
 		// task runs again (at least once, never finished twice).
 		log.Error("finish not recorded; the task runs again after the lease", "err", err)
 	}
+}
+
+// recordOnce makes one attempt to record a run's outcome (see record).
+func (p *Pool) recordOnce(ctx, work context.Context, task *trellis.Task, hold *taskqueue.Hold, worker string, cp *trellis.Checkpoint, herr error, usage trellis.Usage, cancelled *string, log *slog.Logger) error {
+	if cancelled == nil {
+		return p.finish(ctx, work, task, hold, worker, cp, herr, usage, log)
+	}
+	err := p.recordHold(ctx, hold)
+	if err == nil {
+		_, err = p.queue.CancelClaimed(ctx, task.TaskID, worker)
+	}
+	if err == nil {
+		p.cfg.Metrics.Cancelled.WithLabelValues(p.cfg.Queue).Inc()
+		log.Info("task cancelled", "reason", *cancelled)
+	}
+	return err
 }
 
 // recordHold records a held claim before an outcome that cannot carry it

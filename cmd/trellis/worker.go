@@ -40,7 +40,9 @@ the data dir's serve.json, and exits 7 (unavailable) when none answers. --embedd
 the worker instead (on a free loopback port, recorded in serve.json so other commands reach it).
 
 A claim holds a lease that the worker extends while CMD runs; a worker that dies loses its leases and
-another worker takes the tasks over after the lease. A task that finishes within --claim-window is
+another worker takes the tasks over after the lease. A worker that loses its server (restarted,
+unreachable) keeps the outcomes it could not record and records them once the server answers again,
+heartbeating their leases meanwhile. A task that finishes within --claim-window is
 recorded with one event (its outcome carries its claim); a worker that dies inside that window leaves
 no record of the attempt, which runs again after the lease and is not counted against max attempts. SIGTERM or SIGINT drains: no new claims, running
 commands get --grace to finish, the rest are released back to the queue.`,

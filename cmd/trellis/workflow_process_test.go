@@ -72,10 +72,10 @@ func startOrder(t *testing.T, data string, env []string, args ...string) *proc {
 }
 
 // serveAt runs `trellis serve` on data and addr and waits until it is up.
-func serveAt(t *testing.T, data, addr string) *proc {
+func serveAt(t *testing.T, data, addr string, extra ...string) *proc {
 	t.Helper()
 	_ = os.Remove(server.InfoPath(data))
-	p := startProc(t, "serve", "--data", data, "--nats-addr", addr, "--http-addr", "")
+	p := startProc(t, append([]string{"serve", "--data", data, "--nats-addr", addr, "--http-addr", ""}, extra...)...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if info, _ := server.ReadInfo(data); info != nil {
