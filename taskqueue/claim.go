@@ -18,21 +18,46 @@ import (
 // returns nil when none is queued. Tasks are dispatched by the queue's
 // durable JetStream consumer, so concurrent callers receive distinct tasks;
 // the claim itself is a checked append, so a task is claimed exactly once
-// even if a dispatch is delivered twice. A claim made here holds no lease:
-// the dispatch is acknowledged at once and the task stays claimed until
-// the worker finishes or fails it.
+// even if a dispatch is delivered twice.
+//
+// The claim holds a lease (req.AgentLease): it records the dispatch and
+// the lease, and the dispatch is left pending, to be delivered again when
+// the lease ends (NakWithDelay). That redelivery, taken by any claimant of
+// any process, is the lease's timer: before the lease's end (moved on by
+// each Heartbeat) it is put off again; after it, the expiry is recorded
+// (lease_expired, a checked append: once) and the task is claimed again
+// or, its attempts used up, dead. JetStream keeps the pending dispatch
+// across restarts, so no process needs to stay alive for the lease to
+// end.
 func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	task, msg, err := q.ClaimNext(ctx, req.Queue, req.Worker, false, q.cfg.NextWait)
+	lease := req.AgentLease()
+	task, msg, err := q.claimNext(ctx, req.Queue, req.Worker, claimMode{agentLease: lease}, q.cfg.NextWait)
 	if task == nil || err != nil {
 		return nil, err
 	}
-	// The claim is recorded; a lost ack only means the dispatch is
-	// delivered again later and skipped as stale.
-	_ = msg.Ack()
+	// The claim is recorded; a lost nak only means the dispatch is
+	// delivered again after the consumer's ack wait and put off then.
+	_ = msg.NakWithDelay(lease)
 	return task, nil
+}
+
+// claimMode says what a claim holds: a worker pool's claim (leased) holds
+// its dispatch as the lease; an agent's (agentLease > 0) holds a lease of
+// its own, recorded with the claim; else the dispatch is acknowledged at
+// once and the claim holds no lease.
+type claimMode struct {
+	leased     bool
+	agentLease time.Duration
+	ack        string // the dispatch's acknowledgement subject (agentLease)
+}
+
+// payload is the claimed event of attempt by worker through dispatch.
+func (m claimMode) payload(worker string, attempt int, dispatch, delivery uint64) ClaimedPayload {
+	return ClaimedPayload{Worker: worker, Attempt: attempt, Leased: m.leased || m.agentLease > 0,
+		DispatchSeq: dispatch, Delivery: delivery, LeaseMS: m.agentLease.Milliseconds(), Ack: m.ack}
 }
 
 // RetryClaimAfter is when a dispatch whose claim failed (the store
@@ -46,6 +71,11 @@ const RetryClaimAfter = 250 * time.Millisecond
 // acknowledges it. Dispatches that yield no claim (stale, not due) are
 // handled and the wait goes on.
 func (q *Handler) ClaimNext(ctx context.Context, queue, worker string, leased bool, wait time.Duration) (*trellis.Task, jetstream.Msg, error) {
+	return q.claimNext(ctx, queue, worker, claimMode{leased: leased}, wait)
+}
+
+// claimNext is ClaimNext for a claim of mode m.
+func (q *Handler) claimNext(ctx context.Context, queue, worker string, m claimMode, wait time.Duration) (*trellis.Task, jetstream.Msg, error) {
 	lanes, err := q.Lanes(ctx, queue)
 	if err != nil {
 		return nil, nil, err
@@ -59,7 +89,11 @@ func (q *Handler) ClaimNext(ctx context.Context, queue, worker string, leased bo
 		if msg == nil {
 			return nil, nil, nil
 		}
-		task, err := q.ClaimDispatched(ctx, msg, worker, leased)
+		d, err := q.dispatched(ctx, msg)
+		var task *trellis.Task
+		if err == nil && d != nil {
+			task, err = q.claimDispatched(ctx, msg, d, worker, m)
+		}
 		if err != nil {
 			// Offered again soon, not after the whole ack wait.
 			_ = msg.NakWithDelay(RetryClaimAfter)
@@ -173,7 +207,7 @@ func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker
 	if err != nil || d == nil {
 		return nil, err
 	}
-	return q.claimDispatched(ctx, msg, d, worker, leased)
+	return q.claimDispatched(ctx, msg, d, worker, claimMode{leased: leased})
 }
 
 // dispatch is a dispatch message read: the event it carries, the task's
@@ -222,7 +256,11 @@ func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch,
 }
 
 // claimDispatched claims the task of a read dispatch (see ClaimDispatched).
-func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dispatch, worker string, leased bool) (*trellis.Task, error) {
+func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dispatch, worker string, m claimMode) (*trellis.Task, error) {
+	leased := m.leased
+	if m.agentLease > 0 {
+		m.ack = msg.Reply()
+	}
 	st, flow, dispatch, delivery := d.st, d.flow, d.rec.Seq, d.delivery
 	for {
 		var expired *trellis.Task
@@ -241,12 +279,18 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 				if flow != nil && gated(flow, t, leased) {
 					return decision{}, errGated
 				}
-				return decision{Claimed, ClaimedPayload{
-					Worker: worker, Attempt: t.Attempts + 1, Leased: leased, DispatchSeq: dispatch, Delivery: delivery,
-				}}, nil
+				return decision{Claimed, m.payload(worker, t.Attempts+1, dispatch, delivery)}, nil
 			case trellis.StatusClaimed:
 				if t.Lease == nil || t.Lease.DispatchSeq != dispatch || delivery <= t.Lease.Delivery {
 					return decision{}, errNotClaimable
+				}
+				if t.Lease.ExpiresAt != nil {
+					// An agent's claim: its lease is on the log, and a
+					// heartbeat may have moved its end since the
+					// dispatch was put off.
+					if wait := t.Lease.ExpiresAt.Sub(q.cfg.Now()); wait > 0 {
+						return decision{}, notYet{wait}
+					}
 				}
 				// The dispatch the claimant held came back: its lease expired.
 				expired = t
@@ -269,7 +313,7 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 		claimed := next.Value
 		var ny notYet
 		if errors.Is(err, errGated) {
-			next, err = q.claimGated(ctx, st.ID, worker, leased, dispatch, delivery, flow)
+			next, err = q.claimGated(ctx, st.ID, worker, m, dispatch, delivery, flow)
 			claimed = next.Value
 		}
 		switch {

@@ -80,7 +80,7 @@ func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker 
 		applyClaim(&claimed, c, at)
 		return &Hold{Task: &claimed, state: d.st, claim: c}, nil
 	}
-	task, err := q.claimDispatched(ctx, msg, d, worker, true)
+	task, err := q.claimDispatched(ctx, msg, d, worker, claimMode{leased: true})
 	if err != nil || task == nil {
 		return nil, err
 	}
