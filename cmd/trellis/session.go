@@ -26,6 +26,7 @@ import (
 type session struct {
 	queue   trellis.QueueService
 	admin   trellis.QueueAdmin
+	leases  trellis.QueueLeases
 	vine    trellis.VineService
 	memory  trellis.MemoryService
 	code    trellis.CodeService
@@ -129,6 +130,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		client:  client,
 		queue:   client,
 		admin:   client,
+		leases:  client,
 		vine:    client,
 		memory:  client,
 		code:    client,
@@ -228,6 +230,7 @@ func (a *app) startLocal(ctx context.Context, cfg server.Config) (*session, *ser
 	return &session{
 		queue:   srv.Service(),
 		admin:   srv.Service(),
+		leases:  srv.Service(),
 		vine:    srv.Service(),
 		memory:  srv.Service(),
 		code:    srv.Service(),
