@@ -281,16 +281,20 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 				}
 				return decision{Claimed, m.payload(worker, t.Attempts+1, dispatch, delivery)}, nil
 			case trellis.StatusClaimed:
-				if t.Lease == nil || t.Lease.DispatchSeq != dispatch || delivery <= t.Lease.Delivery {
+				if t.Lease == nil || t.Lease.DispatchSeq != dispatch {
 					return decision{}, errNotClaimable
 				}
 				if t.Lease.ExpiresAt != nil {
-					// An agent's claim: its lease is on the log, and a
-					// heartbeat may have moved its end since the
-					// dispatch was put off.
+					// An agent's claim: its lease's end is on the log (a
+					// heartbeat may have moved it since the dispatch was
+					// put off), and no process holds the dispatch, so any
+					// delivery of it decides, whatever its count (a
+					// server that lost its consumer state counts again).
 					if wait := t.Lease.ExpiresAt.Sub(q.cfg.Now()); wait > 0 {
 						return decision{}, notYet{wait}
 					}
+				} else if delivery <= t.Lease.Delivery {
+					return decision{}, errNotClaimable
 				}
 				// The dispatch the claimant held came back: its lease expired.
 				expired = t
