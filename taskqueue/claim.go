@@ -220,11 +220,31 @@ type dispatch struct {
 	// unread: st was built from the dispatch message alone (a first
 	// delivery this process had not cached), not read from the log.
 	unread bool
+	// lease is the claim consumer's lease (AckWait) and deadline when it
+	// ends for this delivery, at the latest (counted from when this
+	// process began to read the dispatch: zero when unknown).
+	lease    time.Duration
+	deadline time.Time
 }
+
+// leaseSpent reports whether a worker pool's claim of d would start with
+// too little of its dispatch's lease left: less than half. A pool's first
+// heartbeat comes a third of a lease after its handler starts, so a claim
+// recorded later than that (a store that stalled between the fetch and
+// the claim's append) would lose its dispatch before it and the task
+// would run twice.
+func (d *dispatch) leaseSpent() bool {
+	return !d.deadline.IsZero() && time.Until(d.deadline) < d.lease/2
+}
+
+// errLeaseSpent refuses a claim whose dispatch's lease is nearly spent
+// (see dispatch.leaseSpent): the dispatch is offered again at once.
+var errLeaseSpent = errors.New("the dispatch's lease is nearly spent")
 
 // dispatched reads a dispatch message, or returns nil when it names no
 // task (it is terminated: never delivered again).
 func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch, error) {
+	received := time.Now() // the dispatch came before: its lease ends no earlier than this plus the lease
 	meta, err := msg.Metadata()
 	if err != nil {
 		return nil, command.StoreError("dispatch metadata", err)
@@ -252,7 +272,30 @@ func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch,
 	if err := q.flowFor(ctx, d.st, &d.flow); err != nil {
 		return nil, err
 	}
+	if d.lease = q.dispatchLease(ctx, d); d.lease > 0 {
+		d.deadline = received.Add(d.lease)
+	}
 	return d, nil
+}
+
+// dispatchLease is the lease of a dispatch's claim consumer: its priority
+// lane's AckWait as this process knows it, or the queue's lease by its
+// controls when shorter (being switched to; 0 when neither is known).
+func (q *Handler) dispatchLease(ctx context.Context, d *dispatch) time.Duration {
+	t := d.st.Value
+	if t == nil {
+		return 0
+	}
+	var lease time.Duration
+	if lanes, err := q.Lanes(ctx, t.Queue); err == nil && t.Priority >= 1 && t.Priority <= len(lanes) {
+		lease = lanes[t.Priority-1].CachedInfo().Config.AckWait
+	}
+	if d.flow != nil {
+		if l := d.flow.Lease(time.Now()); l > 0 && (lease == 0 || l < lease) {
+			lease = l
+		}
+	}
+	return lease
 }
 
 // claimDispatched claims the task of a read dispatch (see ClaimDispatched).
@@ -275,6 +318,9 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 					if wait := t.RetryAt.Sub(q.cfg.Now()); wait > 0 {
 						return decision{}, notYet{wait}
 					}
+				}
+				if leased && d.leaseSpent() {
+					return decision{}, errLeaseSpent
 				}
 				if flow != nil && gated(flow, t, leased) {
 					return decision{}, errGated
@@ -327,6 +373,9 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 		case errors.Is(err, errNotClaimable):
 			_ = msg.Ack()
 			return nil, nil
+		case errors.Is(err, errLeaseSpent):
+			_ = msg.Nak() // a fresh delivery, with a whole lease
+			return nil, nil
 		case err != nil:
 			return nil, err
 		case claimed.Status == trellis.StatusCancelled:
@@ -339,6 +388,12 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 		case expired != nil:
 			st = next // queued again: now claim it
 			continue
+		case leased && d.leaseSpent():
+			// Recorded, but too late to start (the append stalled): the
+			// dispatch, offered again at once, records the claim's expiry
+			// and gives the task to the next claimant.
+			_ = msg.Nak()
+			return nil, nil
 		}
 		return claimed, nil
 	}
