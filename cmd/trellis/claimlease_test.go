@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -145,6 +149,95 @@ func TestAgentClaimLeaseAcrossProcesses(t *testing.T) {
 	_ = serve.Process.Signal(syscall.SIGTERM)
 	_, _ = serve.Process.Wait()
 	if code, out, errs := cli(t, "--data", data, "audit", "verify"); code != 0 {
+		t.Fatalf("audit verify: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestAgentLeaseExpiryRecordedOnceAcrossServers: two `trellis serve`
+// processes share one NATS (the second attached with --nats-url), and
+// the CLI's requests go to either. Six agents claim with a 1 s lease and
+// vanish; then four agents claim concurrently through both servers until
+// every task is theirs. Each task's history holds exactly one
+// lease_expired before its second claim, whichever server took up the
+// redelivery.
+func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
+	t.Parallel()
+	dataA := t.TempDir()
+	infoA, _, _ := serveProc(t, dataA)
+	url := infoA.NATSURL
+	startProc(t, "serve", "--nats-url", url, "--data", t.TempDir(), "--http-addr", "", "--nats-addr", "127.0.0.1:0")
+	via := []string{"--nats-url", url}
+	var ids []string
+	for i := 0; i < 6; i++ {
+		task := cliTask(t, append(via, "queue", "add", "--queue", "shared", "--objective", fmt.Sprint("abandoned ", i))...)
+		ids = append(ids, task.TaskID)
+	}
+	for i := range ids {
+		code, out, errs := cli(t, append(via, "queue", "next", "--queue", "shared", "--worker", fmt.Sprint("gone-", i), "--lease", "1s", "--json")...)
+		if code != 0 || strings.TrimSpace(out) == "null" {
+			t.Fatalf("claim %d: exit %d %s %s", i, code, out, errs)
+		}
+	}
+	var mu sync.Mutex
+	taken := map[string]string{}
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(90 * time.Second)
+	for a := 0; a < 4; a++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				all := len(taken) == len(ids)
+				mu.Unlock()
+				if all {
+					return
+				}
+				var out, errb bytes.Buffer
+				worker := fmt.Sprint("agent-", a)
+				if code := run(append(via, "queue", "next", "--queue", "shared", "--worker", worker, "--json"), strings.NewReader(""), &out, &errb); code != 0 {
+					t.Errorf("%s: queue next: exit %d %s", worker, code, errb.String())
+					return
+				}
+				if strings.TrimSpace(out.String()) == "null" {
+					continue
+				}
+				var task trellis.Task
+				if err := json.Unmarshal(out.Bytes(), &task); err != nil {
+					t.Errorf("%s: %v", worker, err)
+					return
+				}
+				mu.Lock()
+				if prev, ok := taken[task.TaskID]; ok {
+					t.Errorf("task %s claimed again by %s after %s", task.TaskID, worker, prev)
+				}
+				taken[task.TaskID] = worker
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(taken) != len(ids) {
+		t.Fatalf("%d of %d abandoned tasks were claimed again", len(taken), len(ids))
+	}
+	for _, id := range ids {
+		code, out, errs := cli(t, append(via, "audit", id, "--json")...)
+		if code != 0 {
+			t.Fatalf("audit %s: exit %d %s", id, code, errs)
+		}
+		var recs []struct {
+			Type string `json:"type"`
+		}
+		mustJSON(t, out, &recs)
+		var types []string
+		for _, r := range recs {
+			types = append(types, r.Type)
+		}
+		if h := strings.Join(types, " "); h != "added claimed lease_expired claimed" {
+			t.Errorf("task %s: history %q; want one expiry between the two claims", id, h)
+		}
+	}
+	if code, out, errs := cli(t, append(via, "audit", "verify")...); code != 0 {
 		t.Fatalf("audit verify: exit %d\n%s%s", code, out, errs)
 	}
 }
