@@ -92,13 +92,13 @@ func TestAgentLeaseHeartbeatAndRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := q.Next(ctx, trellis.NextRequest{Queue: "hb", Worker: "agent-a", LeaseSeconds: 2})
+	got, err := q.Next(ctx, trellis.NextRequest{Queue: "hb", Worker: "agent-a", LeaseSeconds: 5})
 	if err != nil || got == nil {
 		t.Fatalf("claim: %+v, %v", got, err)
 	}
 	// Heartbeat through two lease periods (each heartbeat on another
 	// process's handler) while another agent keeps asking.
-	end := time.Now().Add(5 * time.Second)
+	end := time.Now().Add(7 * time.Second) // past the lease's first end
 	last := *got.Lease.ExpiresAt
 	for time.Now().Before(end) {
 		hb, err := other.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: added.TaskID, Worker: "agent-a"})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,7 +22,7 @@ import (
 // the server is killed (SIGKILL) and started again on the same data.
 // After the lease, agent 2's `queue next` gets the task: the log records
 // lease_expired (an attempt) before agent 2's claim, and agent 1's
-// heartbeat is refused. Agent 2 heartbeats (its claim survives another
+// heartbeat is refused. Agent 3 heartbeats (its claim survives another
 // agent's polling past its lease); a foreign heartbeat and a worker's
 // release are refused; the admin releases it (queued, attempt not
 // counted); heartbeats on an unknown or finished task give clear errors.
@@ -95,12 +96,12 @@ func TestAgentClaimLeaseAcrossProcesses(t *testing.T) {
 		t.Fatalf("agent-1's heartbeat after its lease: exit %d %s; want 4 (conflict) naming agent-2", code, errs)
 	}
 
-	// Agent 2 keeps its claim past its lease by heartbeating.
+	// Agent 3 keeps its claim past its lease by heartbeating.
 	kept := add("kept by heartbeats")
-	if got := next(a3, "2s"); got == nil || got.TaskID != kept.TaskID {
+	if got := next(a3, "5s"); got == nil || got.TaskID != kept.TaskID {
 		t.Fatalf("agent-3's claim: %+v", got)
 	}
-	end := time.Now().Add(5 * time.Second)
+	end := time.Now().Add(7 * time.Second) // past the lease's first end
 	for time.Now().Before(end) {
 		if code, errs := heartbeat(a3, kept.TaskID); code != 0 {
 			t.Fatalf("heartbeat: exit %d %s", code, errs)
@@ -153,13 +154,17 @@ func TestAgentClaimLeaseAcrossProcesses(t *testing.T) {
 	}
 }
 
+// expiredOnce matches a history whose every claim but the last ended in
+// one lease_expired.
+var expiredOnce = regexp.MustCompile(`^added claimed( lease_expired claimed)+$`)
+
 // TestAgentLeaseExpiryRecordedOnceAcrossServers: two `trellis serve`
 // processes share one NATS (the second attached with --nats-url), and
 // the CLI's requests go to either. Six agents claim with a 1 s lease and
 // vanish; then four agents claim concurrently through both servers until
 // every task is theirs. Each task's history holds exactly one
-// lease_expired before its second claim, whichever server took up the
-// redelivery.
+// lease_expired before each claim after the first, whichever server took
+// up the redelivery.
 func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 	t.Parallel()
 	dataA := t.TempDir()
@@ -172,10 +177,13 @@ func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 		task := cliTask(t, append(via, "queue", "add", "--queue", "shared", "--objective", fmt.Sprint("abandoned ", i))...)
 		ids = append(ids, task.TaskID)
 	}
+	// Claims that run late may already find an earlier one expired:
+	// that one is then claimed again (after its lease_expired), and the
+	// history check below allows it.
 	for i := range ids {
-		code, out, errs := cli(t, append(via, "queue", "next", "--queue", "shared", "--worker", fmt.Sprint("gone-", i), "--lease", "1s", "--json")...)
-		if code != 0 || strings.TrimSpace(out) == "null" {
-			t.Fatalf("claim %d: exit %d %s %s", i, code, out, errs)
+		code, _, errs := cli(t, append(via, "queue", "next", "--queue", "shared", "--worker", fmt.Sprint("gone-", i), "--lease", "1s", "--json")...)
+		if code != 0 {
+			t.Fatalf("claim %d: exit %d %s", i, code, errs)
 		}
 	}
 	var mu sync.Mutex
@@ -207,6 +215,9 @@ func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 					t.Errorf("%s: %v", worker, err)
 					return
 				}
+				if !strings.HasPrefix(task.ClaimedBy, "agent-") || task.Attempts < 2 {
+					t.Errorf("%s got %+v; want an abandoned task as its second attempt or later", worker, task)
+				}
 				mu.Lock()
 				if prev, ok := taken[task.TaskID]; ok {
 					t.Errorf("task %s claimed again by %s after %s", task.TaskID, worker, prev)
@@ -233,8 +244,8 @@ func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 		for _, r := range recs {
 			types = append(types, r.Type)
 		}
-		if h := strings.Join(types, " "); h != "added claimed lease_expired claimed" {
-			t.Errorf("task %s: history %q; want one expiry between the two claims", id, h)
+		if h := strings.Join(types, " "); !expiredOnce.MatchString(h) {
+			t.Errorf("task %s: history %q; want exactly one lease_expired between two claims", id, h)
 		}
 	}
 	if code, out, errs := cli(t, append(via, "audit", "verify")...); code != 0 {
