@@ -178,9 +178,10 @@ type Lease struct {
 	Delivery    uint64     `json:"delivery"`
 	LeaseMS     int64      `json:"lease_ms,omitempty"`
 	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
-	// Ack is the acknowledgement subject of an agent's claim's dispatch
-	// (not shown: only the server uses it).
-	Ack string `json:"-"`
+	// Ack is the acknowledgement subject of an agent's claim's dispatch:
+	// the server acknowledges it when the claim ends (only Trellis's own
+	// NATS user may publish to it).
+	Ack string `json:"ack,omitempty"`
 }
 
 // Clone returns a deep copy of t.
