@@ -90,13 +90,17 @@ type LeaseHolder struct {
 	Objective string     `json:"objective"`
 	ClaimedAt *time.Time `json:"claimed_at,omitempty"`
 	Attempt   int        `json:"attempt"`
-	// Leased is true for a worker pool's claim (held under the queue's
-	// lease and heartbeated), false for a `queue next` claim.
+	// Leased is true for a claim held under a lease: a worker pool's
+	// (the queue's lease, heartbeated through its dispatch) or an agent's
+	// (queue next: its own lease, until ExpiresAt unless it heartbeats).
 	Leased bool `json:"leased"`
+	// ExpiresAt is when an agent's claim's lease ends.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// DispatchSeq and Delivery identify the dispatch message a pool holds.
 	DispatchSeq uint64 `json:"dispatch_seq,omitempty"`
 	Delivery    uint64 `json:"delivery,omitempty"`
-	// LeaseSeconds is the queue's lease (0: the default).
+	// LeaseSeconds is the claim's lease: an agent's own, else the
+	// queue's (0: the default).
 	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
 }
 

@@ -544,6 +544,10 @@ func checkKey(field, v string) error {
 type NextRequest struct {
 	Queue  string `json:"queue,omitempty"`
 	Worker string `json:"worker"`
+	// LeaseSeconds is the claim's lease: the task stays the worker's while
+	// it heartbeats at least this often (0: DefaultAgentLease; 1 s to
+	// 24 h).
+	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
 }
 
 // Normalize fills defaults and validates the request.
@@ -553,6 +557,9 @@ func (r *NextRequest) Normalize() error {
 	}
 	if err := ValidateQueueName(r.Queue); err != nil {
 		return err
+	}
+	if r.LeaseSeconds != 0 && (math.IsNaN(r.LeaseSeconds) || r.LeaseSeconds < MinAgentLease.Seconds() || r.LeaseSeconds > MaxAgentLease.Seconds()) {
+		return FieldError("lease_seconds", "must be between %g and %g seconds, got %g", MinAgentLease.Seconds(), MaxAgentLease.Seconds(), r.LeaseSeconds)
 	}
 	return ValidateWorkerID(r.Worker)
 }

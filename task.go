@@ -168,9 +168,20 @@ type Cancellation struct {
 // Lease identifies the dispatch a worker pool holds while it works on a
 // task: the JetStream message (by stream sequence) and its delivery count.
 // A redelivery of the same dispatch means the lease expired.
+//
+// A claim by queue next (an agent's) carries its own lease: LeaseMS, and
+// ExpiresAt, when it ends unless the claimant heartbeats (each heartbeat
+// moves it to LeaseMS from then). A redelivery of its dispatch before
+// ExpiresAt is put off until then; one after it records the expiry.
 type Lease struct {
-	DispatchSeq uint64 `json:"dispatch_seq"`
-	Delivery    uint64 `json:"delivery"`
+	DispatchSeq uint64     `json:"dispatch_seq"`
+	Delivery    uint64     `json:"delivery"`
+	LeaseMS     int64      `json:"lease_ms,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	// Ack is the acknowledgement subject of an agent's claim's dispatch:
+	// the server acknowledges it when the claim ends (only Trellis's own
+	// NATS user may publish to it).
+	Ack string `json:"ack,omitempty"`
 }
 
 // Clone returns a deep copy of t.
@@ -200,6 +211,7 @@ func (t *Task) Clone() *Task {
 	}
 	if t.Lease != nil {
 		l := *t.Lease
+		l.ExpiresAt = clonePtr(t.Lease.ExpiresAt)
 		c.Lease = &l
 	}
 	c.RunAt = clonePtr(t.RunAt)

@@ -27,6 +27,8 @@ var boundRequests = map[string]any{
 	"RetryRequest":          &trellis.RetryRequest{},
 	"ControlRequest":        &trellis.ControlRequest{},
 	"CancelRequest":         &trellis.CancelRequest{},
+	"HeartbeatRequest":      &trellis.HeartbeatRequest{},
+	"ReleaseRequest":        &trellis.ReleaseRequest{},
 	"ScheduleRequest":       &trellis.ScheduleRequest{},
 	"RemoveScheduleRequest": &trellis.RemoveScheduleRequest{},
 	"VineFileRequest":       &trellis.VineFileRequest{},

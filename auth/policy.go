@@ -28,7 +28,7 @@ var policy = map[string]Role{
 	"workflow.signal": RoleWorker,
 	// Everything else is the admin's: adding tasks, replay, retry, pause,
 	// resume and limits, cancels and schedules, agent tasks and consolidation, ingest, tokens.
-	"queue.add": RoleAdmin, "queue.add_many": RoleAdmin, "queue.cancel": RoleAdmin, "schedule.add": RoleAdmin,
+	"queue.add": RoleAdmin, "queue.add_many": RoleAdmin, "queue.cancel": RoleAdmin, "queue.release_claim": RoleAdmin, "schedule.add": RoleAdmin,
 	"schedule.remove": RoleAdmin, "queue.retry": RoleAdmin, "queue.control": RoleAdmin, "replay": RoleAdmin,
 	"task.create": RoleAdmin, "task.join": RoleAdmin, "task.objective": RoleAdmin, "task.complete_agent": RoleAdmin,
 	"task.complete": RoleAdmin, "memory.consolidate": RoleAdmin, "code.ingest": RoleAdmin,
@@ -95,6 +95,10 @@ func Bind(ctx context.Context, req any) error {
 		return actAs(id, "actor", &r.Actor)
 	case *trellis.CancelRequest:
 		return actAs(id, "actor", &r.Actor)
+	case *trellis.ReleaseRequest:
+		return actAs(id, "actor", &r.Actor)
+	case *trellis.HeartbeatRequest:
+		return actAs(id, "worker", &r.Worker)
 	case *trellis.ScheduleRequest:
 		return actAs(id, "actor", &r.Actor)
 	case *trellis.RemoveScheduleRequest:

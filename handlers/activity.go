@@ -115,9 +115,11 @@ func (s *Service) Workers(ctx context.Context) (*trellis.WorkersView, error) {
 			h.ClaimedAt = t.ClaimedAt
 			if t.Lease != nil {
 				h.Leased, h.DispatchSeq, h.Delivery = true, t.Lease.DispatchSeq, t.Lease.Delivery
+				h.ExpiresAt = t.Lease.ExpiresAt
+				h.LeaseSeconds = float64(t.Lease.LeaseMS) / 1000
 			}
 		}
-		if h.Leased {
+		if h.Leased && h.ExpiresAt == nil {
 			lease, ok := leases[row.Queue]
 			if !ok {
 				if c, err := s.Controls(ctx, row.Queue); err == nil {

@@ -464,6 +464,18 @@ func (s *Service) Cancel(ctx context.Context, req trellis.CancelRequest) (*trell
 	return s.queue.Cancel(ctx, req)
 }
 
+var _ trellis.QueueLeases = (*Service)(nil)
+
+// Heartbeat implements trellis.QueueLeases.
+func (s *Service) Heartbeat(ctx context.Context, req trellis.HeartbeatRequest) (*trellis.Task, error) {
+	return s.queue.Heartbeat(ctx, req)
+}
+
+// ReleaseClaim implements trellis.QueueLeases.
+func (s *Service) ReleaseClaim(ctx context.Context, req trellis.ReleaseRequest) (*trellis.Task, error) {
+	return s.queue.ReleaseClaim(ctx, req)
+}
+
 var _ trellis.ScheduleService = (*Service)(nil)
 
 // AddSchedule implements trellis.ScheduleService.

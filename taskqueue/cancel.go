@@ -31,12 +31,19 @@ func (q *Handler) Cancel(ctx context.Context, req trellis.CancelRequest) (*trell
 	if err != nil {
 		return nil, err
 	}
+	ack := ""
 	next, err := q.decide(ctx, st, actor, func(t *trellis.Task) (decision, error) {
+		ack = ""
 		switch t.Status {
 		case trellis.StatusScheduled, trellis.StatusWaiting, trellis.StatusQueued:
 			return decision{Cancelled, CancelPayload{Reason: req.Reason}}, nil
 		case trellis.StatusClaimed:
-			if t.Lease == nil {
+			if t.Lease == nil || t.Lease.ExpiresAt != nil {
+				// No pool runs it (an agent's claim): cancelled at once;
+				// the agent's next heartbeat or outcome is refused.
+				if t.Lease != nil {
+					ack = t.Lease.Ack
+				}
 				return decision{Cancelled, CancelPayload{Reason: req.Reason, Worker: t.ClaimedBy}}, nil
 			}
 			if t.CancelRequested != nil {
@@ -54,6 +61,7 @@ func (q *Handler) Cancel(ctx context.Context, req trellis.CancelRequest) (*trell
 	if err != nil {
 		return nil, err
 	}
+	q.ackAgentDispatch(ack)
 	if next.Value.Status.Terminal() {
 		q.tasks.Forget(req.TaskID)
 	}

@@ -18,21 +18,46 @@ import (
 // returns nil when none is queued. Tasks are dispatched by the queue's
 // durable JetStream consumer, so concurrent callers receive distinct tasks;
 // the claim itself is a checked append, so a task is claimed exactly once
-// even if a dispatch is delivered twice. A claim made here holds no lease:
-// the dispatch is acknowledged at once and the task stays claimed until
-// the worker finishes or fails it.
+// even if a dispatch is delivered twice.
+//
+// The claim holds a lease (req.AgentLease): it records the dispatch and
+// the lease, and the dispatch is left pending, to be delivered again when
+// the lease ends (NakWithDelay). That redelivery, taken by any claimant of
+// any process, is the lease's timer: before the lease's end (moved on by
+// each Heartbeat) it is put off again; after it, the expiry is recorded
+// (lease_expired, a checked append: once) and the task is claimed again
+// or, its attempts used up, dead. JetStream keeps the pending dispatch
+// across restarts, so no process needs to stay alive for the lease to
+// end.
 func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.Task, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	task, msg, err := q.ClaimNext(ctx, req.Queue, req.Worker, false, q.cfg.NextWait)
+	lease := req.AgentLease()
+	task, msg, err := q.claimNext(ctx, req.Queue, req.Worker, claimMode{agentLease: lease}, q.cfg.NextWait)
 	if task == nil || err != nil {
 		return nil, err
 	}
-	// The claim is recorded; a lost ack only means the dispatch is
-	// delivered again later and skipped as stale.
-	_ = msg.Ack()
+	// The claim is recorded; a lost nak only means the dispatch is
+	// delivered again after the consumer's ack wait and put off then.
+	_ = msg.NakWithDelay(lease)
 	return task, nil
+}
+
+// claimMode says what a claim holds: a worker pool's claim (leased) holds
+// its dispatch as the lease; an agent's (agentLease > 0) holds a lease of
+// its own, recorded with the claim; else the dispatch is acknowledged at
+// once and the claim holds no lease.
+type claimMode struct {
+	leased     bool
+	agentLease time.Duration
+	ack        string // the dispatch's acknowledgement subject (agentLease)
+}
+
+// payload is the claimed event of attempt by worker through dispatch.
+func (m claimMode) payload(worker string, attempt int, dispatch, delivery uint64) ClaimedPayload {
+	return ClaimedPayload{Worker: worker, Attempt: attempt, Leased: m.leased || m.agentLease > 0,
+		DispatchSeq: dispatch, Delivery: delivery, LeaseMS: m.agentLease.Milliseconds(), Ack: m.ack}
 }
 
 // RetryClaimAfter is when a dispatch whose claim failed (the store
@@ -46,6 +71,11 @@ const RetryClaimAfter = 250 * time.Millisecond
 // acknowledges it. Dispatches that yield no claim (stale, not due) are
 // handled and the wait goes on.
 func (q *Handler) ClaimNext(ctx context.Context, queue, worker string, leased bool, wait time.Duration) (*trellis.Task, jetstream.Msg, error) {
+	return q.claimNext(ctx, queue, worker, claimMode{leased: leased}, wait)
+}
+
+// claimNext is ClaimNext for a claim of mode m.
+func (q *Handler) claimNext(ctx context.Context, queue, worker string, m claimMode, wait time.Duration) (*trellis.Task, jetstream.Msg, error) {
 	lanes, err := q.Lanes(ctx, queue)
 	if err != nil {
 		return nil, nil, err
@@ -59,7 +89,11 @@ func (q *Handler) ClaimNext(ctx context.Context, queue, worker string, leased bo
 		if msg == nil {
 			return nil, nil, nil
 		}
-		task, err := q.ClaimDispatched(ctx, msg, worker, leased)
+		d, err := q.dispatched(ctx, msg)
+		var task *trellis.Task
+		if err == nil && d != nil {
+			task, err = q.claimDispatched(ctx, msg, d, worker, m)
+		}
 		if err != nil {
 			// Offered again soon, not after the whole ack wait.
 			_ = msg.NakWithDelay(RetryClaimAfter)
@@ -162,6 +196,10 @@ var errNotClaimable = errors.New("task is not claimable")
 // acknowledge it.
 var errSuperseded = errors.New("a later delivery of this dispatch holds the task")
 
+// errOwnDispatchClaim: the task is claimed by this worker with this very
+// delivery of the dispatch (see claimDispatched).
+var errOwnDispatchClaim = errors.New("the task is claimed by this delivery, for this worker")
+
 // ClaimDispatched claims the task a dispatch message names for worker.
 //
 // It returns the claimed task, or nil when the message is handled without
@@ -179,7 +217,7 @@ func (q *Handler) ClaimDispatched(ctx context.Context, msg jetstream.Msg, worker
 	if err != nil || d == nil {
 		return nil, err
 	}
-	return q.claimDispatched(ctx, msg, d, worker, leased)
+	return q.claimDispatched(ctx, msg, d, worker, claimMode{leased: leased})
 }
 
 // dispatch is a dispatch message read: the event it carries, the task's
@@ -192,11 +230,31 @@ type dispatch struct {
 	// unread: st was built from the dispatch message alone (a first
 	// delivery this process had not cached), not read from the log.
 	unread bool
+	// lease is the claim consumer's lease (AckWait) and deadline when it
+	// ends for this delivery, at the latest (counted from when this
+	// process began to read the dispatch: zero when unknown).
+	lease    time.Duration
+	deadline time.Time
 }
+
+// leaseSpent reports whether a worker pool's claim of d would start with
+// too little of its dispatch's lease left: less than half. A pool's first
+// heartbeat comes a third of a lease after its handler starts, so a claim
+// recorded later than that (a store that stalled between the fetch and
+// the claim's append) would lose its dispatch before it and the task
+// would run twice.
+func (d *dispatch) leaseSpent() bool {
+	return !d.deadline.IsZero() && time.Until(d.deadline) < d.lease/2
+}
+
+// errLeaseSpent refuses a claim whose dispatch's lease is nearly spent
+// (see dispatch.leaseSpent): the dispatch is offered again at once.
+var errLeaseSpent = errors.New("the dispatch's lease is nearly spent")
 
 // dispatched reads a dispatch message, or returns nil when it names no
 // task (it is terminated: never delivered again).
 func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch, error) {
+	received := time.Now() // the dispatch came before: its lease ends no earlier than this plus the lease
 	meta, err := msg.Metadata()
 	if err != nil {
 		return nil, command.StoreError("dispatch metadata", err)
@@ -224,16 +282,43 @@ func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch,
 	if err := q.flowFor(ctx, d.st, &d.flow); err != nil {
 		return nil, err
 	}
+	if d.lease = q.dispatchLease(ctx, d); d.lease > 0 {
+		d.deadline = received.Add(d.lease)
+	}
 	return d, nil
 }
 
+// dispatchLease is the lease of a dispatch's claim consumer: its priority
+// lane's AckWait as this process knows it, or the queue's lease by its
+// controls when shorter (being switched to; 0 when neither is known).
+func (q *Handler) dispatchLease(ctx context.Context, d *dispatch) time.Duration {
+	t := d.st.Value
+	if t == nil {
+		return 0
+	}
+	var lease time.Duration
+	if lanes, err := q.Lanes(ctx, t.Queue); err == nil && t.Priority >= 1 && t.Priority <= len(lanes) {
+		lease = lanes[t.Priority-1].CachedInfo().Config.AckWait
+	}
+	if d.flow != nil {
+		if l := d.flow.Lease(time.Now()); l > 0 && (lease == 0 || l < lease) {
+			lease = l
+		}
+	}
+	return lease
+}
+
 // claimDispatched claims the task of a read dispatch (see ClaimDispatched).
-func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dispatch, worker string, leased bool) (*trellis.Task, error) {
+func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dispatch, worker string, m claimMode) (*trellis.Task, error) {
+	leased := m.leased
+	if m.agentLease > 0 {
+		m.ack = msg.Reply()
+	}
 	st, flow, dispatch, delivery := d.st, d.flow, d.rec.Seq, d.delivery
 	for {
-		var expired *trellis.Task
+		var expired, own *trellis.Task
 		next, err := q.decide(ctx, st, worker, func(t *trellis.Task) (decision, error) {
-			expired = nil
+			expired, own = nil, nil
 			switch t.Status {
 			case trellis.StatusQueued:
 				if t.CancelRequested != nil {
@@ -244,18 +329,36 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 						return decision{}, notYet{wait}
 					}
 				}
+				if leased && d.leaseSpent() {
+					return decision{}, errLeaseSpent
+				}
 				if flow != nil && gated(flow, t, leased) {
 					return decision{}, errGated
 				}
-				return decision{Claimed, ClaimedPayload{
-					Worker: worker, Attempt: t.Attempts + 1, Leased: leased, DispatchSeq: dispatch, Delivery: delivery,
-				}}, nil
+				return decision{Claimed, m.payload(worker, t.Attempts+1, dispatch, delivery)}, nil
 			case trellis.StatusClaimed:
-				if t.Lease != nil && t.Lease.DispatchSeq == dispatch && delivery <= t.Lease.Delivery {
-					return decision{}, errSuperseded
-				}
 				if t.Lease == nil || t.Lease.DispatchSeq != dispatch {
 					return decision{}, errNotClaimable
+				}
+				if t.ClaimedBy == worker && t.Lease.Delivery == delivery {
+					// Our own claim of this very delivery: an append
+					// reported failed (a leader changing under it) was
+					// stored after all, and this is the command deciding
+					// again. It is ours to run.
+					own = t
+					return decision{}, errOwnDispatchClaim
+				}
+				if t.Lease.ExpiresAt != nil {
+					// An agent's claim: its lease's end is on the log (a
+					// heartbeat may have moved it since the dispatch was
+					// put off), and no process holds the dispatch, so any
+					// delivery of it decides, whatever its count (a
+					// server that lost its consumer state counts again).
+					if wait := t.Lease.ExpiresAt.Sub(q.cfg.Now()); wait > 0 {
+						return decision{}, notYet{wait}
+					}
+				} else if delivery <= t.Lease.Delivery {
+					return decision{}, errSuperseded
 				}
 				// The dispatch the claimant held came back: its lease expired.
 				expired = t
@@ -278,8 +381,11 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 		claimed := next.Value
 		var ny notYet
 		if errors.Is(err, errGated) {
-			next, err = q.claimGated(ctx, st.ID, worker, leased, dispatch, delivery, flow)
+			next, err = q.claimGated(ctx, st.ID, worker, m, dispatch, delivery, flow)
 			claimed = next.Value
+			if errors.Is(err, errOwnDispatchClaim) {
+				own = claimed
+			}
 		}
 		switch {
 		case errors.As(err, &ny):
@@ -288,11 +394,20 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 		case errors.Is(err, errNotClaimable):
 			_ = msg.Ack()
 			return nil, nil
+		case errors.Is(err, errOwnDispatchClaim):
+			if leased && d.leaseSpent() {
+				_ = msg.Nak() // recorded too late to start: see below
+				return nil, nil
+			}
+			return own.Clone(), nil
 		case errors.Is(err, errSuperseded):
 			// Another claimant holds this dispatch's current delivery:
 			// JetStream acknowledges by stream sequence, so an
 			// acknowledgement (or a nak) of this stale delivery would end
 			// or cut short that claimant's lease. Leave it alone.
+			return nil, nil
+		case errors.Is(err, errLeaseSpent):
+			_ = msg.Nak() // a fresh delivery, with a whole lease
 			return nil, nil
 		case err != nil:
 			return nil, err
@@ -306,6 +421,12 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 		case expired != nil:
 			st = next // queued again: now claim it
 			continue
+		case leased && d.leaseSpent():
+			// Recorded, but too late to start (the append stalled): the
+			// dispatch, offered again at once, records the claim's expiry
+			// and gives the task to the next claimant.
+			_ = msg.Nak()
+			return nil, nil
 		}
 		return claimed, nil
 	}

@@ -15,7 +15,8 @@
 //
 // Which events it appends, on TRELLIS_QUEUE:
 //   - trellis.queue.<queue>.<task_id>.<type> for a task: added, claimed,
-//     completed, failed, attempt_failed, dead, lease_expired, released,
+//     completed, failed, attempt_failed, dead, lease_extended,
+//     lease_expired, released,
 //     requeued, due, prerequisite_done, ready, linked, cancel_requested,
 //     cancelled (routed through priority and dependency suffixes, see
 //     TaskSubject);

@@ -51,6 +51,9 @@ const (
 	CancelRequested = "cancel_requested"
 	// Cancelled ends a task that will never run (again).
 	Cancelled = "cancelled"
+	// LeaseExtended records an agent's heartbeat on a task it claimed with
+	// queue next: its lease now ends later.
+	LeaseExtended = "lease_extended"
 )
 
 // Queue control event types, on trellis.queue.<queue>._control.<type>.
@@ -278,6 +281,24 @@ type ClaimedPayload struct {
 	// once its window passed. The event's own time is when it was
 	// recorded.
 	At *time.Time `json:"at,omitempty"`
+	// LeaseMS is the lease of a claim by queue next (an agent's): it
+	// expires LeaseMS after the claim unless the claimant heartbeats
+	// (lease_extended). Its dispatch is left pending until then, so that
+	// its redelivery reveals the expiry. 0 for a worker pool's claim,
+	// whose lease is the dispatch it holds.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
+	// Ack is the acknowledgement subject of an agent's claim's dispatch:
+	// the server acknowledges it when the claim ends (an outcome, a
+	// release, a cancel), so that the dispatch stops counting against
+	// the queue's pending limit.
+	Ack string `json:"ack,omitempty"`
+}
+
+// LeaseExtendedPayload is the payload of a lease_extended event: the
+// claimant heartbeat, and its lease now ends at ExpiresAt.
+type LeaseExtendedPayload struct {
+	Worker    string    `json:"worker"`
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // AttemptFailedPayload is the payload of attempt_failed and dead
@@ -306,6 +327,8 @@ type LeaseExpiredPayload struct {
 }
 
 // ReleasedPayload is the payload of a released event.
+// Worker is the claimant; an operator's release has the operator as
+// the event's actor.
 type ReleasedPayload struct {
 	Worker string `json:"worker"`
 	Reason string `json:"reason"`
@@ -511,6 +534,18 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 				t.RetryAt = &r
 			}
 		}
+	case LeaseExtended:
+		var p LeaseExtendedPayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return t, err
+		}
+		if t.Status == trellis.StatusClaimed && t.Lease != nil {
+			l := *t.Lease
+			until := p.ExpiresAt.UTC()
+			l.ExpiresAt = &until
+			t.Lease = &l
+		}
+		return t, nil // the task itself did not change
 	case LeaseExpired:
 		t.Status = trellis.StatusQueued
 		t.ClaimedBy, t.ClaimedAt, t.Lease = "", nil, nil
@@ -600,6 +635,10 @@ func applyClaim(t *trellis.Task, p ClaimedPayload, at time.Time) {
 	t.Lease = nil
 	if p.Leased {
 		t.Lease = &trellis.Lease{DispatchSeq: p.DispatchSeq, Delivery: p.Delivery}
+		if p.LeaseMS > 0 {
+			until := at.Add(time.Duration(p.LeaseMS) * time.Millisecond)
+			t.Lease.LeaseMS, t.Lease.ExpiresAt, t.Lease.Ack = p.LeaseMS, &until, p.Ack
+		}
 	}
 }
 

@@ -158,7 +158,12 @@ func (q *Handler) finish(ctx context.Context, taskID, worker string, build func(
 	if err != nil {
 		return nil, err
 	}
+	ack := ""
 	next, err := q.decide(ctx, st, worker, func(t *trellis.Task) (decision, error) {
+		ack = ""
+		if t.Lease != nil {
+			ack = t.Lease.Ack
+		}
 		switch {
 		case t.Status == trellis.StatusQueued:
 			return decision{}, trellis.Errorf(trellis.CodeConflict, "task %s is queued, not claimed: claim it with queue next first", t.TaskID)
@@ -179,6 +184,7 @@ func (q *Handler) finish(ctx context.Context, taskID, worker string, build func(
 	if err != nil {
 		return nil, err
 	}
+	q.ackAgentDispatch(ack)
 	if next.Value.Status.Terminal() {
 		q.tasks.Forget(taskID)
 	}

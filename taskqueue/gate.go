@@ -235,7 +235,8 @@ func slotWait(delivery uint64) time.Duration {
 // claimGated claims task id for worker through the queue's gates (see
 // above): it returns the claimed task, or notYet when a gate refuses for
 // now, or errNotClaimable when the task is no longer claimable.
-func (q *Handler) claimGated(ctx context.Context, id, worker string, leased bool, dispatch, delivery uint64, c *trellis.QueueControls) (taskState, error) {
+func (q *Handler) claimGated(ctx context.Context, id, worker string, m claimMode, dispatch, delivery uint64, c *trellis.QueueControls) (taskState, error) {
+	leased := m.leased
 	type part struct {
 		runner *command.Runner[*Gate]
 		st     command.State[*Gate]
@@ -250,6 +251,10 @@ func (q *Handler) claimGated(ctx context.Context, id, worker string, leased bool
 			return nil, err
 		}
 		t := task.Value
+		if t != nil && t.Status == trellis.StatusClaimed && t.Lease != nil && t.Lease.DispatchSeq == dispatch &&
+			t.ClaimedBy == worker && t.Lease.Delivery == delivery {
+			return nil, errOwnDispatchClaim // our own claim, stored after its append was given up on
+		}
 		if t.Status != trellis.StatusQueued || t.CancelRequested != nil {
 			return nil, errNotClaimable
 		}
@@ -324,7 +329,7 @@ func (q *Handler) claimGated(ctx context.Context, id, worker string, leased bool
 			}
 		}
 		claim, err := q.tasks.Pending(ctx, task, worker, command.Decision{Subject: TaskSubject(t, Claimed), Type: Claimed,
-			Payload: ClaimedPayload{Worker: worker, Attempt: t.Attempts + 1, Leased: leased, DispatchSeq: dispatch, Delivery: delivery},
+			Payload: m.payload(worker, t.Attempts+1, dispatch, delivery),
 			Check:   FilterIn(t.Queue, t.TaskID), At: now})
 		if err != nil {
 			return nil, err
@@ -337,7 +342,7 @@ func (q *Handler) claimGated(ctx context.Context, id, worker string, leased bool
 	}
 	if err != nil {
 		var ny notYet
-		if errors.As(err, &ny) || errors.Is(err, errNotClaimable) {
+		if errors.As(err, &ny) || errors.Is(err, errNotClaimable) || errors.Is(err, errOwnDispatchClaim) {
 			return task, err
 		}
 		return task, command.StoreError("gated claim", err)

@@ -79,13 +79,17 @@ func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker 
 		d.unread = false
 	}
 	if t := d.st.Value; holdable(d, t) {
+		if d.leaseSpent() {
+			_ = msg.Nak() // see dispatch.leaseSpent: a fresh delivery, with a whole lease
+			return nil, nil
+		}
 		at := q.cfg.Now().UTC()
 		c := ClaimedPayload{Worker: worker, Attempt: 1, Leased: true, DispatchSeq: d.rec.Seq, Delivery: d.delivery, At: &at}
 		claimed := *t
 		applyClaim(&claimed, c, at)
 		return &Hold{Task: &claimed, state: d.st, claim: c}, nil
 	}
-	task, err := q.claimDispatched(ctx, msg, d, worker, true)
+	task, err := q.claimDispatched(ctx, msg, d, worker, claimMode{leased: true})
 	if err != nil || task == nil {
 		return nil, err
 	}

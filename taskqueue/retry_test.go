@@ -178,8 +178,14 @@ func TestPauseResumeAndLimit(t *testing.T) {
 	if _, err := q.Resume(ctx, "ctl", "ops"); err != nil {
 		t.Fatal(err)
 	}
-	if got := nextUntil(t, other, "ctl", "w", 3*time.Second); got == nil {
+	got := nextUntil(t, other, "ctl", "w", 3*time.Second)
+	if got == nil {
 		t.Fatal("no claim after resume")
+	}
+	// An agent's claim is in flight too (its dispatch is its lease): done,
+	// it frees its slot.
+	if _, err := other.Done(ctx, trellis.DoneRequest{TaskID: got.TaskID, Worker: "w", WhatWasDone: "done"}); err != nil {
+		t.Fatal(err)
 	}
 
 	if _, err := q.SetLimit(ctx, "ctl", "ops", 1); err != nil {

@@ -95,6 +95,9 @@ func printTask(w io.Writer, t *trellis.Task) {
 	}
 	if t.ClaimedBy != "" {
 		fmt.Fprintf(w, "  Claimed by: %s (attempt %d)\n", t.ClaimedBy, t.Attempts)
+		if l := t.Lease; l != nil && l.ExpiresAt != nil && t.Status == trellis.StatusClaimed {
+			fmt.Fprintf(w, "  Lease:      until %s (heartbeat with queue heartbeat %s)\n", l.ExpiresAt.Format(time.RFC3339), t.TaskID)
+		}
 	}
 	fmt.Fprintf(w, "  Created:    %s   Updated: %s\n", t.CreatedAt.Format(time.RFC3339), t.UpdatedAt.Format(time.RFC3339))
 	if cp := t.Checkpoint; cp != nil {

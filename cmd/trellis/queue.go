@@ -20,7 +20,7 @@ func (a *app) queueCommand() *cobra.Command {
 		Short: "The task queue: add bounded tasks, claim the next, finish with a checkpoint or fail",
 	}
 	c.AddCommand(a.queueAdd(), a.queueNext(), a.queueDone(), a.queueFail(), a.queueList(), a.queueShow(), a.queueExport(),
-		a.queueRetry(), a.queueCancel(), a.queueControls(), a.queueLimit(),
+		a.queueRetry(), a.queueCancel(), a.queueHeartbeat(), a.queueRelease(), a.queueControls(), a.queueLimit(),
 		a.queueControl("pause", "Pause a queue cluster-wide: no worker claims from it until resumed", "  trellis queue pause default --reason maintenance"),
 		a.queueControl("resume", "Resume a paused queue", "  trellis queue resume default"),
 		a.queueControl("lease", "Set the queue's lease for every pool: how long a claim survives without a heartbeat (a shorter lease waits until every pool heartbeats for it)", "  trellis queue lease default 2m"))
@@ -112,12 +112,18 @@ func parseMetadata(pairs []string) (map[string]string, error) {
 func (a *app) queueNext() *cobra.Command {
 	var req trellis.NextRequest
 	var asJSON bool
+	var lease time.Duration
 	c := &cobra.Command{
-		Use:     "next --worker W",
-		Short:   "Claim the oldest queued task and print it; prints null when nothing is queued",
-		Example: "  trellis queue next --worker agent-1 --json",
+		Use:   "next --worker W [--lease 10m]",
+		Short: "Claim the oldest queued task and print it; prints null when nothing is queued",
+		Long: "Claim the oldest queued task and print it; prints null when nothing is queued.\n\n" +
+			"The claim holds a lease (--lease, default 10m): keep it with `trellis queue heartbeat TASK_ID --worker W` " +
+			"before it runs out, or the task is given to another worker (a lease_expired event, which counts as an attempt). " +
+			"See docs/queue.md.",
+		Example: "  trellis queue next --worker agent-1 --json\n  trellis queue next --worker agent-1 --lease 30m",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			req.LeaseSeconds = lease.Seconds()
 			s, err := a.openSession(cmd.Context())
 			if err != nil {
 				return err
@@ -140,6 +146,7 @@ func (a *app) queueNext() *cobra.Command {
 	}
 	c.Flags().StringVar(&req.Queue, "queue", trellis.DefaultQueue, "queue name")
 	c.Flags().StringVar(&req.Worker, "worker", "", "worker id (required)")
+	c.Flags().DurationVar(&lease, "lease", 0, "how long the claim holds without a heartbeat (0: 10m; 1s to 24h)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

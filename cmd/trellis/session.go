@@ -28,6 +28,7 @@ import (
 type session struct {
 	queue   trellis.QueueService
 	admin   trellis.QueueAdmin
+	leases  trellis.QueueLeases
 	vine    trellis.VineService
 	memory  trellis.MemoryService
 	code    trellis.CodeService
@@ -134,6 +135,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		client:  client,
 		queue:   client,
 		admin:   client,
+		leases:  client,
 		vine:    client,
 		memory:  client,
 		code:    client,
@@ -252,6 +254,7 @@ func (a *app) startLocal(ctx context.Context, cfg server.Config) (*session, *ser
 	return &session{
 		queue:   srv.Service(),
 		admin:   srv.Service(),
+		leases:  srv.Service(),
 		vine:    srv.Service(),
 		memory:  srv.Service(),
 		code:    srv.Service(),

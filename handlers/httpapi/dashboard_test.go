@@ -88,7 +88,7 @@ func TestQueueActivityAndWorkers(t *testing.T) {
 				t.Errorf("w1 holds %+v", w.Held)
 			}
 		case "w2":
-			if len(w.Held) != 1 || w.Held[0].TaskID != held.TaskID || w.Held[0].Leased || w.Held[0].ClaimedAt == nil || w.Held[0].Attempt != 1 || w.Held[0].Objective != held.Objective {
+			if len(w.Held) != 1 || w.Held[0].TaskID != held.TaskID || !w.Held[0].Leased || w.Held[0].ExpiresAt == nil || w.Held[0].LeaseSeconds != trellis.DefaultAgentLease.Seconds() || w.Held[0].ClaimedAt == nil || w.Held[0].Attempt != 1 || w.Held[0].Objective != held.Objective {
 				t.Errorf("w2 holds %+v", w.Held)
 			}
 		default:

@@ -25,6 +25,8 @@
 //	GET  /v1/audit/{id}                                          200 AuditResponse
 //	POST /v1/queue/tasks/{id}/retry {"actor"} or no body          200 task
 //	POST /v1/queue/tasks/{id}/cancel {"reason", "actor"} or no body 200 task (cancelled, or marked)
+//	POST /v1/queue/tasks/{id}/heartbeat {"worker"} or no body     200 task (its claim's lease extended)
+//	POST /v1/queue/tasks/{id}/release {"reason", "actor"} or no body 200 task (queued again)
 //	POST /v1/schedules              trellis.ScheduleRequest      201 trellis.Schedule
 //	GET  /v1/schedules                                           200 {"schedules": [trellis.Schedule]}
 //	DELETE /v1/schedules/{name}                                  200 trellis.Schedule (removed)

@@ -21,6 +21,8 @@ var routeOps = map[string]string{
 	"POST /v1/queue/tasks":                        "queue.add",
 	"POST /v1/queue/tasks/batch":                  "queue.add_many",
 	"POST /v1/queue/tasks/{id}/cancel":            "queue.cancel",
+	"POST /v1/queue/tasks/{id}/heartbeat":         "queue.heartbeat",
+	"POST /v1/queue/tasks/{id}/release":           "queue.release_claim",
 	"POST /v1/schedules":                          "schedule.add",
 	"GET /v1/schedules":                           "schedule.list",
 	"DELETE /v1/schedules/{name}":                 "schedule.remove",

@@ -47,6 +47,8 @@ func New(svc *handlers.Service, cfg Config) http.Handler {
 	s.handle("GET /v1/queue/tasks/{id}", s.showTask)
 	s.handle("POST /v1/queue/tasks/{id}/retry", s.retryTask)
 	s.handle("POST /v1/queue/tasks/{id}/cancel", s.cancelTask)
+	s.handle("POST /v1/queue/tasks/{id}/heartbeat", s.heartbeatTask)
+	s.handle("POST /v1/queue/tasks/{id}/release", s.releaseTask)
 	s.handle("POST /v1/schedules", s.addSchedule)
 	s.handle("GET /v1/schedules", s.listSchedules)
 	s.handle("DELETE /v1/schedules/{name}", s.removeSchedule)

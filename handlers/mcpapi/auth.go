@@ -12,7 +12,7 @@ import (
 // (auth.Required); a tool missing here needs the admin role.
 var toolOps = map[string]string{
 	ToolQueueAdd: "queue.add", ToolQueueAddMany: "queue.add_many", ToolQueueCancel: "queue.cancel", ToolQueueNext: "queue.next", ToolQueueDone: "queue.done", ToolQueueFail: "queue.fail",
-	ToolQueueList: "queue.list", ToolQueueShow: "queue.show",
+	ToolQueueList: "queue.list", ToolQueueShow: "queue.show", ToolQueueHeartbeat: "queue.heartbeat", ToolQueueRelease: "queue.release_claim",
 	ToolVineNext: "vine.next", ToolVineRead: "vine.read", ToolVineWrite: "vine.write", ToolVineExpand: "vine.expand",
 	ToolVineClaim:  "vine.claim",
 	ToolTaskCreate: "task.create", ToolTaskJoin: "task.join", ToolTaskObjective: "task.objective",

@@ -21,8 +21,8 @@ func TestInputSchemasHavePlainTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 32 {
-		t.Fatalf("tools/list has %d tools; want all 32 (queue, vine, memory, code, audit, workflow)", len(res.Tools))
+	if len(res.Tools) != 34 {
+		t.Fatalf("tools/list has %d tools; want all 34 (queue, vine, memory, code, audit, workflow)", len(res.Tools))
 	}
 	containers := 0
 	for _, tool := range res.Tools {

@@ -25,6 +25,11 @@ const (
 	ToolQueueShow    = "queue_show"
 	// ToolQueueCancel cancels a task.
 	ToolQueueCancel = "queue_cancel"
+	// ToolQueueHeartbeat keeps a claim made with queue_next.
+	ToolQueueHeartbeat = "queue_heartbeat"
+	// ToolQueueRelease gives a claimed task back to its queue (an
+	// operator's act).
+	ToolQueueRelease = "queue_release"
 )
 
 // showArgs is queue_show's input.
@@ -179,6 +184,8 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 			Description: "Claim the oldest queued task and return its task packet: task_id, objective, inputs, acceptance and budget. " +
 				"Work on exactly this one task, within its budget; then record a checkpoint with queue_done (finished) or queue_fail (cannot finish), and stop. " +
 				"The claim belongs to the worker (default: this client's identity, named in the result); only that worker may finish the task. " +
+				fmt.Sprintf("The claim holds a lease (lease_seconds, default %d): call queue_heartbeat before it runs out (lease.expires_at in the result) "+
+					"while you work, or the task is given to another worker. ", int(trellis.DefaultAgentLease.Seconds())) +
 				"When no task is queued the result says so and carries no packet: there is nothing to do.",
 			Annotations: &mcp.ToolAnnotations{Title: "Claim the next task", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
 			// No OutputSchema: when nothing is queued the result has no
@@ -187,6 +194,9 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 		params: []param{
 			{name: "queue", desc: descQueue},
 			{name: "worker", desc: descWorker},
+			{name: "lease_seconds", desc: fmt.Sprintf("How long the claim holds without a heartbeat, in seconds (default %d; %d to %d).",
+				int(trellis.DefaultAgentLease.Seconds()), int(trellis.MinAgentLease.Seconds()), int(trellis.MaxAgentLease.Seconds())),
+				refine: between(0, int(trellis.MaxAgentLease.Seconds()))},
 		},
 		call: func(ctx context.Context, req *mcp.CallToolRequest, in *trellis.NextRequest) (*mcp.CallToolResult, error) {
 			in.Worker = who.worker(req, in.Worker)
@@ -205,6 +215,10 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 				"(max_tool_calls %d, max_steps %d). Then call queue_done with task_id %s and what_was_done, what_changed, what_next, citations "+
 				"- or queue_fail with task_id %s, error, what_was_done, blockers - and stop.",
 				t.TaskID, t.ClaimedBy, t.Budget.MaxToolCalls, t.Budget.MaxSteps, t.TaskID, t.TaskID)
+			if t.Lease != nil && t.Lease.ExpiresAt != nil {
+				lead += fmt.Sprintf(" The claim's lease ends at %s: call queue_heartbeat with task_id %s before then while you work.",
+					t.Lease.ExpiresAt.UTC().Format(time.RFC3339), t.TaskID)
+			}
 			return taskResult(lead, t), nil
 		},
 	}.register(srv)
@@ -355,6 +369,9 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 				return taskResult(fmt.Sprintf("Task %s is marked for cancellation: its worker stops it at the next heartbeat.", t.TaskID), t), nil
 			},
 		}.register(srv)
+	}
+	if leases, ok := svc.(trellis.QueueLeases); ok {
+		registerLeaseTools(srv, leases, who, taskOut)
 	}
 }
 

@@ -257,6 +257,18 @@ func (c *Client) Cancel(ctx context.Context, req trellis.CancelRequest) (*trelli
 	return c.task(ctx, OpCancel, req)
 }
 
+var _ trellis.QueueLeases = (*Client)(nil)
+
+// Heartbeat implements trellis.QueueLeases.
+func (c *Client) Heartbeat(ctx context.Context, req trellis.HeartbeatRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpQueueHeartbeat, req)
+}
+
+// ReleaseClaim implements trellis.QueueLeases.
+func (c *Client) ReleaseClaim(ctx context.Context, req trellis.ReleaseRequest) (*trellis.Task, error) {
+	return c.task(ctx, OpQueueReleaseClaim, req)
+}
+
 var _ trellis.ScheduleService = (*Client)(nil)
 
 // AddSchedule implements trellis.ScheduleService.

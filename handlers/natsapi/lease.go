@@ -53,7 +53,8 @@ type leaseResult struct {
 	LeaseMS int64 `json:"lease_ms"`
 }
 
-// leaseRequest names a task's lease (heartbeat, ack).
+// leaseRequest names a task's lease (heartbeat, ack). A heartbeat
+// without a lease is an agent's (trellis.HeartbeatRequest).
 type leaseRequest struct {
 	TaskID string `json:"task_id"`
 	Worker string `json:"worker"`
@@ -110,6 +111,15 @@ func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Cont
 			return claimLeased(ctx, q, queue, worker, wait)
 		}),
 		OpQueueHeartbeat: handler(func(ctx context.Context, r leaseRequest) (any, error) {
+			if r.Lease == "" {
+				// An agent's heartbeat on a claim made by queue next,
+				// whose lease is on the log.
+				req := trellis.HeartbeatRequest{TaskID: r.TaskID, Worker: r.Worker}
+				if err := auth.Bind(ctx, &req); err != nil {
+					return nil, err
+				}
+				return svc.Heartbeat(ctx, req)
+			}
 			task, _, err := checkLease(ctx, svc, r, true)
 			if err != nil {
 				return nil, err

@@ -191,9 +191,10 @@ func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[strin
 			}
 			return svc.Control(ctx, req)
 		},
-		OpCancel:         handler(svc.Cancel),
-		OpScheduleAdd:    handler(svc.AddSchedule),
-		OpScheduleRemove: handler(svc.RemoveSchedule),
+		OpCancel:            handler(svc.Cancel),
+		OpQueueReleaseClaim: handler(svc.ReleaseClaim),
+		OpScheduleAdd:       handler(svc.AddSchedule),
+		OpScheduleRemove:    handler(svc.RemoveSchedule),
 		OpScheduleList: handler(func(ctx context.Context, _ struct{}) ([]*trellis.Schedule, error) {
 			return svc.Schedules(ctx)
 		}),

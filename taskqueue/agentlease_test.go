@@ -1,0 +1,159 @@
+package taskqueue_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/taskqueue"
+)
+
+// nextLeased claims with a lease of leaseSeconds until a task comes, for
+// at most 30 s.
+func nextLeased(t *testing.T, q *taskqueue.Handler, queue, worker string, leaseSeconds float64) *trellis.Task {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		task, err := q.Next(ctxT(t), trellis.NextRequest{Queue: queue, Worker: worker, LeaseSeconds: leaseSeconds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task != nil {
+			return task
+		}
+	}
+	return nil
+}
+
+// An agent that claims with queue next and never heartbeats loses the
+// task when its lease runs out: another process's next records
+// lease_expired (an attempt) and claims it; once the attempts are used up
+// the task is dead. Nobody's timer is needed: the dispatch comes back.
+func TestAgentLeaseExpires(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	other := taskqueue.New(b.Store, taskqueue.Config{}) // another server
+	added, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "al", Objective: "forgotten", MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Next(ctx, trellis.NextRequest{Queue: "al", Worker: "agent-a", LeaseSeconds: 1})
+	if err != nil || got == nil || got.TaskID != added.TaskID {
+		t.Fatalf("claim: %+v, %v", got, err)
+	}
+	if got.Lease == nil || got.Lease.LeaseMS != 1000 || got.Lease.ExpiresAt == nil {
+		t.Fatalf("claim holds no lease: %+v", got.Lease)
+	}
+	again := nextLeased(t, other, "al", "agent-b", 1)
+	if again == nil || again.TaskID != added.TaskID || again.Attempts != 2 || again.ClaimedBy != "agent-b" {
+		t.Fatalf("after the lease: %+v; want the task claimed again by agent-b, attempt 2", again)
+	}
+	if h := historyTypes(t, q, added.TaskID); h != "added claimed lease_expired claimed" {
+		t.Fatalf("history %q", h)
+	}
+	// The first claimant lost it: its heartbeat and its done are refused.
+	if _, err := q.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: added.TaskID, Worker: "agent-a"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("heartbeat of the expired claimant: %v; want conflict", err)
+	}
+	if _, err := q.Done(ctx, trellis.DoneRequest{TaskID: added.TaskID, Worker: "agent-a", WhatWasDone: "late"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("done of the expired claimant: %v; want conflict", err)
+	}
+	// The second lease runs out too: no attempts left, the task is dead.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := q.Next(ctx, trellis.NextRequest{Queue: "al", Worker: "agent-c", LeaseSeconds: 1}); err != nil {
+			t.Fatal(err)
+		}
+		task, err := q.Show(ctx, added.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Status == trellis.StatusDead {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task is %s; want dead after its second lease ran out", task.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Heartbeats keep an agent's claim past its lease; an operator's release
+// gives the task back at once (not an attempt); a foreign worker's
+// heartbeat is refused; unknown and finished tasks give clear errors.
+func TestAgentLeaseHeartbeatAndRelease(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	other := taskqueue.New(b.Store, taskqueue.Config{})
+	added, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "hb", Objective: "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Next(ctx, trellis.NextRequest{Queue: "hb", Worker: "agent-a", LeaseSeconds: 5})
+	if err != nil || got == nil {
+		t.Fatalf("claim: %+v, %v", got, err)
+	}
+	// Heartbeat through two lease periods (each heartbeat on another
+	// process's handler) while another agent keeps asking.
+	end := time.Now().Add(7 * time.Second) // past the lease's first end
+	last := *got.Lease.ExpiresAt
+	for time.Now().Before(end) {
+		hb, err := other.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: added.TaskID, Worker: "agent-a"})
+		if err != nil {
+			t.Fatalf("heartbeat: %v", err)
+		}
+		if !hb.Lease.ExpiresAt.After(last) || hb.ClaimedBy != "agent-a" {
+			t.Fatalf("heartbeat did not extend the lease: %+v (was %s)", hb.Lease, last)
+		}
+		last = *hb.Lease.ExpiresAt
+		if stolen, err := other.Next(ctx, trellis.NextRequest{Queue: "hb", Worker: "agent-b"}); err != nil || stolen != nil {
+			t.Fatalf("a heartbeated claim was taken: %+v, %v", stolen, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := q.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: added.TaskID, Worker: "agent-b"}); trellis.ErrorCode(err) != trellis.CodeConflict || !strings.Contains(err.Error(), "agent-a") {
+		t.Fatalf("foreign heartbeat: %v; want a conflict naming the claimant", err)
+	}
+	for _, bad := range []trellis.HeartbeatRequest{{TaskID: "nope", Worker: "a"}, {TaskID: added.TaskID, Worker: ""}, {TaskID: added.TaskID, Worker: "bad worker"}} {
+		if _, err := q.Heartbeat(ctx, bad); trellis.ErrorCode(err) != trellis.CodeInvalid {
+			t.Fatalf("heartbeat %+v: %v; want invalid", bad, err)
+		}
+	}
+	unknown := "01JZZZZZZZZZZZZZZZZZZZZZZZ"
+	if _, err := q.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: unknown, Worker: "a"}); trellis.ErrorCode(err) != trellis.CodeNotFound {
+		t.Fatalf("heartbeat of an unknown task: %v; want not_found", err)
+	}
+	if _, err := q.ReleaseClaim(ctx, trellis.ReleaseRequest{TaskID: unknown}); trellis.ErrorCode(err) != trellis.CodeNotFound {
+		t.Fatalf("release of an unknown task: %v; want not_found", err)
+	}
+	if _, err := q.ReleaseClaim(ctx, trellis.ReleaseRequest{TaskID: added.TaskID, Reason: strings.Repeat("x", trellis.MaxItemBytes+1)}); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		t.Fatalf("oversized reason: %v; want invalid", err)
+	}
+
+	rel, err := q.ReleaseClaim(ctx, trellis.ReleaseRequest{TaskID: added.TaskID, Actor: "ops", Reason: "agent is gone"})
+	if err != nil || rel.Status != trellis.StatusQueued || rel.Attempts != 0 || rel.Lease != nil {
+		t.Fatalf("release: %+v, %v", rel, err)
+	}
+	if _, err := q.ReleaseClaim(ctx, trellis.ReleaseRequest{TaskID: added.TaskID}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("release of a queued task: %v; want conflict", err)
+	}
+	if _, err := q.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: added.TaskID, Worker: "agent-a"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+		t.Fatalf("heartbeat after release: %v; want conflict", err)
+	}
+	re := nextUntil(t, other, "hb", "agent-b", 30*time.Second)
+	if re == nil || re.TaskID != added.TaskID || re.Attempts != 1 {
+		t.Fatalf("after release: %+v; want it claimed again as attempt 1", re)
+	}
+	if _, err := other.Done(ctx, trellis.DoneRequest{TaskID: added.TaskID, Worker: "agent-b", WhatWasDone: "did it"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: added.TaskID, Worker: "agent-b"}); trellis.ErrorCode(err) != trellis.CodeConflict || !strings.Contains(err.Error(), "done") {
+		t.Fatalf("heartbeat of a finished task: %v; want a conflict saying it is done", err)
+	}
+	if h := historyTypes(t, q, added.TaskID); strings.Contains(h, "lease_expired") || !strings.Contains(h, "lease_extended") || !strings.Contains(h, "released claimed completed") {
+		t.Fatalf("history %q", h)
+	}
+}
