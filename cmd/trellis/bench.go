@@ -26,11 +26,8 @@ creates them and deletes them at the end), so never point it at a cluster in use
 	}
 	c.PersistentFlags().IntVar(&a.batchMin, "batch-min", 0, "group commit: the fewest waiting appends committed as one atomic batch (0: the store's default per stream, -1: never batch)")
 	c.PersistentFlags().IntVar(&a.benchReplicas, "bench-replicas", 3, "with --nats-url: the replicas of the streams the benchmark creates on the cluster")
-	var prof benchProfiles
-	prof.addFlags(c)
-	c.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }
-	c.PersistentPostRunE = func(*cobra.Command, []string) error { return prof.stop() }
 	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchBoard(), a.benchSearch(), a.benchWorkflows())
+	profiled(c)
 	return c
 }
 

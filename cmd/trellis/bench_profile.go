@@ -16,6 +16,30 @@ type benchProfiles struct {
 	cpuFile                *os.File
 }
 
+// profiled adds the profile flags to the bench command and wraps each
+// benchmark so its profiles are written whether it succeeds or fails (an
+// interrupted run still leaves its profiles).
+func profiled(c *cobra.Command) {
+	prof := &benchProfiles{}
+	prof.addFlags(c)
+	for _, sub := range c.Commands() {
+		run := sub.RunE
+		if run == nil {
+			continue
+		}
+		sub.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := prof.start(); err != nil {
+				return err
+			}
+			err := run(cmd, args)
+			if serr := prof.stop(); err == nil {
+				err = serr
+			}
+			return err
+		}
+	}
+}
+
 // addFlags registers the profile flags on the bench command.
 func (p *benchProfiles) addFlags(c *cobra.Command) {
 	f := c.PersistentFlags()
