@@ -84,6 +84,8 @@ func (p *benchProfiles) stop() error {
 		}
 		p.cpuFile = nil
 	}
+	defer runtime.SetBlockProfileRate(0)
+	defer runtime.SetMutexProfileFraction(0)
 	for _, w := range []struct{ name, path string }{{"allocs", p.mem}, {"block", p.block}, {"mutex", p.mutex}} {
 		if w.path == "" {
 			continue
