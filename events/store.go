@@ -431,7 +431,11 @@ func (s *Store) directBatch(ctx context.Context, stream, filter string, from uin
 		return nil, false, err
 	}
 	inbox := s.nc.NewInbox()
-	sub, err := s.nc.SubscribeSync(inbox)
+	// A channel sized for one batch and its end-of-batch status (the
+	// server sends no more): SubscribeSync would allocate a 64k-slot
+	// channel (512 KiB) per load, most of a claim's allocations.
+	replies := make(chan *nats.Msg, loadBatch+2)
+	sub, err := s.nc.ChanSubscribe(inbox, replies)
 	if err != nil {
 		return nil, false, fmt.Errorf("load %s: subscribe: %w", filter, err)
 	}
@@ -443,9 +447,11 @@ func (s *Store) directBatch(ctx context.Context, stream, filter string, from uin
 	defer cancel()
 	var out []Recorded
 	for {
-		msg, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, false, fmt.Errorf("load %s: %w", filter, err)
+		var msg *nats.Msg
+		select {
+		case msg = <-replies:
+		case <-ctx.Done():
+			return nil, false, fmt.Errorf("load %s: %w", filter, ctx.Err())
 		}
 		if len(msg.Data) == 0 && msg.Header != nil {
 			switch msg.Header.Get("Status") {
