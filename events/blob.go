@@ -40,7 +40,10 @@ var ErrBlob = errors.New("large payload cannot be resolved")
 
 func blobDigest(data []byte) string {
 	sum := sha256.Sum256(data)
-	return "sha256-" + hex.EncodeToString(sum[:])
+	var out [len("sha256-") + 2*sha256.Size]byte
+	copy(out[:], "sha256-")
+	hex.Encode(out[len("sha256-"):], sum[:])
+	return string(out[:])
 }
 
 // blobs returns the bucket, creating it when this store did not (a store

@@ -39,7 +39,7 @@ type Envelope struct {
 // it is the same whether the payload was stored in the message or apart.
 func Hash(e Envelope) string {
 	e.PayloadRef = nil
-	data, err := json.Marshal(e)
+	data, err := Encode(e)
 	if err != nil {
 		return ""
 	}

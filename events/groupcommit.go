@@ -137,7 +137,7 @@ func (s *Store) newRequest(ctx context.Context, p Pending) (*request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", p.Subject, err)
 	}
-	body, err := json.Marshal(p.Envelope)
+	body, err := Encode(p.Envelope)
 	if err != nil {
 		return nil, fmt.Errorf("encode event %s: %w", p.Envelope.Type, err)
 	}
@@ -149,7 +149,7 @@ func (s *Store) newRequest(ctx context.Context, p Pending) (*request, error) {
 			return nil, fmt.Errorf("append %s: %w", p.Subject, err)
 		}
 		p.Envelope = env
-		if body, err = json.Marshal(env); err != nil {
+		if body, err = Encode(env); err != nil {
 			return nil, fmt.Errorf("encode event %s: %w", env.Type, err)
 		}
 		if s.tooLarge(p, body) {

@@ -27,6 +27,7 @@ creates them and deletes them at the end), so never point it at a cluster in use
 	c.PersistentFlags().IntVar(&a.batchMin, "batch-min", 0, "group commit: the fewest waiting appends committed as one atomic batch (0: the store's default per stream, -1: never batch)")
 	c.PersistentFlags().IntVar(&a.benchReplicas, "bench-replicas", 3, "with --nats-url: the replicas of the streams the benchmark creates on the cluster")
 	c.AddCommand(a.benchAppend(), a.benchQueue(), a.benchWorkers(), a.benchVine(), a.benchMemory(), a.benchIngest(), a.benchBoard(), a.benchSearch(), a.benchWorkflows())
+	profiled(c)
 	return c
 }
 
