@@ -34,7 +34,7 @@ type Board struct {
 
 	mu     sync.RWMutex
 	db     *bolt.DB
-	dirty  map[string]*trellis.Task // folded, not yet committed
+	dirty  map[string]*trellis.Task // folded, not yet committed (nil: pruned)
 	counts map[string]map[trellis.Status]int
 
 	// replaying is set while a large backlog is replayed: commits are not
@@ -251,6 +251,14 @@ func (b *Board) Apply(rec events.Recorded) error {
 		return err
 	}
 	if next == nil {
+		if prev != nil && rec.Type == taskqueue.Pruned {
+			// Pruned (see retention/): the board keeps no row and no
+			// count of it, as a replay of the pruned log would not.
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.count(oldQueue, oldStatus, -1)
+			b.dirty[rec.AggregateID] = nil
+		}
 		return nil
 	}
 	b.mu.Lock()
@@ -296,7 +304,12 @@ func (b *Board) Save(seq uint64) error {
 	b.mu.RLock()
 	db := b.db
 	changed := make([]*trellis.Task, 0, len(b.dirty))
-	for _, t := range b.dirty {
+	var pruned []string
+	for id, t := range b.dirty {
+		if t == nil {
+			pruned = append(pruned, id)
+			continue
+		}
 		changed = append(changed, t)
 	}
 	counts, err := json.Marshal(b.counts)
@@ -318,6 +331,11 @@ func (b *Board) Save(seq uint64) error {
 				return errInjected
 			}
 			if err := putTask(tasks, index, t); err != nil {
+				return err
+			}
+		}
+		for _, id := range pruned {
+			if err := deleteTask(tasks, index, id); err != nil {
 				return err
 			}
 		}
@@ -383,6 +401,27 @@ func putTask(tasks, index *bolt.Bucket, t *trellis.Task) error {
 		return err
 	}
 	return tasks.Put(id, data)
+}
+
+// deleteTask removes a pruned task's row and index entries.
+func deleteTask(tasks, index *bolt.Bucket, id string) error {
+	key := []byte(id)
+	if all := index.Bucket(allBucket); all != nil {
+		if old := all.Get(key); len(old) > 8 {
+			status, queue, _ := bytes.Cut(old[8:], []byte{0})
+			for _, name := range filterBuckets(string(queue), trellis.Status(status)) {
+				if b := index.Bucket(name); b != nil {
+					if err := b.Delete(key); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if err := all.Delete(key); err != nil {
+			return err
+		}
+	}
+	return tasks.Delete(key)
 }
 
 // allBucket is the index of every task.
@@ -459,6 +498,9 @@ func (b *Board) Task(id string) (*trellis.Task, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if t, ok := b.dirty[id]; ok {
+		if t == nil {
+			return nil, nil // pruned
+		}
 		return t.Clone(), nil
 	}
 	if b.db == nil {
@@ -578,7 +620,7 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 	}
 	var over []*trellis.Task
 	for id, t := range b.dirty {
-		if beyond(id) && matches(t) {
+		if t != nil && beyond(id) && matches(t) {
 			over = append(over, t)
 		}
 	}

@@ -103,6 +103,16 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 		status, worker = trellis.StatusDead, p.Worker
 		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, Blockers: p.Blockers, Error: p.Error,
 			BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
+	case taskqueue.Pruned:
+		// Pruned (see retention/): its checkpoint is in the archive.
+		path, err := c.SafePath(rec.AggregateID)
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
 	default:
 		return nil
 	}

@@ -398,6 +398,8 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 		}
 	}
 	switch rec.Type {
+	case Pruned:
+		return nil, nil // removed by a prune: see Pruned
 	case Added:
 		var p AddedPayload
 		if err := rec.DecodePayload(&p); err != nil {
