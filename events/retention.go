@@ -43,3 +43,57 @@ type PrunedPayload struct {
 	// Aggregates are the removed aggregates (queue tasks: "<queue>/<task id>").
 	Aggregates []string `json:"aggregates"`
 }
+
+// SeqRanges is a set of stream sequences as sorted, disjoint, inclusive
+// ranges (the sequences prune records account for).
+type SeqRanges struct{ r [][2]uint64 }
+
+// Add puts from..to into the set.
+func (s *SeqRanges) Add(from, to uint64) {
+	if to < from {
+		return
+	}
+	out := make([][2]uint64, 0, len(s.r)+1)
+	i := 0
+	for ; i < len(s.r) && s.r[i][1]+1 < from; i++ {
+		out = append(out, s.r[i])
+	}
+	for ; i < len(s.r) && s.r[i][0] <= to+1; i++ {
+		from, to = min(from, s.r[i][0]), max(to, s.r[i][1])
+	}
+	out = append(out, [2]uint64{from, to})
+	s.r = append(out, s.r[i:]...)
+}
+
+// Ranges returns the set's ranges in order.
+func (s *SeqRanges) Ranges() [][2]uint64 { return s.r }
+
+// Covers reports whether every sequence of from..to is in the set.
+func (s *SeqRanges) Covers(from, to uint64) bool {
+	return len(s.Minus(from, to)) == 0
+}
+
+// Minus returns the parts of from..to not in the set, in order.
+func (s *SeqRanges) Minus(from, to uint64) [][2]uint64 {
+	var out [][2]uint64
+	at := from
+	for _, r := range s.r {
+		if at > to {
+			break
+		}
+		if r[1] < at {
+			continue
+		}
+		if r[0] > to {
+			break
+		}
+		if r[0] > at {
+			out = append(out, [2]uint64{at, r[0] - 1})
+		}
+		at = r[1] + 1
+	}
+	if at <= to && at >= from {
+		out = append(out, [2]uint64{at, to})
+	}
+	return out
+}

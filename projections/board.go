@@ -234,8 +234,16 @@ func (b *Board) openLocked() error {
 // Apply implements Projection.
 func (b *Board) Apply(rec events.Recorded) error {
 	if !taskqueue.IsTaskSubject(rec.Subject) {
+		for _, id := range taskqueue.PrunedTasks(rec) {
+			if err := b.drop(id); err != nil {
+				return err
+			}
+		}
 		_, err := taskqueue.Apply(nil, rec) // checks the schema
 		return err
+	}
+	if rec.Type == taskqueue.Pruned {
+		return b.drop(rec.AggregateID)
 	}
 	prev, err := b.Task(rec.AggregateID)
 	if err != nil {
@@ -251,14 +259,6 @@ func (b *Board) Apply(rec events.Recorded) error {
 		return err
 	}
 	if next == nil {
-		if prev != nil && rec.Type == taskqueue.Pruned {
-			// Pruned (see retention/): the board keeps no row and no
-			// count of it, as a replay of the pruned log would not.
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.count(oldQueue, oldStatus, -1)
-			b.dirty[rec.AggregateID] = nil
-		}
 		return nil
 	}
 	b.mu.Lock()
@@ -268,6 +268,20 @@ func (b *Board) Apply(rec events.Recorded) error {
 	}
 	b.dirty[next.TaskID] = next
 	b.count(next.Queue, next.Status, 1)
+	return nil
+}
+
+// drop removes a pruned task (see retention/): the board keeps no row and
+// no count of it, as a replay of the pruned log would not.
+func (b *Board) drop(id string) error {
+	prev, err := b.Task(id)
+	if err != nil || prev == nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.count(prev.Queue, prev.Status, -1)
+	b.dirty[id] = nil
 	return nil
 }
 

@@ -1,6 +1,11 @@
 package taskqueue
 
-import "github.com/trellis/trellis"
+import (
+	"strings"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+)
 
 // Pruned is the tombstone `trellis prune` appends on a finished task, in
 // the atomic batch of its prune record, just before it removes the task's
@@ -26,4 +31,25 @@ func IsFinished(s trellis.Status) bool {
 		return true
 	}
 	return false
+}
+
+// PrunedTasks returns the ids of the tasks a prune record removed (nil
+// when rec is not a prune record). A projection drops them on the record
+// as well as on their tombstones: one that reads the log after the prune
+// purged the tombstones still learns of it.
+func PrunedTasks(rec events.Recorded) []string {
+	if rec.Type != events.PrunedType || !strings.HasPrefix(rec.Subject, events.RetentionSubjectPrefix) {
+		return nil
+	}
+	var p events.PrunedPayload
+	if rec.DecodePayload(&p) != nil {
+		return nil
+	}
+	var ids []string
+	for _, agg := range p.Aggregates {
+		if _, id, ok := strings.Cut(agg, "/"); ok && trellis.ValidateTaskID("task_id", id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
