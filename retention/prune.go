@@ -132,7 +132,7 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 		batch := chosen[:n]
 		chosen = chosen[n:]
 		for attempt := 1; len(batch) > 0; attempt++ {
-			ar, err := pruneBatch(ctx, store, stream, log, scan.firstSeq, batch, res.Cut, opts, now)
+			ar, err := pruneBatch(ctx, store, stream, log, scan.firstSeq, batch, res.Cut, opts)
 			if err == nil {
 				res.Archives = append(res.Archives, ar.ArchiveResult)
 				res.Tasks += ar.Tasks
@@ -169,8 +169,8 @@ type batchResult struct {
 }
 
 // pruneBatch archives, records and purges one batch of tasks.
-func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Stream, log *retentionLog, firstSeq uint64, batch []*candidate, cut time.Time, opts Options, now func() time.Time) (*batchResult, error) {
-	at := now()
+func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Stream, log *retentionLog, firstSeq uint64, batch []*candidate, cut time.Time, opts Options) (*batchResult, error) {
+	at := time.Now() // the events' time (now() is only the cut's clock)
 	recordID := events.NewID(at)
 	name := "prune-" + recordID + ".jsonl"
 	a, err := writeArchive(opts.Archive, name, firstSeq, batch)
