@@ -109,6 +109,9 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, Blockers: p.Blockers, Error: p.Error,
 			BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
 	case taskqueue.Pruned:
+		if !taskqueue.IsTaskSubject(rec.Subject) {
+			return nil // a prune record: its tasks were dropped above
+		}
 		return c.remove(rec.AggregateID)
 	default:
 		return nil

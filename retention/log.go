@@ -3,18 +3,18 @@ package retention
 import (
 	"context"
 	"errors"
-	"strings"
+	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/taskqueue"
 )
 
 // retentionLog is the retention aggregate as a prune reads it: its last
 // record (the only one a crash may have left unfinished: prunes are
-// serialized by the record's check) and every sequence the records
+// serialized by the record's check; lastSeq is its sequence when the
+// aggregate's last event is a record) and every sequence the records
 // account for.
 type retentionLog struct {
 	lastSeq  uint64
@@ -61,35 +61,76 @@ func (l *retentionLog) moved(ctx context.Context, store *events.Store) (bool, er
 	return last != l.lastSeq, nil
 }
 
-// finish purges the events (and tombstones) of the tasks the last record
-// names. Purging is idempotent. With count, a task purged before is
-// skipped and it returns how many tasks still had events.
-func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream, count bool) (int, error) {
+// finish removes the events (and tombstones) the last record accounts
+// for, by sequence, several at a time. Removing is idempotent: a sequence
+// removed before is skipped. It returns how many it removed.
+func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int, error) {
 	if l.last == nil {
 		return 0, nil
 	}
-	n := 0
-	for _, agg := range l.last.Aggregates {
-		// Read from the log: untrusted until checked, since it becomes a
-		// subject filter.
-		queue, id, ok := strings.Cut(agg, "/")
-		if !ok || trellis.ValidateQueueName(queue) != nil || trellis.ValidateTaskID("task_id", id) != nil {
-			continue
-		}
-		filter := taskqueue.FilterIn(queue, id)
-		if count {
-			info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
-			if err != nil {
-				return n, err
-			}
-			if info.State.Msgs == 0 {
-				continue
-			}
-		}
-		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(filter)); err != nil {
-			return n, err
-		}
-		n++
+	// The head of the stream up to the first sequence no record accounts
+	// for goes in one purge (the common case: the oldest tasks are the
+	// finished ones); deleting one message at a time is synced one at a
+	// time.
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return 0, err
 	}
-	return n, nil
+	head := info.State.FirstSeq
+	if rs := l.pruned.Ranges(); len(rs) > 0 && rs[0][0] <= head && rs[0][1] >= head {
+		end := min(rs[0][1], l.lastSeq-1)
+		if err := stream.Purge(ctx, jetstream.WithPurgeSequence(end+1)); err != nil {
+			return 0, fmt.Errorf("purge the head up to #%d: %w", end, err)
+		}
+		head = end + 1
+	}
+	var seqs []uint64
+	for _, r := range l.last.Removed {
+		for s := max(r[0], head); s <= r[1] && s < l.lastSeq; s++ {
+			seqs = append(seqs, s)
+		}
+	}
+	for i := 1; i <= l.last.Tombstones; i++ {
+		if s := l.lastSeq + uint64(i); s >= head {
+			seqs = append(seqs, s)
+		}
+	}
+	const workers = 8
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		removed int
+		first   error
+	)
+	next := make(chan uint64)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range next {
+				err := stream.DeleteMsg(ctx, s)
+				mu.Lock()
+				switch {
+				case err == nil:
+					removed++
+				case events.IsDeletedBefore(err):
+				case first == nil:
+					first = fmt.Errorf("remove #%d: %w", s, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, s := range seqs {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		next <- s
+	}
+	close(next)
+	wg.Wait()
+	return removed, first
 }

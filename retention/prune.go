@@ -71,8 +71,8 @@ type Result struct {
 	// Kept counts the tasks that stay, by reason (open, finished after
 	// the cut, ...).
 	Kept map[string]int `json:"kept"`
-	// Completed counts the tasks of an interrupted prune's last record
-	// whose removal this prune finished.
+	// Completed counts the sequences of an interrupted prune's last
+	// record that this prune removed.
 	Completed int   `json:"completed"`
 	Millis    int64 `json:"millis"`
 }
@@ -116,7 +116,7 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 	if err != nil {
 		return nil, command.StoreError("prune: read the retention log", err)
 	}
-	if n, err := log.finish(ctx, stream, true); err != nil {
+	if n, err := log.finish(ctx, stream); err != nil {
 		return nil, command.StoreError("prune: finish the last prune", err)
 	} else {
 		res.Completed = n
@@ -214,7 +214,7 @@ func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Strea
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])
 	}
-	if _, err := log.finish(ctx, stream, false); err != nil {
+	if _, err := log.finish(ctx, stream); err != nil {
 		return nil, command.StoreError("prune: purge the pruned tasks (the record is appended: the next prune finishes it)", err)
 	}
 	seqs := len(batch)

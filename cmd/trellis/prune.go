@@ -116,7 +116,7 @@ func printPrune(a *app, res *retention.Result) {
 	w := a.stdout
 	fmt.Fprintf(w, "pruned %d task(s), %d event(s) stored before %s\n", res.Tasks, res.Events, res.Cut.Format(time.RFC3339))
 	if res.Completed > 0 {
-		fmt.Fprintf(w, "finished an interrupted prune: %d task(s) removed\n", res.Completed)
+		fmt.Fprintf(w, "finished an interrupted prune: removed %d message(s) its record accounts for\n", res.Completed)
 	}
 	for _, ar := range res.Archives {
 		fmt.Fprintf(w, "archive %s: %d task(s), %d event(s), %d bytes, digest %s (record %s)\n", ar.File, ar.Tasks, ar.Events, ar.Bytes, ar.Digest, ar.Record)

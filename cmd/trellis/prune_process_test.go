@@ -150,21 +150,24 @@ func checkPruned(t *testing.T, srv *server.Server, archive string, ids []string,
 func TestPruneProcessKilled(t *testing.T) {
 	t.Parallel()
 	srv, url := queueServer(t)
-	ids := finishedTasks(t, srv, "kill", 3000)
+	start := time.Now()
+	ids := finishedTasks(t, srv, "kill", 1200)
+	t.Logf("1200 finished tasks in %s", time.Since(start))
 	archive := filepath.Join(t.TempDir(), "archive")
 	p := startProc(t, "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive)
-	// Kill it once the first archive is written (the prune is under way:
-	// its batches of 200 tasks follow one another).
+	// Kill it once its third archive is written (the prune is under way:
+	// its batches of 200 tasks follow one another; the kill lands
+	// anywhere in the third batch or later).
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		m, _ := filepath.Glob(filepath.Join(archive, "prune-*.jsonl"))
-		if len(m) > 0 {
+		if len(m) >= 3 {
 			break
 		}
 		select {
 		case err := <-p.done:
 			p.done <- err
-			t.Fatalf("prune ended before writing an archive: %v", err)
+			t.Fatalf("prune ended before writing three archives: %v", err)
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -181,7 +184,11 @@ func TestPruneProcessKilled(t *testing.T) {
 	again := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive, "--json")
 	out, err := again.Output()
 	if err != nil {
-		t.Fatalf("prune again: %v\n%s", err, out)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("prune again: %v\n%s\n%s", err, out, stderr)
 	}
 	checkPruned(t, srv, archive, ids, true)
 }
@@ -191,7 +198,7 @@ func TestPruneProcessKilled(t *testing.T) {
 func TestPruneProcessesConcurrent(t *testing.T) {
 	t.Parallel()
 	srv, url := queueServer(t)
-	ids := finishedTasks(t, srv, "twice", 1200)
+	ids := finishedTasks(t, srv, "twice", 800)
 	archive := filepath.Join(t.TempDir(), "archive")
 	type outcome struct {
 		code   int
