@@ -181,7 +181,7 @@ func (h *headsToFind) left() []anchoredAggregate {
 // checkAggregateHeads finds each anchored aggregate head in the log: at
 // its sequence, or (a stream refilled) anywhere among its aggregate's
 // events. One it does not find is a removal naming the aggregate.
-func checkAggregateHeads(ctx context.Context, store *events.Store, heads []anchoredAggregate) ([]Finding, error) {
+func checkAggregateHeads(ctx context.Context, store *events.Store, heads []anchoredAggregate, pruned map[string]*events.SeqRanges) ([]Finding, error) {
 	var out []Finding
 	infos := map[string]*jetstream.StreamInfo{}
 	for _, a := range heads {
@@ -199,6 +199,9 @@ func checkAggregateHeads(ctx context.Context, store *events.Store, heads []ancho
 		}
 		if hd.Seq < info.State.FirstSeq && limitsOf(info.Config) != "" {
 			continue // expired under the stream's retention limits
+		}
+		if pruned[hd.Stream].Covers(hd.Seq, hd.Seq) {
+			continue // pruned: a prune record accounts for it (its archive holds it)
 		}
 		if hd.Seq > 0 && hd.Seq <= info.State.LastSeq {
 			rec, err := store.Get(ctx, hd.Stream, hd.Seq)

@@ -319,7 +319,7 @@ func anchorIntact(a Anchor, key []byte) bool {
 
 // checkAnchor compares the log with an anchor (or a witness: no MAC
 // expected, key nil) and returns what it lost.
-func checkAnchor(ctx context.Context, store *events.Store, a Anchor, key []byte, what string) ([]Finding, error) {
+func checkAnchor(ctx context.Context, store *events.Store, a Anchor, key []byte, what string, pruned map[string]*events.SeqRanges) ([]Finding, error) {
 	var out []Finding
 	at := a.Time.UTC().Format(time.RFC3339)
 	if !anchorIntact(a, key) {
@@ -346,6 +346,8 @@ func checkAnchor(ctx context.Context, store *events.Store, a Anchor, key []byte,
 		case hd.Seq > 0:
 			rec, err := store.Get(ctx, hd.Stream, hd.Seq)
 			switch {
+			case errors.Is(err, events.ErrNotFound) && pruned[hd.Stream].Covers(hd.Seq, hd.Seq):
+				// Pruned: a prune record accounts for it (its archive holds it).
 			case errors.Is(err, events.ErrNotFound):
 				f.Detail = fmt.Sprintf("%s of %s names #%d as the stream's last event; the log no longer holds it", what, at, hd.Seq)
 			case err != nil && !errors.Is(err, events.ErrBadEvent) && !errors.Is(err, events.ErrBlob):

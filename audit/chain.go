@@ -164,6 +164,9 @@ func queueAggregate(t []string) (aggRef, bool) {
 		return aggRef{q + "/" + id + "." + t[4], own, own}, true
 	case len(t) == 6 && id == "_schedule":
 		return aggRef{"schedule/" + t[4], taskqueue.ScheduleFilter(t[4]), prefix + "." + t[4] + ".>"}, true
+	case len(t) == 5 && q == "_retention" && id == events.RetentionAggregate:
+		// The retention log (prune records: see retention/).
+		return aggRef{"retention", events.RetentionFilter, events.RetentionFilter}, true
 	case strings.HasPrefix(id, "_"):
 		return aggRef{}, false
 	case len(t) == 5 || (len(t) == 6 && taskRoute(t[5])):

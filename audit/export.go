@@ -72,6 +72,11 @@ type ExportLine struct {
 	Event     *events.Envelope `json:"event,omitempty"`
 	Gap       *[2]uint64       `json:"gap,omitempty"`
 	Bad       string           `json:"bad,omitempty"`
+	// Omitted, in a prune's archive (see retention/), is a range of
+	// sequences the archive leaves out on purpose: they stay in the live
+	// log, or an earlier archive holds them. Neither a removal nor an
+	// event: the live log's verify accounts for every removed sequence.
+	Omitted *[2]uint64 `json:"omitted,omitempty"`
 }
 
 // ExportTrailer is the last line of an export.
@@ -442,6 +447,9 @@ func VerifyFileWith(ctx context.Context, path string, opts VerifyFileOptions, on
 		if l.Gap != nil {
 			at = l.Gap[0]
 		}
+		if l.Omitted != nil {
+			at = l.Omitted[0]
+		}
 		switch {
 		case at < st.expect:
 			if err := emit(Finding{Kind: FindingReordered, Line: lineNo, Stream: l.Stream, Seq: at, Detail: fmt.Sprintf("out of order: the export is past #%d here", st.expect-1)}); err != nil {
@@ -455,6 +463,10 @@ func VerifyFileWith(ctx context.Context, path string, opts VerifyFileOptions, on
 					return nil, err
 				}
 			}
+		}
+		if l.Omitted != nil {
+			st.expect = max(st.expect, l.Omitted[1]+1)
+			continue
 		}
 		if l.Gap != nil {
 			st.expect = max(st.expect, l.Gap[1]+1)

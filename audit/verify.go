@@ -76,6 +76,46 @@ type StreamVerification struct {
 	ChainStats
 	// Findings is how many findings this stream gave.
 	Findings int `json:"findings"`
+	// Pruned is how many sequences prune records account for (removed
+	// by trellis prune into an archive; see docs/retention.md).
+	Pruned uint64 `json:"pruned,omitempty"`
+}
+
+// readPruned reads every prune record (the retention log, on the queue
+// stream) and returns, per stream, the sequences they account for: the
+// events each removed, their fired timers, and the tombstones appended
+// with it. The records are events of the log like any other: the walk
+// checks their chain, ids and times.
+func readPruned(ctx context.Context, store *events.Store) (map[string]*events.SeqRanges, error) {
+	out := map[string]*events.SeqRanges{}
+	recs, _, err := store.Load(ctx, events.StreamQueue, events.RetentionFilter)
+	if errors.Is(err, events.ErrNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		var p events.PrunedPayload
+		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || p.Stream == "" {
+			continue // the walk reports a record that does not decode
+		}
+		s := out[p.Stream]
+		if s == nil {
+			s = &events.SeqRanges{}
+			out[p.Stream] = s
+		}
+		for _, g := range p.Removed {
+			if p.Stream == r.Stream {
+				g[1] = min(g[1], r.Seq-1) // a prune removes what was stored before its record
+			}
+			s.Add(g[0], g[1])
+		}
+		if p.Stream == r.Stream {
+			s.Add(r.Seq+1, r.Seq+uint64(max(p.Tombstones, 0)))
+		}
+	}
+	return out, nil
 }
 
 // VerifyReport is the result of Verify or VerifyFile.
@@ -148,8 +188,12 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 		}
 	}
 	anchoredHeads := newHeadsToFind(newestAggregateHeads(aggregates))
+	pruned, err := readPruned(ctx, store)
+	if err != nil {
+		return nil, command.StoreError("verify: read the prune records", err)
+	}
 	for _, name := range streams {
-		sv, err := verifyStream(ctx, store, name, opts, anchoredHeads, emit)
+		sv, err := verifyStream(ctx, store, name, opts, anchoredHeads, pruned[name], emit)
 		if err != nil {
 			return nil, command.StoreError("verify "+name, err)
 		}
@@ -157,7 +201,7 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 	}
 	check := func(a Anchor, key []byte, what string) error {
 		rep.AnchorsChecked++
-		fs, err := checkAnchor(ctx, store, a, key, what)
+		fs, err := checkAnchor(ctx, store, a, key, what, pruned)
 		if err != nil {
 			return command.StoreError("verify anchors", err)
 		}
@@ -173,7 +217,7 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 			return nil, err
 		}
 	}
-	fs, err := checkAggregateHeads(ctx, store, anchoredHeads.left())
+	fs, err := checkAggregateHeads(ctx, store, anchoredHeads.left(), pruned)
 	if err != nil {
 		return nil, command.StoreError("verify anchors", err)
 	}
@@ -191,7 +235,10 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 	return rep, nil
 }
 
-func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, anchored *headsToFind, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
+func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, anchored *headsToFind, pruned *events.SeqRanges, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
+	if pruned == nil {
+		pruned = &events.SeqRanges{}
+	}
 	info, err := store.StreamInfo(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Trellis creates every stream at start and never deletes one.
@@ -223,6 +270,13 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 	sv.From = from
 	whole := from == 1
 	headGone := st.LastSeq > 0 && st.FirstSeq > 1
+	// A head a prune removed (every sequence before the first one
+	// accounted for by a prune record) is not gone: the walk checks its
+	// sequences against the records like any other deleted range.
+	headPruned := headGone && pruned.Covers(1, st.FirstSeq-1)
+	if headPruned {
+		headGone = false
+	}
 	if whole && headGone {
 		f := Finding{Kind: FindingRemoved, Stream: stream, Seq: 1, ToSeq: st.FirstSeq - 1,
 			Detail: fmt.Sprintf("the stream starts at #%d: %d messages before it are gone (purged)", st.FirstSeq, st.FirstSeq-1)}
@@ -244,15 +298,22 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 	check := newChainCheck(&logSource{store: store, to: st.LastSeq}, heads, whole, headGone)
 	timers := newTimerLedger()
 	gaps := func(from, to uint64) error {
-		for _, g := range timers.gap(from, to) {
-			check.gap(g[0], g[1])
-			if err := emit(sv, gapFinding(stream, g[0], g[1])); err != nil {
-				return err
+		// Sequences a prune record accounts for were pruned, not removed.
+		for _, r := range pruned.Minus(from, to) {
+			for _, g := range timers.gap(r[0], r[1]) {
+				check.gap(g[0], g[1])
+				if err := emit(sv, gapFinding(stream, g[0], g[1])); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
-	err = walkWindow(ctx, store, stream, max(from, st.FirstSeq), st.LastSeq, func(m events.Message) error {
+	start := max(from, st.FirstSeq)
+	if headPruned {
+		start = from
+	}
+	err = walkWindow(ctx, store, stream, start, st.LastSeq, func(m events.Message) error {
 		anchored.met(m)
 		findings, err := checkMessage(ctx, check, timers, m, whole)
 		if err != nil {
@@ -285,6 +346,11 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 		check.gap(g[0], g[1])
 		if err := emit(sv, gapFinding(stream, g[0], g[1])); err != nil {
 			return nil, err
+		}
+	}
+	for _, r := range pruned.Ranges() {
+		if r[0] >= from && r[0] <= st.LastSeq {
+			sv.Pruned += min(r[1], st.LastSeq) - r[0] + 1
 		}
 	}
 	sv.ChainStats = check.stats

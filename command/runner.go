@@ -274,8 +274,17 @@ func (r *Runner[S]) Run(ctx context.Context, st State[S], actor string, decide f
 			if err := sleep(ctx, r.cfg.Backoff(attempt)); err != nil {
 				return st, err
 			}
+			seen := st.Seq
 			if st, err = r.catchUp(ctx, st); err != nil {
 				return st, err
+			}
+			if st.Seq == seen {
+				// Nothing after the state's last event, yet the check
+				// failed: its events are gone (a prune removed the
+				// aggregate). Fold it again from the log.
+				if st, err = r.catchUp(ctx, State[S]{ID: st.ID}); err != nil {
+					return st, err
+				}
 			}
 			continue
 		}

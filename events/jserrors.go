@@ -174,3 +174,31 @@ func clusterForming(err error) bool {
 	}
 	return false
 }
+
+// jsCodeMsgDeleteFailed is JetStream's "message deletion failed" (its
+// description says why: "no message found" for a sequence not there);
+// jsCodeSeqNotFound its "sequence <n> not found".
+const (
+	jsCodeMsgDeleteFailed = 10057
+	jsCodeSeqNotFound     = 10043
+)
+
+// IsDeletedBefore reports that a message delete failed because the
+// sequence holds no message: it was removed before (an idempotent
+// delete's second time).
+func IsDeletedBefore(err error) bool {
+	if jsClassOf(err) == jsNotFound {
+		return true
+	}
+	switch jsCode(err) {
+	case jsCodeMsgDeleteFailed:
+		return strings.Contains(err.Error(), "no message found")
+	case jsCodeSeqNotFound:
+		return true
+	}
+	// The client reports a failed delete in words only
+	// (ErrMsgDeleteUnsuccessful with the API error's text).
+	msg := err.Error()
+	return errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) &&
+		(strings.Contains(msg, "err_code=10043") || strings.Contains(msg, "err_code=10057") && strings.Contains(msg, "no message found"))
+}

@@ -34,7 +34,7 @@ type Board struct {
 
 	mu     sync.RWMutex
 	db     *bolt.DB
-	dirty  map[string]*trellis.Task // folded, not yet committed
+	dirty  map[string]*trellis.Task // folded, not yet committed (nil: pruned)
 	counts map[string]map[trellis.Status]int
 
 	// replaying is set while a large backlog is replayed: commits are not
@@ -234,8 +234,16 @@ func (b *Board) openLocked() error {
 // Apply implements Projection.
 func (b *Board) Apply(rec events.Recorded) error {
 	if !taskqueue.IsTaskSubject(rec.Subject) {
+		for _, id := range taskqueue.PrunedTasks(rec) {
+			if err := b.drop(id); err != nil {
+				return err
+			}
+		}
 		_, err := taskqueue.Apply(nil, rec) // checks the schema
 		return err
+	}
+	if rec.Type == taskqueue.Pruned {
+		return b.drop(rec.AggregateID)
 	}
 	prev, err := b.Task(rec.AggregateID)
 	if err != nil {
@@ -260,6 +268,20 @@ func (b *Board) Apply(rec events.Recorded) error {
 	}
 	b.dirty[next.TaskID] = next
 	b.count(next.Queue, next.Status, 1)
+	return nil
+}
+
+// drop removes a pruned task (see retention/): the board keeps no row and
+// no count of it, as a replay of the pruned log would not.
+func (b *Board) drop(id string) error {
+	prev, err := b.Task(id)
+	if err != nil || prev == nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.count(prev.Queue, prev.Status, -1)
+	b.dirty[id] = nil
 	return nil
 }
 
@@ -296,7 +318,12 @@ func (b *Board) Save(seq uint64) error {
 	b.mu.RLock()
 	db := b.db
 	changed := make([]*trellis.Task, 0, len(b.dirty))
-	for _, t := range b.dirty {
+	var pruned []string
+	for id, t := range b.dirty {
+		if t == nil {
+			pruned = append(pruned, id)
+			continue
+		}
 		changed = append(changed, t)
 	}
 	counts, err := json.Marshal(b.counts)
@@ -318,6 +345,11 @@ func (b *Board) Save(seq uint64) error {
 				return errInjected
 			}
 			if err := putTask(tasks, index, t); err != nil {
+				return err
+			}
+		}
+		for _, id := range pruned {
+			if err := deleteTask(tasks, index, id); err != nil {
 				return err
 			}
 		}
@@ -383,6 +415,27 @@ func putTask(tasks, index *bolt.Bucket, t *trellis.Task) error {
 		return err
 	}
 	return tasks.Put(id, data)
+}
+
+// deleteTask removes a pruned task's row and index entries.
+func deleteTask(tasks, index *bolt.Bucket, id string) error {
+	key := []byte(id)
+	if all := index.Bucket(allBucket); all != nil {
+		if old := all.Get(key); len(old) > 8 {
+			status, queue, _ := bytes.Cut(old[8:], []byte{0})
+			for _, name := range filterBuckets(string(queue), trellis.Status(status)) {
+				if b := index.Bucket(name); b != nil {
+					if err := b.Delete(key); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if err := all.Delete(key); err != nil {
+			return err
+		}
+	}
+	return tasks.Delete(key)
 }
 
 // allBucket is the index of every task.
@@ -459,6 +512,9 @@ func (b *Board) Task(id string) (*trellis.Task, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if t, ok := b.dirty[id]; ok {
+		if t == nil {
+			return nil, nil // pruned
+		}
 		return t.Clone(), nil
 	}
 	if b.db == nil {
@@ -578,7 +634,7 @@ func (b *Board) scan(req trellis.ListRequest, fn func(*trellis.Task) (bool, erro
 	}
 	var over []*trellis.Task
 	for id, t := range b.dirty {
-		if beyond(id) && matches(t) {
+		if t != nil && beyond(id) && matches(t) {
 			over = append(over, t)
 		}
 	}

@@ -78,6 +78,11 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 	var cp trellis.Checkpoint
 	var status trellis.Status
 	var worker string
+	for _, id := range taskqueue.PrunedTasks(rec) {
+		if err := c.remove(id); err != nil {
+			return err
+		}
+	}
 	switch rec.Type {
 	case taskqueue.Completed:
 		var p taskqueue.CompletedPayload
@@ -103,6 +108,11 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 		status, worker = trellis.StatusDead, p.Worker
 		cp = trellis.Checkpoint{WhatWasDone: p.WhatWasDone, Blockers: p.Blockers, Error: p.Error,
 			BudgetExhausted: p.BudgetExhausted, Usage: p.Usage}
+	case taskqueue.Pruned:
+		if !taskqueue.IsTaskSubject(rec.Subject) {
+			return nil // a prune record: its tasks were dropped above
+		}
+		return c.remove(rec.AggregateID)
 	default:
 		return nil
 	}
@@ -112,6 +122,19 @@ func (c *Checkpoints) Apply(rec events.Recorded) error {
 		return err
 	}
 	return WriteFileAtomic(path, []byte(RenderCheckpoint(rec.AggregateID, status, worker, cp)))
+}
+
+// remove deletes a pruned task's checkpoint file (see retention/): it is
+// in the archive.
+func (c *Checkpoints) remove(taskID string) error {
+	path, err := c.SafePath(taskID)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // Save implements Projection.

@@ -399,6 +399,9 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 	if rec.Subject != "" && !IsTaskSubject(rec.Subject) {
 		return t, nil
 	}
+	if rec.Type == Pruned {
+		return nil, nil // removed by a prune: see Pruned
+	}
 	at := rec.Time.UTC()
 	if rec.Type != Added && t == nil {
 		return nil, fmt.Errorf("event %s (%s) precedes its task's added event: %w", rec.ID, rec.Type, events.ErrBadEvent)

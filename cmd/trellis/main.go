@@ -104,7 +104,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.tlsCA, "tls-ca", os.Getenv("TRELLIS_TLS_CA"), "CA certificate (PEM) that verifies the server's TLS certificate, NATS and HTTP (env TRELLIS_TLS_CA)")
 	root.PersistentFlags().StringVar(&a.natsCreds, "nats-creds", os.Getenv("TRELLIS_NATS_CREDS"), "NATS credentials file for a cluster with accounts (env TRELLIS_NATS_CREDS)")
 	a.models.register(root)
-	root.AddCommand(a.serveCommand(), a.tokenCommand(), a.explainCommand(), a.queueCommand(), a.scheduleCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand(), a.workflowCommand())
+	root.AddCommand(a.serveCommand(), a.tokenCommand(), a.explainCommand(), a.queueCommand(), a.scheduleCommand(), a.workerCommand(), a.vineCommand(), a.taskCommand(), a.observeCommand(), a.consolidateCommand(), a.factsCommand(), a.ingestCommand(), a.queryCommand(), a.chunkCommand(), a.auditCommand(), a.replayCommand(), a.mcpCommand(), a.benchCommand(), a.featuresCommand(), a.versionCommand(), a.workflowCommand(), a.pruneCommand())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

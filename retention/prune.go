@@ -1,0 +1,271 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
+)
+
+// DefaultBatchTasks is how many tasks one archive and its prune record
+// hold (the record and one tombstone per task form one atomic batch, at
+// most events.StoreConfig.BatchMax events).
+const DefaultBatchTasks = 200
+
+// Options configures Prune.
+type Options struct {
+	// OlderThan is the age of the cut: a task is pruned when every event
+	// of it was stored before now - OlderThan (required, positive).
+	OlderThan time.Duration
+	// Archive is the directory the archives are written to (created when
+	// missing; required).
+	Archive string
+	// Actor is the actor of the record and tombstones (default
+	// "trellis-prune").
+	Actor string
+	// BatchTasks bounds the tasks of one archive (default
+	// DefaultBatchTasks, at most 255).
+	BatchTasks int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// AfterArchive, when set, is called once each archive is durable,
+	// before its record is appended (tests stop a prune there).
+	AfterArchive func(path string)
+}
+
+// ArchiveResult is one archive a prune wrote, with its record.
+type ArchiveResult struct {
+	// File is the archive's path; Digest its trailer's digest (the
+	// record carries it too).
+	File   string `json:"file"`
+	Digest string `json:"digest"`
+	Tasks  int    `json:"tasks"`
+	Events int    `json:"events"`
+	Bytes  int64  `json:"bytes"`
+	// Record is the prune record's event id and RecordSeq its sequence
+	// on the queue stream.
+	Record    string `json:"record"`
+	RecordSeq uint64 `json:"record_seq"`
+}
+
+// Result reports a prune.
+type Result struct {
+	// Cut is the prune's cut: tasks whose events were all stored before
+	// it were pruned.
+	Cut time.Time `json:"cut"`
+	// Tasks and Events count what was removed (Sequences also counts
+	// fired timers and tombstones).
+	Tasks     int             `json:"tasks"`
+	Events    int             `json:"events"`
+	Sequences int             `json:"sequences"`
+	Archives  []ArchiveResult `json:"archives"`
+	// Kept counts the tasks that stay, by reason (open, finished after
+	// the cut, ...).
+	Kept map[string]int `json:"kept"`
+	// Completed counts the sequences of an interrupted prune's last
+	// record that this prune removed.
+	Completed int   `json:"completed"`
+	Millis    int64 `json:"millis"`
+}
+
+// Prune removes the finished queue tasks whose events were all stored
+// more than opts.OlderThan ago. Batch by batch it writes their events to
+// an archive in opts.Archive and syncs it, then appends, as one atomic
+// batch, a prune record on the retention aggregate (checked against the
+// retention log as this prune read it: a second prune running at the same
+// time fails its check and stops with a conflict) and a tombstone on each
+// task (checked against the task's last event: a task that changed since
+// the scan fails the batch, which is decided again without it), then
+// purges the tasks' events. A crash leaves the log as it was (no record:
+// an archive without a record prunes nothing) or recorded and tombstoned
+// but not yet purged, which the next prune finishes first.
+func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, error) {
+	start := time.Now()
+	if opts.OlderThan <= 0 {
+		return nil, trellis.FieldError("older_than", "must be a positive duration, got %s", opts.OlderThan)
+	}
+	if err := checkArchiveDir(opts.Archive); err != nil {
+		return nil, err
+	}
+	if opts.Actor == "" {
+		opts.Actor = "trellis-prune"
+	}
+	if opts.BatchTasks <= 0 {
+		opts.BatchTasks = DefaultBatchTasks
+	}
+	opts.BatchTasks = min(opts.BatchTasks, store.Config().BatchMax-1)
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	res := &Result{Cut: now().Add(-opts.OlderThan).UTC(), Kept: map[string]int{}, Archives: []ArchiveResult{}}
+	stream, err := store.JetStream().Stream(ctx, events.StreamQueue)
+	if err != nil {
+		return nil, command.StoreError("prune", err)
+	}
+	log, err := readLog(ctx, store)
+	if err != nil {
+		return nil, command.StoreError("prune: read the retention log", err)
+	}
+	if n, err := log.finish(ctx, stream); err != nil {
+		return nil, command.StoreError("prune: finish the last prune", err)
+	} else {
+		res.Completed = n
+	}
+	scan, err := scanQueue(ctx, store, &log.pruned)
+	if err != nil {
+		return nil, command.StoreError("prune", err)
+	}
+	chosen, kept := scan.choose(res.Cut)
+	res.Kept = kept
+	for len(chosen) > 0 {
+		n := min(len(chosen), opts.BatchTasks)
+		batch := chosen[:n]
+		chosen = chosen[n:]
+		for attempt := 1; len(batch) > 0; attempt++ {
+			ar, err := pruneBatch(ctx, store, stream, log, scan.firstSeq, batch, res.Cut, opts)
+			if err == nil {
+				res.Archives = append(res.Archives, ar.ArchiveResult)
+				res.Tasks += ar.Tasks
+				res.Events += ar.Events
+				res.Sequences += ar.sequences
+				break
+			}
+			if !errors.Is(err, events.ErrWrongLastSequence) || attempt >= 3 {
+				return res, err
+			}
+			// A task or the retention log moved since the scan.
+			moved, err := log.moved(ctx, store)
+			if err != nil {
+				return res, command.StoreError("prune", err)
+			}
+			if moved {
+				return res, trellis.Errorf(trellis.CodeConflict,
+					"another prune ran while this one did (the retention log moved on): this prune stopped after %d task(s); run it again", res.Tasks)
+			}
+			if batch, err = unchanged(ctx, store, batch); err != nil {
+				return res, command.StoreError("prune", err)
+			}
+			res.Kept["changed during the prune"] += n - len(batch)
+		}
+	}
+	res.Millis = time.Since(start).Milliseconds()
+	return res, nil
+}
+
+// batchResult is one pruned batch.
+type batchResult struct {
+	ArchiveResult
+	sequences int
+}
+
+// pruneBatch archives, records and purges one batch of tasks.
+func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Stream, log *retentionLog, firstSeq uint64, batch []*candidate, cut time.Time, opts Options) (*batchResult, error) {
+	at := time.Now() // the events' time (now() is only the cut's clock)
+	recordID := events.NewID(at)
+	name := "prune-" + recordID + ".jsonl"
+	a, err := writeArchive(opts.Archive, name, firstSeq, batch)
+	if err != nil {
+		return nil, trellis.FieldError("archive", "%v (nothing was pruned from this batch)", err)
+	}
+	if opts.AfterArchive != nil {
+		opts.AfterArchive(a.path)
+	}
+	p := events.PrunedPayload{Stream: events.StreamQueue, Cut: cut.Format(time.RFC3339Nano), Archive: name, Digest: a.digest,
+		Events: a.events, Removed: a.removed.Ranges(), Tombstones: len(batch)}
+	for _, c := range batch {
+		p.Aggregates = append(p.Aggregates, c.queue+"/"+c.id)
+	}
+	rec, err := events.NewEnvelope(at, events.PrunedType, events.RetentionAggregate, opts.Actor, events.PrunedSchema, p)
+	if err != nil {
+		return nil, err
+	}
+	rec.ID, rec.Prev = recordID, log.lastHash
+	ps := []events.Pending{{Subject: events.RetentionSubjectPrefix + events.PrunedType, Envelope: rec,
+		Expect: events.Expect{Filter: events.RetentionFilter, LastSeq: log.lastSeq}}}
+	for _, c := range batch {
+		tomb, err := events.NewEnvelope(at, taskqueue.Pruned, c.id, opts.Actor, taskqueue.Schema, taskqueue.PrunedPayload{Record: recordID, Archive: name})
+		if err != nil {
+			return nil, err
+		}
+		tomb.Prev = c.lastHash
+		ps = append(ps, events.Pending{Subject: taskqueue.Subject(c.queue, c.id, taskqueue.Pruned), Envelope: tomb,
+			Expect: events.Expect{Filter: taskqueue.Filter(c.id), LastSeq: c.lastSeq}})
+	}
+	acks, err := store.AppendAtomic(ctx, ps)
+	if err != nil {
+		_ = os.Remove(a.path) // no record: the archive prunes nothing
+		if errors.Is(err, events.ErrWrongLastSequence) {
+			return nil, err
+		}
+		return nil, command.StoreError("prune: append the prune record", err)
+	}
+	log.lastSeq, log.lastHash, log.last = acks[0].Seq, events.Hash(rec), &p
+	log.pruned.Add(acks[0].Seq+1, acks[0].Seq+uint64(len(batch)))
+	for _, r := range p.Removed {
+		log.pruned.Add(r[0], r[1])
+	}
+	if _, err := log.finish(ctx, stream); err != nil {
+		return nil, command.StoreError("prune: purge the pruned tasks (the record is appended: the next prune finishes it)", err)
+	}
+	seqs := len(batch)
+	for _, r := range p.Removed {
+		seqs += int(r[1] - r[0] + 1)
+	}
+	return &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, Tasks: len(batch), Events: a.events, Bytes: a.bytes,
+		Record: recordID, RecordSeq: acks[0].Seq}, sequences: seqs}, nil
+}
+
+// unchanged returns the tasks of batch whose last event is still the one
+// the scan saw.
+func unchanged(ctx context.Context, store *events.Store, batch []*candidate) ([]*candidate, error) {
+	var out []*candidate
+	for _, c := range batch {
+		_, last, err := store.Load(ctx, events.StreamQueue, taskqueue.FilterIn(c.queue, c.id))
+		if err != nil && !errors.Is(err, events.ErrNotFound) {
+			return nil, err
+		}
+		if last == c.lastSeq {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// checkArchiveDir checks that dir can take archives (creating it when
+// missing).
+func checkArchiveDir(dir string) error {
+	if strings.TrimSpace(dir) == "" {
+		return trellis.FieldError("archive", "is required: the directory the pruned events are archived to")
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return trellis.FieldError("archive", "cannot create %s: %v", dir, err)
+		}
+	case err != nil:
+		return trellis.FieldError("archive", "%v", err)
+	case !fi.IsDir():
+		return trellis.FieldError("archive", "%s is a file, not a directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".prune-check-*")
+	if err != nil {
+		return trellis.FieldError("archive", "cannot write to %s: %v", dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	if err := os.Remove(name); err != nil {
+		return trellis.FieldError("archive", "cannot write to %s: %v", filepath.Dir(name), err)
+	}
+	return nil
+}
