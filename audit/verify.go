@@ -86,7 +86,14 @@ type StreamVerification struct {
 // events each removed, their fired timers, and the tombstones appended
 // with it. The records are events of the log like any other: the walk
 // checks their chain, ids and times.
-func readPruned(ctx context.Context, store *events.Store) (map[string]*events.SeqRanges, error) {
+//
+// Given the audit key, only records that carry a valid MAC under it are
+// trusted (a record appended with NATS credentials alone is not, and the
+// sequences it claims stay removals); without a key every record is, as
+// verify without a key trusts unkeyed anchors. A record accounts only for
+// the queue stream, for sequences stored before it, and for at most one
+// tombstone per aggregate it names.
+func readPruned(ctx context.Context, store *events.Store, key []byte) (map[string]*events.SeqRanges, error) {
 	out := map[string]*events.SeqRanges{}
 	recs, _, err := store.Load(ctx, events.StreamQueue, events.RetentionFilter)
 	if errors.Is(err, events.ErrNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -97,8 +104,11 @@ func readPruned(ctx context.Context, store *events.Store) (map[string]*events.Se
 	}
 	for _, r := range recs {
 		var p events.PrunedPayload
-		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || p.Stream == "" {
-			continue // the walk reports a record that does not decode
+		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || p.Stream != events.StreamQueue || p.Stream != r.Stream {
+			continue // the walk reports a record that does not decode; no other stream is pruned
+		}
+		if len(key) > 0 && !p.Signed(key) {
+			continue // not made by a prune holding the server's key
 		}
 		s := out[p.Stream]
 		if s == nil {
@@ -112,7 +122,7 @@ func readPruned(ctx context.Context, store *events.Store) (map[string]*events.Se
 			s.Add(g[0], g[1])
 		}
 		if p.Stream == r.Stream {
-			s.Add(r.Seq+1, r.Seq+uint64(max(p.Tombstones, 0)))
+			s.Add(r.Seq+1, r.Seq+uint64(min(max(p.Tombstones, 0), len(p.Aggregates))))
 		}
 	}
 	return out, nil
@@ -188,7 +198,7 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 		}
 	}
 	anchoredHeads := newHeadsToFind(newestAggregateHeads(aggregates))
-	pruned, err := readPruned(ctx, store)
+	pruned, err := readPruned(ctx, store, opts.AnchorKey)
 	if err != nil {
 		return nil, command.StoreError("verify: read the prune records", err)
 	}

@@ -1,5 +1,12 @@
 package events
 
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
 // The retention log: one aggregate on the queue stream whose events record
 // what `trellis prune` removed from the log (see retention/ and
 // docs/retention.md). audit verify reads it to tell a prune's deleted
@@ -42,6 +49,34 @@ type PrunedPayload struct {
 	Tombstones int `json:"tombstones"`
 	// Aggregates are the removed aggregates (queue tasks: "<queue>/<task id>").
 	Aggregates []string `json:"aggregates"`
+	// MAC is the record's HMAC-SHA256 (hex) under the server's audit key
+	// (see audit.AnchorKey), over the payload without it: NATS credentials
+	// alone cannot make a record that verify, given the key, trusts to
+	// excuse removed sequences. Empty when the prune had no key.
+	MAC string `json:"mac,omitempty"`
+}
+
+// Sign returns p with its MAC under key (p unchanged when key is empty).
+func (p PrunedPayload) Sign(key []byte) PrunedPayload {
+	if len(key) == 0 {
+		return p
+	}
+	p.MAC = p.mac(key)
+	return p
+}
+
+// Signed reports whether p carries a valid MAC under key.
+func (p PrunedPayload) Signed(key []byte) bool {
+	return len(key) > 0 && p.MAC != "" && hmac.Equal([]byte(p.MAC), []byte(p.mac(key)))
+}
+
+func (p PrunedPayload) mac(key []byte) string {
+	p.MAC = ""
+	body, _ := json.Marshal(p) // a struct of strings, ints and slices: never fails
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("trellis prune record\x00"))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // SeqRanges is a set of stream sequences as sorted, disjoint, inclusive

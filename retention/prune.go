@@ -35,6 +35,11 @@ type Options struct {
 	// BatchTasks bounds the tasks of one archive (default
 	// DefaultBatchTasks, at most 255).
 	BatchTasks int
+	// Key is the server's audit key (audit.AnchorKey): each record
+	// carries its MAC, so `audit verify` with the key trusts it (and only
+	// it) to account for the sequences it removed. Without a key a record
+	// is trusted only by a verify that has no key either.
+	Key []byte
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// AfterArchive, when set, is called once each archive is durable,
@@ -185,6 +190,7 @@ func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Strea
 	for _, c := range batch {
 		p.Aggregates = append(p.Aggregates, c.queue+"/"+c.id)
 	}
+	p = p.Sign(opts.Key)
 	rec, err := events.NewEnvelope(at, events.PrunedType, events.RetentionAggregate, opts.Actor, events.PrunedSchema, p)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/retention"
 )
 
@@ -53,7 +54,13 @@ func (a *app) pruneCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := retention.Prune(cmd.Context(), store, retention.Options{OlderThan: age, Archive: archive})
+			// The records are keyed with the data directory's audit key
+			// (the one the server's anchors use), so verify trusts them.
+			key, err := audit.AnchorKey(a.dataDir, true)
+			if err != nil {
+				return trellis.Errorf(trellis.CodeInternal, "prune: the audit key of %s: %w", a.dataDir, err)
+			}
+			res, err := retention.Prune(cmd.Context(), store, retention.Options{OlderThan: age, Archive: archive, Key: key})
 			if err != nil {
 				return err
 			}
