@@ -200,6 +200,22 @@ var errSuperseded = errors.New("a later delivery of this dispatch holds the task
 // delivery of the dispatch (see claimDispatched).
 var errOwnDispatchClaim = errors.New("the task is claimed by this delivery, for this worker")
 
+// ownDelivery reports whether t's claim (through the dispatch being
+// decided) was made by worker with this delivery: an agent's claim
+// records its delivery's acknowledgement subject, unique to it (a
+// server that lost its consumer state counts deliveries again, and agents
+// may share a name); a pool's records its delivery count, with the
+// pool's own worker name (<pool>/<slot>).
+func ownDelivery(t *trellis.Task, worker string, delivery uint64, ack string) bool {
+	if t.ClaimedBy != worker || t.Lease.Delivery != delivery {
+		return false
+	}
+	if t.Lease.ExpiresAt != nil || t.Lease.Ack != "" {
+		return t.Lease.Ack != "" && t.Lease.Ack == ack
+	}
+	return true
+}
+
 // ClaimDispatched claims the task a dispatch message names for worker.
 //
 // It returns the claimed task, or nil when the message is handled without
@@ -340,7 +356,7 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 				if t.Lease == nil || t.Lease.DispatchSeq != dispatch {
 					return decision{}, errNotClaimable
 				}
-				if t.ClaimedBy == worker && t.Lease.Delivery == delivery {
+				if ownDelivery(t, worker, delivery, msg.Reply()) {
 					// Our own claim of this very delivery: an append
 					// reported failed (a leader changing under it) was
 					// stored after all, and this is the command deciding

@@ -251,8 +251,11 @@ func (q *Handler) claimGated(ctx context.Context, id, worker string, m claimMode
 			return nil, err
 		}
 		t := task.Value
-		if t != nil && t.Status == trellis.StatusClaimed && t.Lease != nil && t.Lease.DispatchSeq == dispatch &&
-			t.ClaimedBy == worker && t.Lease.Delivery == delivery {
+		if t == nil {
+			return nil, errNotClaimable
+		}
+		if t.Status == trellis.StatusClaimed && t.Lease != nil && t.Lease.DispatchSeq == dispatch &&
+			ownDelivery(t, worker, delivery, m.ack) {
 			return nil, errOwnDispatchClaim // our own claim, stored after its append was given up on
 		}
 		if t.Status != trellis.StatusQueued || t.CancelRequested != nil {
