@@ -22,8 +22,10 @@ mkdir -p "$t/data" "$t/bin"
 cleanup() { as_pg "$pgbin/pg_ctl -D $t/data -m fast stop" >/dev/null 2>&1 || true; rm -rf "$t"; }
 trap cleanup EXIT
 as_pg "$pgbin/initdb -D $t/data -A trust -U postgres" >/dev/null
-as_pg "$pgbin/pg_ctl -D $t/data -w -o '-p $port -c listen_addresses=127.0.0.1 -c max_connections=200 -k $t/data' -l $t/data/log start" >/dev/null
-url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+# No TCP listener: the throwaway server trusts whoever connects, so it
+# answers only on a Unix socket in its own directory (mode 0700).
+as_pg "$pgbin/pg_ctl -D $t/data -w -o \"-p $port -c listen_addresses='' -c max_connections=200 -k $t/data\" -l $t/data/log start" >/dev/null
+url="postgres://postgres@/postgres?host=$t/data&port=$port&sslmode=disable"
 echo "== building River's CLI and the probe"
 (cd "$here" && go build -o "$t/bin/river" github.com/riverqueue/river/cmd/river && go build -o "$t/bin/riverpeer" .)
 "$t/bin/river" migrate-up --database-url "$url" >/dev/null

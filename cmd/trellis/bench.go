@@ -35,7 +35,10 @@ creates them and deletes them at the end), so never point it at a cluster in use
 // connects to the cluster of --nats-url, see clusterBenchStore) and
 // returns its store and a cleanup.
 func (a *app) benchStore(cmd *cobra.Command, syncInterval time.Duration, batchMin int) (*events.Store, func(), error) {
-	if a.natsURL != "" {
+	// Only an explicit --nats-url moves a benchmark onto a cluster (not
+	// TRELLIS_NATS_URL, which other commands follow): it creates and
+	// deletes streams there.
+	if f := cmd.Flag("nats-url"); a.natsURL != "" && f != nil && f.Changed {
 		if syncInterval > 0 {
 			return nil, nil, trellis.FieldError("sync-interval", "does not apply to --nats-url: a cluster syncs as its nodes' jetstream sync_interval says")
 		}
@@ -96,7 +99,7 @@ func (a *app) benchOn(cmd *cobra.Command, syncInterval time.Duration, asJSON boo
 	if asJSON {
 		return printJSON(a.stdout, rep)
 	}
-	if a.natsURL != "" {
+	if f := cmd.Flag("nats-url"); a.natsURL != "" && f != nil && f.Changed {
 		fmt.Fprintf(a.stdout, "server: the cluster at %s, %d replica(s) per stream; sync as its nodes are configured\n", a.natsURL, a.benchReplicas)
 	} else {
 		fmt.Fprintf(a.stdout, "mode: %s\n", syncMode(syncInterval))
