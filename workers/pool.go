@@ -237,16 +237,20 @@ func (p *Pool) Run(ctx context.Context) error {
 	if p.queue == nil {
 		return p.runRemote(ctx)
 	}
-	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	cons, err := p.queue.EnsureConsumer(setupCtx, p.cfg.Queue, p.cfg.Lease)
-	cancel()
+	var cons jetstream.Consumer
+	err := p.setup(ctx, "claim consumer", func(setupCtx context.Context) (err error) {
+		cons, err = p.queue.EnsureConsumer(setupCtx, p.cfg.Queue, p.cfg.Lease)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
 	p.ackWait.Store(int64(cons.CachedInfo().Config.AckWait))
-	setupCtx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
-	lanes, err := p.queue.Lanes(setupCtx, p.cfg.Queue)
-	cancel()
+	var lanes []jetstream.Consumer
+	err = p.setup(ctx, "priority lanes", func(setupCtx context.Context) (err error) {
+		lanes, err = p.queue.Lanes(setupCtx, p.cfg.Queue)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
@@ -260,6 +264,26 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.fetch(ctx, work, lanes, &wg)
 	p.drain(&wg, cancelWork)
 	return nil
+}
+
+// setup runs one step of a pool's start (30 s per attempt) until it
+// succeeds: a server that is down or restarting when the pool starts (or
+// does not answer in time) is waited for, with a warning per attempt, as
+// a running pool waits for it; any other error, and ctx ending, stop it.
+func (p *Pool) setup(ctx context.Context, what string, step func(context.Context) error) error {
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := step(setupCtx)
+		cancel()
+		unavailable := trellis.ErrorCode(err) == trellis.CodeUnavailable || errors.Is(err, context.DeadlineExceeded)
+		if err == nil || !unavailable || ctx.Err() != nil {
+			return err
+		}
+		p.log.Warn("pool start: the server does not answer yet; trying again", "step", what, "attempt", attempt, "err", err)
+		sleepCtx(ctx, backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // drain waits for the running handlers (Grace at most, then cancels them:
@@ -280,9 +304,11 @@ func (p *Pool) drain(wg *sync.WaitGroup, cancelWork func()) {
 // runRemote runs the pool through a Source: each slot claims a task with a
 // lease (the server claims for it), runs it, and claims the next.
 func (p *Pool) runRemote(ctx context.Context) error {
-	setupCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	lease, err := p.src.Prepare(setupCtx, p.cfg.Queue, p.cfg.Lease)
-	cancel()
+	var lease time.Duration
+	err := p.setup(ctx, "prepare", func(setupCtx context.Context) (err error) {
+		lease, err = p.src.Prepare(setupCtx, p.cfg.Queue, p.cfg.Lease)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("worker pool on queue %s: %w", p.cfg.Queue, err)
 	}
