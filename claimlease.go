@@ -57,20 +57,7 @@ type ReleaseRequest struct {
 }
 
 // Normalize validates the request.
-func (r *ReleaseRequest) Normalize() error {
-	if err := ValidateTaskID("task_id", r.TaskID); err != nil {
-		return err
-	}
-	if r.Actor != "" {
-		if err := ValidateWorkerID(r.Actor); err != nil {
-			return FieldError("actor", "%v", AsError(err).Message)
-		}
-	}
-	if len(r.Reason) > MaxItemBytes {
-		return FieldError("reason", "is %d bytes; at most %d allowed", len(r.Reason), MaxItemBytes)
-	}
-	return checkText("reason", r.Reason)
-}
+func (r *ReleaseRequest) Normalize() error { return checkTaskAction(r.TaskID, r.Actor, r.Reason) }
 
 // AgentLease returns the lease a queue next request asks for: its
 // LeaseSeconds, else DefaultAgentLease.

@@ -98,19 +98,23 @@ type CancelRequest struct {
 }
 
 // Normalize validates the request.
-func (r *CancelRequest) Normalize() error {
-	if err := ValidateTaskID("task_id", r.TaskID); err != nil {
+func (r *CancelRequest) Normalize() error { return checkTaskAction(r.TaskID, r.Actor, r.Reason) }
+
+// checkTaskAction validates what an operator's action on one task names
+// (cancel, release): the task, the actor when given, and the reason.
+func checkTaskAction(taskID, actor, reason string) error {
+	if err := ValidateTaskID("task_id", taskID); err != nil {
 		return err
 	}
-	if r.Actor != "" {
-		if err := ValidateWorkerID(r.Actor); err != nil {
+	if actor != "" {
+		if err := ValidateWorkerID(actor); err != nil {
 			return FieldError("actor", "%v", AsError(err).Message)
 		}
 	}
-	if len(r.Reason) > MaxItemBytes {
-		return FieldError("reason", "is %d bytes; at most %d allowed", len(r.Reason), MaxItemBytes)
+	if len(reason) > MaxItemBytes {
+		return FieldError("reason", "is %d bytes; at most %d allowed", len(reason), MaxItemBytes)
 	}
-	return checkText("reason", r.Reason)
+	return checkText("reason", reason)
 }
 
 // ControlRequest changes a queue's controls. Action is pause, resume,
