@@ -14,12 +14,15 @@ LDFLAGS := -X main.commit=$(COMMIT) $(if $(VERSION),-X github.com/trellis/trelli
 # mixed or a comma-separated list (kill-leader,isolate-leader,...); NUMBER
 # decides what each fault picks (the same number repeats a run); DURATION
 # is how long producers add after a fault starts, HEAL how long a fault
-# lasts, RUNS the runs per fault.
+# lasts, RUNS the runs per fault; NODES the nats-server nodes (3 or 5),
+# REPLICAS the streams' replicas (3, or 5 on 5 nodes).
 FAULTS ?= all
 NUMBER ?= 1
 DURATION ?= 20s
 HEAL ?= 12s
 RUNS ?= 1
+NODES ?= 3
+REPLICAS ?= 3
 
 .PHONY: run test build vet bench bench-river bench-cluster fmt ui chaos
 
@@ -39,9 +42,9 @@ test:
 ui:
 	cd web && npm ci --no-audit --no-fund && npm run build
 
-## chaos: break a real 3-node cluster on this machine (network namespaces; root) and print fault|runs|acked adds|lost|completed twice|executed twice|stuck|resume time|verify
+## chaos: break a real 3-node (NODES=5: 5-node) cluster on this machine (network namespaces; root) and print fault|runs|acked adds|lost|completed twice|executed twice|stuck|resume time|verify
 chaos:
-	$(GO) run ./chaos/cmd/chaos -faults $(FAULTS) -number $(NUMBER) -duration $(DURATION) -heal $(HEAL) -runs $(RUNS)
+	$(GO) run ./chaos/cmd/chaos -faults $(FAULTS) -number $(NUMBER) -duration $(DURATION) -heal $(HEAL) -runs $(RUNS) -nodes $(NODES) -replicas $(REPLICAS)
 
 bench: build
 	./$(BIN) bench queue

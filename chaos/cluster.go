@@ -46,6 +46,7 @@ const Queue = "chaos"
 // nodeConfig is a node's configuration: JetStream synced on every write
 // (Trellis's durable mode) and a route to each node.
 const nodeConfig = `server_name: %s
+logtime_utc: true
 listen: 0.0.0.0:4222
 jetstream { store_dir: %q, sync_interval: %s }
 cluster { name: chaos, listen: 0.0.0.0:6222, routes: [%s] }
@@ -62,6 +63,8 @@ type Cluster struct {
 	bins    Binaries
 	lease   time.Duration
 	disks   []*powerfs.FS // each node's store, when on a power-loss filesystem
+	// Replicas is the streams' replica count (3, or 5 on five nodes).
+	Replicas int
 }
 
 // ClusterConfig shapes a cluster.
@@ -69,7 +72,8 @@ type ClusterConfig struct {
 	Dir      string
 	Suffix   string // makes namespace and link names unique to this run
 	Octet    int    // picks the subnet (see NewNetwork; negative: a free one)
-	Nodes    int    // 3
+	Nodes    int    // 3 or 5
+	Replicas int    // the streams' replicas: 3 (default) or up to Nodes
 	Workers  int    // pools (each attached to a different node)
 	Lease    time.Duration
 	Binaries Binaries
@@ -82,14 +86,23 @@ type ClusterConfig struct {
 }
 
 // StartCluster builds the network, starts the nodes, waits for a
-// JetStream meta leader, then starts two Trellis servers (replicas 3) on
-// different nodes and the worker pools.
+// JetStream meta leader, then starts two Trellis servers (--replicas
+// cfg.Replicas) on different nodes and the worker pools.
 func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 3
+	}
+	if cfg.Replicas > cfg.Nodes {
+		return nil, fmt.Errorf("%d replicas on %d nodes", cfg.Replicas, cfg.Nodes)
+	}
 	nw, err := NewNetwork(ctx, cfg.Suffix, cfg.Nodes, cfg.Octet)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: cfg.Dir, Net: nw, Ledger: filepath.Join(cfg.Dir, "ledger"), bins: cfg.Binaries, lease: cfg.Lease}
+	c := &Cluster{Dir: cfg.Dir, Net: nw, Ledger: filepath.Join(cfg.Dir, "ledger"), bins: cfg.Binaries, lease: cfg.Lease, Replicas: cfg.Replicas}
 	fail := func(err error) (*Cluster, error) {
 		c.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -141,7 +154,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			return fail(err)
 		}
 		p := newProc(fmt.Sprintf("serve%d", i+1), "", filepath.Join(dir, "serve.log"), cfg.Binaries.Trellis, "serve",
-			"--data", dir, "--nats-url", c.NodeURL(i+1), "--replicas", "3", "--http-addr", "", "--workspace", dir)
+			"--data", dir, "--nats-url", c.NodeURL(i+1), "--replicas", fmt.Sprint(cfg.Replicas), "--http-addr", "", "--workspace", dir)
 		if err := p.Start(); err != nil {
 			return fail(err)
 		}
@@ -207,7 +220,7 @@ func (c *Cluster) waitMeta(ctx context.Context, limit time.Duration) error {
 }
 
 // StreamLeader names the node leading the queue stream and its followers
-// (1-based indexes), asking again for up to 30 s while the stream has no
+// (1-based indexes: the other nodes holding a replica), asking again for up to 30 s while the stream has no
 // leader or no node answers (just after a fault).
 func (c *Cluster) StreamLeader(ctx context.Context) (leader int, followers []int, err error) {
 	deadline := time.Now().Add(30 * time.Second)
@@ -237,18 +250,25 @@ func (c *Cluster) streamLeader(ctx context.Context) (leader int, followers []int
 	if info.Cluster == nil || info.Cluster.Leader == "" {
 		return 0, nil, fmt.Errorf("%s has no leader", events.StreamQueue)
 	}
+	peers := map[string]bool{}
+	for _, r := range info.Cluster.Replicas {
+		if r != nil {
+			peers[r.Name] = true
+		}
+	}
 	for i, p := range c.Nodes {
-		if p.Name == info.Cluster.Leader {
+		switch {
+		case p.Name == info.Cluster.Leader:
 			leader = i + 1
-		} else {
+		case peers[p.Name]:
 			followers = append(followers, i+1)
 		}
 	}
 	if leader == 0 {
 		return 0, nil, fmt.Errorf("leader %q is no node of this cluster", info.Cluster.Leader)
 	}
-	if n := info.Config.Replicas; n != len(c.Nodes) {
-		return leader, followers, fmt.Errorf("%s has %d replicas, not %d", events.StreamQueue, n, len(c.Nodes))
+	if n := info.Config.Replicas; n != c.Replicas {
+		return leader, followers, fmt.Errorf("%s has %d replicas, not %d", events.StreamQueue, n, c.Replicas)
 	}
 	return leader, followers, nil
 }

@@ -35,10 +35,16 @@ func Faults() []Fault {
 		{Name: "kill-worker", Doc: "kill -9 one worker pool mid-run; restart it after the heal time", Inject: killOne(func(c *Cluster) []*Proc { return c.Workers })},
 		{Name: "pause-leader", Doc: "SIGSTOP the leader node past the election timeout; SIGCONT after the heal time", Inject: pauseLeader},
 		{Name: "isolate-leader", Doc: "cut the leader node off the network (its bridge port down: silence, no resets); reconnect after the heal time", Inject: isolateLeader},
-		{Name: "netem", Doc: "100ms±50ms delay and 10% loss on every node's link; removed after the heal time", Inject: netem},
+		{Name: "partition-minority", Doc: "split the nodes, the leader in the minority (3 nodes: alone; 5: with one more), by blackhole routes between the sides; mend after the heal time", Inject: partition(LeaderInMinority)},
+		{Name: "partition-majority", Doc: "split the nodes, the leader with a bare majority; mend after the heal time", Inject: partition(LeaderInMajority)},
+		{Name: "partition-bridge", Doc: "split the nodes in two sides that only one bridge node sees both of, the leader on one side; mend after the heal time", Inject: partition(LeaderBridged)},
+		{Name: "delay", Doc: "hold every packet each node sends 100ms±50ms (an NFQUEUE of the harness; needs iptables); removed after the heal time", Inject: packetFault(100*time.Millisecond, 50*time.Millisecond, 0)},
+		{Name: "loss", Doc: "drop 10% of the packets each node sends (iptables statistic); removed after the heal time", Inject: packetFault(0, 0, 0.10)},
+		{Name: "delay-loss", Doc: "delay and loss together (50ms±25ms, 5%)", Inject: packetFault(50*time.Millisecond, 25*time.Millisecond, 0.05)},
 		{Name: "bitflip-blk", Doc: "kill -9 a follower, flip bits in its newest queue-stream .blk file, restart it", Inject: corruptBlk(false)},
 		{Name: "truncate-blk", Doc: "kill -9 a follower, truncate its newest queue-stream .blk file to half, restart it", Inject: corruptBlk(true)},
 		{Name: "power-loss-leader", Doc: "the leader node loses power: kill -9, its unsynced writes dropped; restart after the heal time", Inject: powerLoss(false), PowerFS: true},
+		{Name: "power-loss-minority", Doc: "the leader and (n-1)/2-1 other replicas lose power at once (3 nodes: the leader; 5: the leader and a follower)", Inject: powerLossMinority, PowerFS: true},
 		{Name: "power-loss-all", Doc: "every node loses power at once; restart after the heal time", Inject: powerLoss(true), PowerFS: true},
 		{Name: "power-loss-all-interval", Doc: "every node loses power at once while JetStream syncs every 2 minutes (its default, not Trellis's)", Inject: powerLoss(true), PowerFS: true, SyncInterval: "2m"},
 	}
@@ -105,25 +111,6 @@ func isolateLeader(ctx context.Context, c *Cluster, _ *rand.Rand) (string, func(
 	return fmt.Sprintf("isolated n%d", l), func(ctx context.Context) error { return c.Net.Reconnect(ctx, l) }, nil
 }
 
-func netem(ctx context.Context, c *Cluster, _ *rand.Rand) (string, func(context.Context) error, error) {
-	heal := func(ctx context.Context) error {
-		var first error
-		for i := range c.Nodes {
-			if err := c.Net.Heal(ctx, i+1); err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
-	}
-	for i := range c.Nodes {
-		if err := c.Net.netem(ctx, i+1, "delay", "100ms", "50ms", "loss", "10%"); err != nil {
-			_ = heal(ctx)
-			return "", nil, err
-		}
-	}
-	return "delayed and dropped packets on every link", heal, nil
-}
-
 func powerLoss(all bool) func(context.Context, *Cluster, *rand.Rand) (string, func(context.Context) error, error) {
 	return func(ctx context.Context, c *Cluster, _ *rand.Rand) (string, func(context.Context) error, error) {
 		if len(c.disks) == 0 {
@@ -135,24 +122,51 @@ func powerLoss(all bool) func(context.Context, *Cluster, *rand.Rand) (string, fu
 		}
 		victims := []int{l}
 		if all {
-			victims = []int{1, 2, 3}
-		}
-		dropped := 0
-		for _, v := range victims {
-			c.Nodes[v-1].Kill9()
-		}
-		for _, v := range victims {
-			dropped += c.disks[v-1].PowerLoss()
-		}
-		return fmt.Sprintf("power lost on n%v (leader n%d): unsynced writes of %d files dropped", victims, l, dropped), func(ctx context.Context) error {
-			for _, v := range victims {
-				if err := c.Nodes[v-1].Start(); err != nil {
-					return err
-				}
+			victims = nil
+			for i := range c.Nodes {
+				victims = append(victims, i+1)
 			}
-			return nil
-		}, nil
+		}
+		return cutPower(c, victims, l)
 	}
+}
+
+// powerLossMinority cuts the power of the leader and of followers up to
+// a minority of the nodes.
+func powerLossMinority(ctx context.Context, c *Cluster, rng *rand.Rand) (string, func(context.Context) error, error) {
+	if len(c.disks) == 0 {
+		return "", nil, fmt.Errorf("the nodes' stores are not on a power-loss filesystem")
+	}
+	l, f, err := c.StreamLeader(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	victims := []int{l}
+	rng.Shuffle(len(f), func(a, b int) { f[a], f[b] = f[b], f[a] })
+	for k := 0; k < (len(c.Nodes)-1)/2-1 && k < len(f); k++ {
+		victims = append(victims, f[k])
+	}
+	return cutPower(c, victims, l)
+}
+
+// cutPower kills the victims with SIGKILL and drops their unsynced
+// writes; the repair restarts them.
+func cutPower(c *Cluster, victims []int, l int) (string, func(context.Context) error, error) {
+	dropped := 0
+	for _, v := range victims {
+		c.Nodes[v-1].Kill9()
+	}
+	for _, v := range victims {
+		dropped += c.disks[v-1].PowerLoss()
+	}
+	return fmt.Sprintf("power lost on n%v (leader n%d): unsynced writes of %d files dropped", victims, l, dropped), func(ctx context.Context) error {
+		for _, v := range victims {
+			if err := c.Nodes[v-1].Start(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
 }
 
 // blkFiles are node i's .blk files of the queue stream, newest last.

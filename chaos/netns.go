@@ -7,6 +7,7 @@ import (
 	mathrand "math/rand/v2"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // Network is a bridge in the root namespace with one network namespace
@@ -30,13 +31,11 @@ func run(ctx context.Context, name string, args ...string) error {
 }
 
 // Available reports why the harness cannot run here, or nil when it can:
-// it needs root and a working `ip netns` and `tc`.
+// it needs root and a working `ip netns` (packet delay and loss also
+// need iptables: without it those faults are skipped).
 func Available(ctx context.Context) error {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return fmt.Errorf("the ip command is missing: %w", err)
-	}
-	if _, err := exec.LookPath("tc"); err != nil {
-		return fmt.Errorf("the tc command is missing: %w", err)
 	}
 	probe := "chprobe" + randomSuffix()
 	if err := run(ctx, "ip", "netns", "add", probe); err != nil {
@@ -116,35 +115,6 @@ func (nw *Network) Namespace(i int) string { return nw.nodes[i-1] }
 // Addr is the IP address of node i (1-based).
 func (nw *Network) Addr(i int) string { return fmt.Sprintf("%s.%d", nw.prefix, i) }
 
-// netem replaces the queueing discipline on both ends of node i's link:
-// args are netem parameters ("loss", "100%"), nil removes it.
-func (nw *Network) netem(ctx context.Context, i int, args ...string) error {
-	ends := []func(...string) []string{
-		func(a ...string) []string { return append([]string{"tc", "qdisc"}, a[0], "dev", nw.hostVeth(i)) },
-		func(a ...string) []string {
-			return append([]string{"ip", "netns", "exec", nw.Namespace(i), "tc", "qdisc"}, a[0], "dev", nw.peerVeth(i))
-		},
-	}
-	var errs []error
-	for _, end := range ends {
-		if args == nil {
-			cmd := append(end("del"), "root")
-			if err := run(ctx, cmd[0], cmd[1:]...); err != nil && !strings.Contains(err.Error(), "No such file") && !strings.Contains(err.Error(), "Cannot delete qdisc with handle of zero") {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		cmd := append(append(end("replace"), "root", "netem"), args...)
-		if err := run(ctx, cmd[0], cmd[1:]...); err != nil {
-			if strings.Contains(err.Error(), "qdisc kind is unknown") {
-				return ErrNoNetem
-			}
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Isolate cuts node i off: its bridge port goes down, so nothing it sends
 // arrives and nothing reaches it. Its own interface stays up and its
 // connections open: the peers and the node notice only silence, as in a
@@ -158,12 +128,73 @@ func (nw *Network) Reconnect(ctx context.Context, i int) error {
 	return run(ctx, "ip", "link", "set", nw.hostVeth(i), "up")
 }
 
-// ErrNoNetem is returned when the kernel has no netem queueing
-// discipline (sch_netem): packet delay and loss cannot be injected.
-var ErrNoNetem = errors.New("the kernel has no netem queueing discipline (sch_netem)")
+// ErrUnsupported is returned when this machine cannot inject a fault
+// (delay and loss need the iptables command: the Debian package
+// iptables).
+var ErrUnsupported = errors.New("this machine cannot inject the fault")
 
-// Heal removes any fault on node i's link.
-func (nw *Network) Heal(ctx context.Context, i int) error { return nw.netem(ctx, i, nil...) }
+// iptables runs iptables in node i's namespace.
+func (nw *Network) iptables(ctx context.Context, i int, args ...string) error {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return fmt.Errorf("%w: no iptables command (%v)", ErrUnsupported, err)
+	}
+	return run(ctx, "ip", append([]string{"netns", "exec", nw.Namespace(i), "iptables", "-w"}, args...)...)
+}
+
+// Delay holds every packet node i sends (to its peers and its clients)
+// for delay ± jitter before the kernel sends it: an iptables NFQUEUE rule
+// on the node's interface hands each packet to a queue of the harness,
+// which gives its verdict after the delay (see delayQueue). It returns
+// what removes it.
+func (nw *Network) Delay(ctx context.Context, i int, delay, jitter time.Duration, seed uint64) (func(context.Context) error, error) {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return nil, fmt.Errorf("%w: no iptables command (%v)", ErrUnsupported, err)
+	}
+	q, err := openDelayQueue(nw.Namespace(i), 0, delay, jitter, seed)
+	if err != nil {
+		return nil, err
+	}
+	rule := []string{"OUTPUT", "-o", nw.peerVeth(i), "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"}
+	if err := nw.iptables(ctx, i, append([]string{"-I"}, rule...)...); err != nil {
+		q.Close(ctx)
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		err := nw.iptables(ctx, i, append([]string{"-D"}, rule...)...)
+		q.Close(ctx)
+		return err
+	}, nil
+}
+
+// Loss drops each packet node i sends with probability p (an iptables
+// statistic rule on its interface: the kernel drops it, TCP sends it
+// again). It returns what removes it.
+func (nw *Network) Loss(ctx context.Context, i int, p float64) (func(context.Context) error, error) {
+	rule := []string{"OUTPUT", "-o", nw.peerVeth(i), "-m", "statistic", "--mode", "random", "--probability", fmt.Sprintf("%.4f", p), "-j", "DROP"}
+	if err := nw.iptables(ctx, i, append([]string{"-I"}, rule...)...); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return nw.iptables(ctx, i, append([]string{"-D"}, rule...)...) }, nil
+}
+
+// Cut stops all traffic between nodes a and b, both ways, and leaves
+// their other links alone: in each one's namespace a blackhole route to
+// the other drops what it sends there (a packet is dropped where it is
+// sent, so nothing arrives either way; a new connection fails at once,
+// an open one sees silence). Mend undoes it.
+func (nw *Network) Cut(ctx context.Context, a, b int) error {
+	if err := run(ctx, "ip", "netns", "exec", nw.Namespace(a), "ip", "route", "add", "blackhole", nw.Addr(b)+"/32"); err != nil {
+		return err
+	}
+	return run(ctx, "ip", "netns", "exec", nw.Namespace(b), "ip", "route", "add", "blackhole", nw.Addr(a)+"/32")
+}
+
+// Mend undoes Cut.
+func (nw *Network) Mend(ctx context.Context, a, b int) error {
+	e1 := run(ctx, "ip", "netns", "exec", nw.Namespace(a), "ip", "route", "del", "blackhole", nw.Addr(b)+"/32")
+	e2 := run(ctx, "ip", "netns", "exec", nw.Namespace(b), "ip", "route", "del", "blackhole", nw.Addr(a)+"/32")
+	return errors.Join(e1, e2)
+}
 
 // Close deletes the namespaces (with their veth pairs) and the bridge.
 func (nw *Network) Close(ctx context.Context) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/trellis/trellis/events"
 )
 
 // Scenario is one run: a cluster, producers and workers, and faults
@@ -24,6 +26,8 @@ type Scenario struct {
 	Dir      string        // the run's files: node stores, logs, ledger, acknowledged adds
 	Binaries Binaries
 	Octet    int // picks the run's subnet 10.200.Octet+1.0/24; negative: a free one at random
+	Nodes    int // nats-server nodes: 3 (default) or 5
+	Replicas int // the streams' replicas: 3 (default), up to Nodes
 	Log      io.Writer
 }
 
@@ -32,9 +36,12 @@ type Result struct {
 	Fault  string          // the faults' names joined by "+"
 	What   []string        // what each fault did
 	Resume []time.Duration // per fault: how long completions stopped (see resumeAfter; -1: none)
-	Check  Check
-	Wall   time.Duration
-	Errors int // failed add attempts (retried with the same key)
+	// Breakdown is per fault what the stall was made of (elections,
+	// then Trellis's own part up to the first completion).
+	Breakdown []Breakdown
+	Check     Check
+	Wall      time.Duration
+	Errors    int // failed add attempts (retried with the same key)
 }
 
 // Run runs one scenario and checks it. The cluster, its processes and
@@ -46,6 +53,15 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		names = append(names, f.Name)
 	}
 	name := strings.Join(names, "+")
+	if sc.Nodes <= 0 {
+		sc.Nodes = 3
+	}
+	if sc.Replicas <= 0 {
+		sc.Replicas = 3
+	}
+	if sc.Nodes != 3 || sc.Replicas != 3 {
+		name += fmt.Sprintf(" (%d nodes, R%d)", sc.Nodes, sc.Replicas)
+	}
 	logf := func(format string, args ...any) {
 		if sc.Log != nil {
 			fmt.Fprintf(sc.Log, "%s %s: %s\n", time.Now().UTC().Format("15:04:05.000"), name, fmt.Sprintf(format, args...))
@@ -61,7 +77,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		sc.Lease = 5 * time.Second
 	}
 	rng := rand.New(rand.NewPCG(sc.Number, 0x7472656c6c6973))
-	ccfg := ClusterConfig{Dir: sc.Dir, Suffix: randomSuffix(), Octet: sc.Octet, Nodes: 3, Workers: 2, Lease: sc.Lease, Binaries: sc.Binaries}
+	ccfg := ClusterConfig{Dir: sc.Dir, Suffix: randomSuffix(), Octet: sc.Octet, Nodes: sc.Nodes, Replicas: sc.Replicas, Workers: 2, Lease: sc.Lease, Binaries: sc.Binaries}
 	for _, f := range sc.Faults {
 		ccfg.PowerFS = ccfg.PowerFS || f.PowerFS
 		if f.SyncInterval != "" {
@@ -88,7 +104,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	if err := waitFor(ctx, 90*time.Second, func() bool { l, _ := readLines(c.Ledger); return len(l) >= 20 }); err != nil {
 		return nil, fmt.Errorf("no executions before the fault: %w", err)
 	}
-	var faultTimes []time.Time
+	var faultTimes, repairTimes []time.Time
 	var whats []string
 	for i, f := range sc.Faults {
 		if i > 0 {
@@ -108,7 +124,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		}
 		faultAt := time.Now()
 		what, repair, err := f.Inject(ctx, c, rng)
-		if errors.Is(err, ErrNoNetem) && len(sc.Faults) > 1 {
+		if errors.Is(err, ErrUnsupported) && len(sc.Faults) > 1 {
 			// One of several: the others still run.
 			logf("%s skipped: %v", f.Name, err)
 			what, repair = "skipped: "+err.Error(), func(context.Context) error { return nil }
@@ -121,6 +137,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		if err := repair(ctx); err != nil {
 			return nil, fmt.Errorf("repair %s: %w", f.Name, err)
 		}
+		repairTimes = append(repairTimes, time.Now())
 		logf("%s repaired after %s", f.Name, time.Since(faultAt).Round(time.Millisecond))
 	}
 	settle(ctx, sc.Duration-sc.Heal)
@@ -161,18 +178,22 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	ch := check(evs, acked, ledger)
 	var resumes []time.Duration
+	var breakdowns []Breakdown
 	for i, at := range faultTimes {
 		var end time.Time
 		if i+1 < len(faultTimes) {
 			end = faultTimes[i+1]
 		}
 		resumes = append(resumes, resumeAfter(evs, at, end))
+		b := breakdown(c.Elections(), evs, events.StreamQueue, at, repairTimes[i], end)
+		breakdowns = append(breakdowns, b)
+		logf("%s: resume %s: %s; leader changes during the fault: %s", sc.Faults[i].Name, fmtResume(resumes[i]), b, strings.Join(b.Changes, ", "))
 	}
 	ch.Verify = verifyLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
 	if evs == nil && lastErr != nil {
 		ch.Examples = append([]string{"log unreadable: " + lastErr.Error()}, ch.Examples...)
 	}
-	res := &Result{Fault: name, What: whats, Resume: resumes, Check: ch, Wall: time.Since(start), Errors: errs}
+	res := &Result{Fault: name, What: whats, Resume: resumes, Breakdown: breakdowns, Check: ch, Wall: time.Since(start), Errors: errs}
 	var rs []string
 	for _, d := range resumes {
 		rs = append(rs, fmtResume(d))

@@ -25,7 +25,7 @@ func main() {
 func run() int {
 	var names, dir string
 	var number uint64
-	var runs int
+	var runs, nodes, replicas int
 	var heal, duration, lease time.Duration
 	var keep bool
 	flag.StringVar(&names, "faults", "all", "comma-separated faults, each run alone; all; or mixed (per run, three faults picked by the run number, one after the other): "+faultNames())
@@ -33,6 +33,8 @@ func run() int {
 	flag.IntVar(&runs, "runs", 1, "runs per fault (run k uses number+k)")
 	flag.DurationVar(&heal, "heal", 12*time.Second, "how long each fault lasts before it is repaired (past the election timeout)")
 	flag.DurationVar(&duration, "duration", 20*time.Second, "how long producers add after the fault starts")
+	flag.IntVar(&nodes, "nodes", 3, "nats-server nodes: 3 or 5")
+	flag.IntVar(&replicas, "replicas", 3, "the streams' replicas (3, or 5 on 5 nodes)")
 	flag.DurationVar(&lease, "lease", 5*time.Second, "the queue's lease")
 	flag.StringVar(&dir, "dir", "", "where runs keep their files (default: the system temp dir)")
 	flag.BoolVar(&keep, "keep", false, "keep each run's files (logs, stores, ledger) for inspection")
@@ -85,8 +87,8 @@ func run() int {
 				list = chaos.Mixed(number+uint64(k), 3)
 			}
 			res, err := chaos.Run(ctx, chaos.Scenario{Faults: list, Number: number + uint64(k), Heal: heal, Duration: duration, Lease: lease,
-				Dir: rdir, Binaries: bins, Octet: -1, Log: os.Stderr})
-			if errors.Is(err, chaos.ErrNoNetem) {
+				Dir: rdir, Binaries: bins, Octet: -1, Log: os.Stderr, Nodes: nodes, Replicas: replicas})
+			if errors.Is(err, chaos.ErrUnsupported) {
 				fmt.Fprintf(os.Stderr, "chaos: %s: skipped: %v\n", f.Name, err)
 				os.RemoveAll(rdir)
 				continue
