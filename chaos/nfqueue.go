@@ -77,38 +77,48 @@ func openDelayQueue(ns string, num uint16, delay, jitter time.Duration, seed uin
 	return q, nil
 }
 
-// socketIn opens a netfilter netlink socket inside network namespace ns:
-// the socket stays in the namespace it was made in.
-func socketIn(ns string) (int, error) {
+// inNamespace runs fn on a thread inside network namespace ns: sockets
+// fn makes stay in ns.
+func inNamespace(ns string, fn func() error) error {
 	runtime.LockOSThread()
 	orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 	if err != nil {
 		runtime.UnlockOSThread()
-		return -1, err
+		return err
 	}
 	defer orig.Close()
 	target, err := os.Open("/var/run/netns/" + ns)
 	if err != nil {
 		runtime.UnlockOSThread()
-		return -1, err
+		return err
 	}
 	defer target.Close()
 	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 		runtime.UnlockOSThread()
-		return -1, fmt.Errorf("enter %s: %w", ns, err)
+		return fmt.Errorf("enter %s: %w", ns, err)
 	}
-	fd, serr := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+	ferr := fn()
 	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
 		// This thread stays in ns: it is not unlocked, so it ends
 		// with this goroutine instead of running others.
-		if serr == nil {
-			unix.Close(fd)
-		}
-		return -1, fmt.Errorf("leave %s: %w", ns, err)
+		return fmt.Errorf("leave %s: %w", ns, err)
 	}
 	runtime.UnlockOSThread()
-	if serr != nil {
-		return -1, fmt.Errorf("netlink socket in %s: %w", ns, serr)
+	return ferr
+}
+
+// socketIn opens a netfilter netlink socket inside network namespace ns.
+func socketIn(ns string) (int, error) {
+	fd := -1
+	err := inNamespace(ns, func() (err error) {
+		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+		return err
+	})
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, fmt.Errorf("netlink socket in %s: %w", ns, err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		unix.Close(fd)
