@@ -154,7 +154,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			return fail(err)
 		}
 		p := newProc(fmt.Sprintf("serve%d", i+1), "", filepath.Join(dir, "serve.log"), cfg.Binaries.Trellis, "serve",
-			"--data", dir, "--nats-url", c.NodeURL(i+1), "--replicas", fmt.Sprint(cfg.Replicas), "--http-addr", "", "--workspace", dir)
+			"--data", dir, "--nats-url", c.NodeURL(serveNode(i, cfg.Nodes)), "--replicas", fmt.Sprint(cfg.Replicas), "--http-addr", "", "--workspace", dir)
 		if err := p.Start(); err != nil {
 			return fail(err)
 		}
@@ -168,7 +168,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fail(err)
 		}
-		node := i%cfg.Nodes + 1
+		node := workerNode(i, cfg.Nodes)
 		exe := fmt.Sprintf(`printf '%%s %%s\n' "$TRELLIS_TASK_ID" "$TRELLIS_ATTEMPT" >> %s`, c.Ledger)
 		p := newProc(fmt.Sprintf("worker%d", i+1), "", filepath.Join(dir, "worker.log"), cfg.Binaries.Trellis, "worker",
 			"--data", dir, "--nats-url", c.NodeURL(node), "--queue", Queue, "--concurrency", "4",
@@ -179,6 +179,25 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		c.Workers = append(c.Workers, p)
 	}
 	return c, nil
+}
+
+// serveNode is the node serve i (0-based) attaches to: n1 and n2 on three
+// nodes; on five, n1 and n5, so that a partition leaves processes on both
+// sides more often.
+func serveNode(i, nodes int) int {
+	if nodes >= 5 {
+		return []int{1, nodes}[i%2]
+	}
+	return i%nodes + 1
+}
+
+// workerNode is the node worker pool i (0-based) attaches to: n1 and n2
+// on three nodes; n2 and n4 on five.
+func workerNode(i, nodes int) int {
+	if nodes >= 5 {
+		return []int{2, nodes - 1}[i%2]
+	}
+	return i%nodes + 1
 }
 
 // NodeURL is the client URL of node i (1-based).

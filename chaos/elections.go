@@ -73,8 +73,13 @@ func (c *Cluster) Elections() []Election {
 	return out
 }
 
+// claimConsumerPrefix starts the names of the harness queue's claim
+// consumers (one per priority lane): the consumers a completion waits for.
+const claimConsumerPrefix = "queue-" + Queue + "-"
+
 // Breakdown says what the stall after a fault at was made of: when the
-// queue stream and the last of its consumers had a new leader, and when
+// queue stream and the last of the queue's claim consumers had a new
+// leader, and when
 // the first completion the stream stored after both came, each counted
 // from at (negative: none within the window up to end).
 type Breakdown struct {
@@ -90,7 +95,7 @@ func (b Breakdown) String() string {
 		}
 		return fmt.Sprintf("%.1f s", d.Seconds())
 	}
-	return fmt.Sprintf("stream leader %s, last consumer leader %s, first completion after them %s", f(b.Stream), f(b.Consumers), f(b.FirstCompletion))
+	return fmt.Sprintf("stream leader %s, last claim consumer leader %s, first completion after them %s", f(b.Stream), f(b.Consumers), f(b.FirstCompletion))
 }
 
 // breakdown relates the leader changes of the queue stream between the
@@ -108,7 +113,7 @@ func breakdown(els []Election, evs []logEvent, stream string, at, repaired, end 
 		switch {
 		case e.What == "stream "+stream:
 			b.Stream = d
-		case strings.HasPrefix(e.What, "consumer "+stream+" > "):
+		case strings.HasPrefix(e.What, "consumer "+stream+" > "+claimConsumerPrefix):
 			b.Consumers = d
 		default:
 			continue

@@ -71,8 +71,9 @@ func TestElectionsBreakdown(t *testing.T) {
 	lines := []string{
 		"[12] 2026/11/29 00:10:00.000000 [INF] Starting nats-server",
 		"[12] 2026/11/29 00:10:04.500000 [INF] JetStream cluster new stream leader for '$G > TRELLIS_QUEUE'",
-		"[12] 2026/11/29 00:10:05.250000 [INF] JetStream cluster new consumer leader for '$G > TRELLIS_QUEUE > claim-chaos'",
+		"[12] 2026/11/29 00:10:05.250000 [INF] JetStream cluster new consumer leader for '$G > TRELLIS_QUEUE > queue-chaos-p2'",
 		"[12] 2026/11/29 00:10:06.000000 [INF] JetStream cluster new consumer leader for '$G > TRELLIS_VINE > other'",
+		"[12] 2026/11/29 00:10:06.500000 [INF] JetStream cluster new consumer leader for '$G > TRELLIS_QUEUE > queue-dependants'",
 		"[12] 2026/11/29 00:10:07.000000 [INF] Self is new JetStream cluster metadata leader",
 		"garbage",
 		"[12] not a time [INF] JetStream cluster new stream leader for '$G > X'",
@@ -83,7 +84,7 @@ func TestElectionsBreakdown(t *testing.T) {
 			els = append(els, e)
 		}
 	}
-	if len(els) != 4 || els[0].What != "stream TRELLIS_QUEUE" || els[1].What != "consumer TRELLIS_QUEUE > claim-chaos" || els[3].What != "meta" {
+	if len(els) != 5 || els[0].What != "stream TRELLIS_QUEUE" || els[1].What != "consumer TRELLIS_QUEUE > queue-chaos-p2" || els[4].What != "meta" {
 		t.Fatalf("elections %+v", els)
 	}
 	at := time.Date(2026, 11, 29, 0, 10, 0, 0, time.UTC)
