@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -23,7 +24,7 @@ func main() {
 }
 
 func run() int {
-	var names, dir string
+	var names, dir, binDir string
 	var number uint64
 	var runs, nodes, replicas int
 	var heal, duration, lease time.Duration
@@ -37,6 +38,7 @@ func run() int {
 	flag.IntVar(&replicas, "replicas", 3, "the streams' replicas (3, or 5 on 5 nodes)")
 	flag.DurationVar(&lease, "lease", 5*time.Second, "the queue's lease")
 	flag.StringVar(&dir, "dir", "", "where runs keep their files (default: the system temp dir)")
+	flag.StringVar(&binDir, "bin", "", "use the nats-server and trellis binaries in this directory instead of building them (to compare two builds)")
 	flag.BoolVar(&keep, "keep", false, "keep each run's files (logs, stores, ledger) for inspection")
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -62,16 +64,18 @@ func run() int {
 			faults = append(faults, f)
 		}
 	}
-	buildDir, err := os.MkdirTemp(dir, "chaos-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaos:", err)
-		return 1
-	}
-	defer os.RemoveAll(buildDir)
-	bins, err := chaos.Build(ctx, buildDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaos:", err)
-		return 1
+	bins := chaos.Binaries{NATSServer: filepath.Join(binDir, "nats-server"), Trellis: filepath.Join(binDir, "trellis")}
+	if binDir == "" {
+		buildDir, err := os.MkdirTemp(dir, "chaos-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 1
+		}
+		defer os.RemoveAll(buildDir)
+		if bins, err = chaos.Build(ctx, buildDir); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 1
+		}
 	}
 	var results []*chaos.Result
 	failed := false
