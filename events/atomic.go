@@ -77,7 +77,7 @@ func (s *Store) appendBatch(ctx context.Context, ps []Pending, what string) ([]A
 	}
 	out := make([]Appended, len(ps))
 	for unanswered := false; ; unanswered = true {
-		actx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		actx, cancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
 		last, err := PublishBatch(actx, s.nc, msgs)
 		cancel()
 		if err == nil {

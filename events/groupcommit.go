@@ -430,7 +430,7 @@ func (c *committer) commitBatch(group []*request) {
 	for i, r := range group {
 		msgs[i] = r.message()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.AttemptTimeout)
 	last, err := PublishBatch(ctx, c.s.nc, msgs)
 	cancel()
 	if err != nil {

@@ -40,6 +40,13 @@ type StoreConfig struct {
 	DuplicateWindow time.Duration
 	// RequestTimeout bounds each JetStream API call (default 5 s).
 	RequestTimeout time.Duration
+	// AttemptTimeout bounds one attempt of an append (default 2 s, at
+	// most RequestTimeout). An attempt met by silence — sent to a stream
+	// leader just cut off or paused — is sent again after it (its message
+	// ids make a repeat of a stored attempt harmless), so an append goes
+	// on within AttemptTimeout of a new leader's election instead of
+	// RequestTimeout.
+	AttemptTimeout time.Duration
 	// AppendTimeout bounds an append and its retries when the caller's
 	// context has no deadline (default 30 s).
 	AppendTimeout time.Duration
@@ -79,6 +86,10 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 5 * time.Second
 	}
+	if c.AttemptTimeout <= 0 {
+		c.AttemptTimeout = 2 * time.Second
+	}
+	c.AttemptTimeout = min(c.AttemptTimeout, c.RequestTimeout)
 	if c.AppendTimeout <= 0 {
 		c.AppendTimeout = 30 * time.Second
 	}
@@ -266,7 +277,7 @@ func (s *Store) AppendWithHeaders(ctx context.Context, subject string, env Envel
 func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 	backoff := 50 * time.Millisecond
 	for {
-		actx, acancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		actx, acancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
 		ack, err := s.js.PublishMsg(actx, r.message())
 		acancel()
 		if err == nil {
