@@ -104,7 +104,8 @@ func (p *silentProxy) forward(c, s net.Conn) {
 // AttemptTimeout, not after its RequestTimeout (an hour here: were the
 // attempt bounded by it, the append would still wait when the test's
 // minute is up), and is stored once. The same for a call of several
-// events (the group commit's batch, then its events one by one).
+// events (the group commit's batch, then its events one by one), and for
+// a load's direct get.
 func TestSilentAttemptSentAgain(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
@@ -157,5 +158,18 @@ func TestSilentAttemptSentAgain(t *testing.T) {
 	}
 	if proxy.swallowed() != 2 {
 		t.Fatalf("the proxy swallowed %d publishes, want 2", proxy.swallowed())
+	}
+
+	// A load whose direct get meets silence (a replica cut off) asks
+	// again.
+	proxy.mu.Lock()
+	proxy.prefix, proxy.drop = "$JS.API.DIRECT.GET.", 1
+	proxy.mu.Unlock()
+	recs, last, err := store.Load(ctx, events.StreamQueue, expect.Filter)
+	if err != nil || len(recs) != 1 || last != a.Seq {
+		t.Fatalf("load after a silent direct get: %d events, last #%d (%v); want 1 at #%d", len(recs), last, err, a.Seq)
+	}
+	if proxy.swallowed() != 3 {
+		t.Fatalf("the proxy swallowed %d publishes, want 3", proxy.swallowed())
 	}
 }

@@ -435,8 +435,25 @@ func (s *Store) loadFromLeader(ctx context.Context, stream, filter string) ([]Re
 	}
 }
 
-// directBatch fetches up to loadBatch messages matching filter from seq on.
+// directBatch fetches up to loadBatch messages matching filter from seq on,
+// asking again when an attempt meets silence for AttemptTimeout (a direct
+// get goes to any replica, and one cut off answers nothing) until
+// RequestTimeout.
 func (s *Store) directBatch(ctx context.Context, stream, filter string, from uint64) ([]Recorded, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
+		out, more, err := s.directBatchOnce(actx, stream, filter, from)
+		acancel()
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return out, more, err
+		}
+	}
+}
+
+// directBatchOnce is one attempt of directBatch.
+func (s *Store) directBatchOnce(ctx context.Context, stream, filter string, from uint64) ([]Recorded, bool, error) {
 	req, err := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": loadBatch})
 	if err != nil {
 		return nil, false, err
@@ -449,8 +466,6 @@ func (s *Store) directBatch(ctx context.Context, stream, filter string, from uin
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
 		return nil, false, fmt.Errorf("load %s: %w", filter, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	defer cancel()
 	var out []Recorded
 	for {
 		msg, err := next(ctx)
