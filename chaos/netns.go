@@ -146,11 +146,11 @@ func (nw *Network) iptables(ctx context.Context, i int, args ...string) error {
 // on the node's interface hands each packet to a queue of the harness,
 // which gives its verdict after the delay (see delayQueue). It returns
 // what removes it.
-func (nw *Network) Delay(ctx context.Context, i int, delay, jitter time.Duration, seed uint64) (func(context.Context) error, error) {
+func (nw *Network) Delay(ctx context.Context, i int, delay, jitter time.Duration, number uint64) (func(context.Context) error, error) {
 	if _, err := exec.LookPath("iptables"); err != nil {
 		return nil, fmt.Errorf("%w: no iptables command (%v)", ErrUnsupported, err)
 	}
-	q, err := openDelayQueue(nw.Namespace(i), 0, delay, jitter, seed)
+	q, err := openDelayQueue(nw.Namespace(i), 0, delay, jitter, number)
 	if err != nil {
 		return nil, err
 	}

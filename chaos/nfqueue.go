@@ -53,12 +53,12 @@ const (
 // openDelayQueue binds queue num in network namespace ns (a name under
 // /var/run/netns) and starts giving verdicts: each packet is accepted
 // delay ± jitter after it arrived.
-func openDelayQueue(ns string, num uint16, delay, jitter time.Duration, seed uint64) (*delayQueue, error) {
+func openDelayQueue(ns string, num uint16, delay, jitter time.Duration, number uint64) (*delayQueue, error) {
 	fd, err := socketIn(ns)
 	if err != nil {
 		return nil, err
 	}
-	q := &delayQueue{fd: fd, num: num, delay: delay, jitter: jitter, rng: rand.New(rand.NewPCG(seed, 0x6e6671)), stop: make(chan struct{})}
+	q := &delayQueue{fd: fd, num: num, delay: delay, jitter: jitter, rng: rand.New(rand.NewPCG(number, 0x6e6671)), stop: make(chan struct{})}
 	cmd := []byte{nfqnlCfgCmdBind, 0, 0, 0} // command, pad, pf (ignored since Linux 3.8)
 	params := make([]byte, 5)
 	binary.BigEndian.PutUint32(params, 0xffff)
