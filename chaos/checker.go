@@ -18,14 +18,17 @@ import (
 // Trellis log (read with `trellis audit --queue`), `trellis audit verify`,
 // the ledger the handlers wrote and the producers' acknowledged adds.
 type Check struct {
-	Acked          int      // acknowledged adds
-	Lost           int      // acknowledged adds with no `added` event in the log
-	CompletedTwice int      // tasks with more than one `completed` event
-	Executions     int      // ledger lines
-	ExecutedTwice  int      // tasks the handler ran more than once (at-least-once: reported, not a failure)
-	Stuck          int      // acknowledged adds not completed by the deadline
-	Verify         string   // "ok" or what audit verify found
-	Examples       []string // a few offending task ids, for the report
+	Acked          int    // acknowledged adds
+	Lost           int    // acknowledged adds with no `added` event in the log
+	CompletedTwice int    // tasks with more than one `completed` event
+	Executions     int    // ledger lines
+	ExecutedTwice  int    // tasks the handler ran more than once (at-least-once: reported, not a failure)
+	Stuck          int    // acknowledged adds not completed by the deadline
+	Verify         string // "ok" or what audit verify found
+	// Unreadable: the log could not be read at all (every acknowledged
+	// add then counts as lost: nothing shows it is there).
+	Unreadable bool
+	Examples   []string // a few offending task ids, for the report
 }
 
 // Failed reports whether the run broke a promise: an acknowledged add

@@ -3,6 +3,7 @@ package chaos
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -130,5 +131,20 @@ func TestQueueMessages(t *testing.T) {
 	}
 	if _, ok := packetID(message(nfqnlMsgPacket, 0, 7, attr(5, []byte{1}))[16:]); ok {
 		t.Error("a message without a packet header has an id")
+	}
+}
+
+// TestTableSaysUnreadable: a run whose log could not be read counts its
+// adds as lost, and the table says why.
+func TestTableSaysUnreadable(t *testing.T) {
+	rs := []*Result{
+		{Fault: "power-loss-all", Check: Check{Acked: 5, Lost: 5, Unreadable: true, Verify: "ok"}, Resume: []time.Duration{-1}},
+		{Fault: "power-loss-all", Check: Check{Acked: 3, Verify: "ok"}, Resume: []time.Duration{2 * time.Second}},
+	}
+	var b strings.Builder
+	PrintTable(&b, Table(rs))
+	want := "| power-loss-all | 2 | 8 | 5 (log unreadable in 1 run(s)) | 0 | 0 | 0 | none, 2.0 s | ok |"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("table:\n%s\nwant the row %s", b.String(), want)
 	}
 }

@@ -191,6 +191,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	ch.Verify = verifyLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
 	if evs == nil && lastErr != nil {
+		ch.Unreadable = true
 		ch.Examples = append([]string{"log unreadable: " + lastErr.Error()}, ch.Examples...)
 	}
 	res := &Result{Fault: name, What: whats, Resume: resumes, Breakdown: breakdowns, Check: ch, Wall: time.Since(start), Errors: errs}
@@ -230,6 +231,7 @@ func fmtResume(d time.Duration) string {
 type Row struct {
 	Fault                                  string
 	Runs, Acked, Lost, Twice, Exec2, Stuck int
+	Unreadable                             int // runs whose log could not be read (their adds count as lost)
 	Resume                                 []time.Duration
 	Verify                                 []string
 }
@@ -252,6 +254,9 @@ func Table(results []*Result) []Row {
 		row.Twice += r.Check.CompletedTwice
 		row.Exec2 += r.Check.ExecutedTwice
 		row.Stuck += r.Check.Stuck
+		if r.Check.Unreadable {
+			row.Unreadable++
+		}
 		row.Resume = append(row.Resume, r.Resume...)
 		row.Verify = append(row.Verify, r.Check.Verify)
 	}
@@ -274,7 +279,11 @@ func PrintTable(w io.Writer, rows []Row) {
 				break
 			}
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %s | %s |\n", r.Fault, r.Runs, r.Acked, r.Lost, r.Twice, r.Exec2, r.Stuck, strings.Join(res, ", "), verify)
+		lost := fmt.Sprint(r.Lost)
+		if r.Unreadable > 0 {
+			lost += fmt.Sprintf(" (log unreadable in %d run(s))", r.Unreadable)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %d | %d | %s | %s |\n", r.Fault, r.Runs, r.Acked, lost, r.Twice, r.Exec2, r.Stuck, strings.Join(res, ", "), verify)
 	}
 }
 
