@@ -374,6 +374,30 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 	if from == 0 {
 		from = 1
 	}
+	last, found, err := s.lastMatching(ctx, stream, filter)
+	if err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case !found && !s.replicated(stream):
+		return nil, 0, nil
+	case !found:
+		// Nothing as the answering replica saw it, which may lag: read as
+		// before, and a replicated stream's leader is asked below.
+	case last.Seq < from:
+		// Nothing after from: no read of the stream past it.
+		return nil, 0, nil
+	default:
+		bounded, next, done, err := s.loadBounded(ctx, stream, filter, from, last)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = bounded
+		if done {
+			return s.loaded(ctx, out)
+		}
+		from = next
+	}
 	for {
 		batch, more, err := s.directBatch(ctx, stream, filter, from)
 		if err != nil {
@@ -395,6 +419,12 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 			return nil, 0, err
 		}
 	}
+	return s.loaded(ctx, out)
+}
+
+// loaded resolves the payloads stored apart of a load's events and
+// returns them with the sequence of the last.
+func (s *Store) loaded(ctx context.Context, out []Recorded) ([]Recorded, uint64, error) {
 	if err := s.resolveAll(ctx, out); err != nil {
 		return nil, 0, err
 	}

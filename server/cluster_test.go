@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,18 +14,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/server"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort returns a free loopback port outside the ephemeral range, so
+// a node restarted on it finds it still free.
+func freePort(t *testing.T) int { return eventstest.FreePort(t) }
 
 // startCluster runs a 3-node JetStream cluster on loopback, durable
 // (sync always) like deploy/nats-cluster, and returns its client URLs.

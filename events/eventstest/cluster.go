@@ -3,7 +3,6 @@ package eventstest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -31,7 +30,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	ports := make([]int, n)
 	var routes []*url.URL
 	for i := range ports {
-		ports[i] = freePort(t)
+		ports[i] = FreePort(t)
 		u, _ := url.Parse(fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
 		routes = append(routes, u)
 	}
@@ -39,7 +38,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		c.opts = append(c.opts, &server.Options{
 			ServerName:   fmt.Sprintf("n%d", i+1),
 			Host:         "127.0.0.1",
-			Port:         freePort(t),
+			Port:         FreePort(t),
 			JetStream:    true,
 			StoreDir:     t.TempDir(),
 			SyncInterval: time.Second,
@@ -123,14 +122,4 @@ func (c *Cluster) WaitForLeader(urls string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
