@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -35,7 +36,9 @@ func (s *Store) nextMatching(ctx context.Context, stream, filter string, seq uin
 	return s.directOne(ctx, stream, map[string]any{"seq": seq, "next_by_subj": filter})
 }
 
-// directOne sends one unbatched direct get and decodes its answer.
+// directOne sends one unbatched direct get and decodes its answer, asking
+// again after AttemptTimeout of silence (any replica answers a direct
+// get, one cut off never) until RequestTimeout.
 func (s *Store) directOne(ctx context.Context, stream string, req map[string]any) (Recorded, bool, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -43,7 +46,15 @@ func (s *Store) directOne(ctx context.Context, stream string, req map[string]any
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, body)
+	var msg *nats.Msg
+	for {
+		actx, acancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
+		msg, err = s.nc.RequestWithContext(actx, "$JS.API.DIRECT.GET."+stream, body)
+		acancel()
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return Recorded{}, false, fmt.Errorf("load %s: %w", stream, err)
 	}
