@@ -478,8 +478,8 @@ func decodeDirect(msg *nats.Msg) (Recorded, error) {
 
 // Decode parses a stored message body into a Recorded event.
 func Decode(stream, subject string, seq uint64, data []byte) (Recorded, error) {
-	var env Envelope
-	if err := json.Unmarshal(data, &env); err != nil {
+	env, err := DecodeEnvelope(data)
+	if err != nil {
 		return Recorded{}, fmt.Errorf("decode event %s #%d: %w", subject, seq, err)
 	}
 	return Recorded{Envelope: env, Stream: stream, Subject: subject, Seq: seq}, nil
