@@ -363,16 +363,24 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 	if from == 0 {
 		from = 1
 	}
+	// The first round trip asks for one event: the server answers with
+	// how many more match, and the next asks for exactly those. A batch
+	// asking for more than match makes the server look for the rest in
+	// every message after the aggregate's last event, to the stream's
+	// end (a wildcard filter is matched message by message there), which
+	// made every load cost as much as the stream's tail.
+	want := 1
 	for {
-		batch, more, err := s.directBatch(ctx, stream, filter, from)
+		batch, pending, err := s.directBatch(ctx, stream, filter, from, want)
 		if err != nil {
 			return nil, 0, err
 		}
 		out = append(out, batch...)
-		if !more || len(batch) == 0 {
+		if pending == 0 || len(batch) == 0 {
 			break
 		}
 		from = batch[len(batch)-1].Seq + 1
+		want = int(min(pending, loadBatch))
 	}
 	if len(out) == 0 && from == 1 && s.replicated(stream) {
 		// Nothing at all, as a replica saw it: direct gets may be answered
@@ -424,19 +432,20 @@ func (s *Store) loadFromLeader(ctx context.Context, stream, filter string) ([]Re
 	}
 }
 
-// directBatch fetches up to loadBatch messages matching filter from seq on.
-func (s *Store) directBatch(ctx context.Context, stream, filter string, from uint64) ([]Recorded, bool, error) {
-	req, err := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": loadBatch})
+// directBatch fetches up to want messages matching filter from seq on,
+// and how many more match after them (as the server counted).
+func (s *Store) directBatch(ctx context.Context, stream, filter string, from uint64, want int) ([]Recorded, uint64, error) {
+	req, err := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": want})
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
-	inbox, next, unsub, err := s.directReplies(loadBatch)
+	inbox, next, unsub, err := s.directReplies(want)
 	if err != nil {
-		return nil, false, fmt.Errorf("load %s: subscribe: %w", filter, err)
+		return nil, 0, fmt.Errorf("load %s: subscribe: %w", filter, err)
 	}
 	defer unsub()
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
-		return nil, false, fmt.Errorf("load %s: %w", filter, err)
+		return nil, 0, fmt.Errorf("load %s: %w", filter, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
@@ -444,25 +453,25 @@ func (s *Store) directBatch(ctx context.Context, stream, filter string, from uin
 	for {
 		msg, err := next(ctx)
 		if err != nil {
-			return nil, false, fmt.Errorf("load %s: %w", filter, err)
+			return nil, 0, fmt.Errorf("load %s: %w", filter, err)
 		}
 		if len(msg.Data) == 0 && msg.Header != nil {
 			switch msg.Header.Get("Status") {
 			case "404":
-				return nil, false, nil
+				return nil, 0, nil
 			case "204": // end of batch
 				np, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-				return out, np > 0, nil
+				return out, np, nil
 			case "503":
-				return nil, false, fmt.Errorf("load %s: %w", filter, nats.ErrNoResponders)
+				return nil, 0, fmt.Errorf("load %s: %w", filter, nats.ErrNoResponders)
 			case "":
 			default:
-				return nil, false, fmt.Errorf("load %s: direct get status %s %s", filter, msg.Header.Get("Status"), msg.Header.Get("Description"))
+				return nil, 0, fmt.Errorf("load %s: direct get status %s %s", filter, msg.Header.Get("Status"), msg.Header.Get("Description"))
 			}
 		}
 		rec, err := decodeDirect(msg)
 		if err != nil {
-			return nil, false, err
+			return nil, 0, err
 		}
 		out = append(out, rec)
 	}
