@@ -370,6 +370,9 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 	// end (a wildcard filter is matched message by message there), which
 	// made every load cost as much as the stream's tail.
 	want := 1
+	if from > 1 && !s.anyFrom(ctx, stream, filter, from) {
+		return nil, 0, nil // a cached aggregate that did not change: no scan at all
+	}
 	for {
 		batch, pending, err := s.directBatch(ctx, stream, filter, from, want)
 		if err != nil {
@@ -431,6 +434,59 @@ func (s *Store) loadFromLeader(ctx context.Context, stream, filter string) ([]Re
 		seq = m.Seq + 1
 	}
 }
+
+// anyFrom reports whether the stream may hold a message matching filter
+// at sequence from or later. It asks for the last message of each
+// subject that matches (the server finds them in its subject index,
+// without scanning messages); only when every one lies before from is
+// the answer no. Any doubt (an error, an aggregate of too many subjects)
+// is a yes: the caller then reads.
+//
+// A load from the start of a stream needs no such check (the server
+// skips to the aggregate's first event); a load from later on would
+// otherwise make the server look for the next matching message through
+// every message after from, to the stream's end, when there is none:
+// a worker pool's heartbeat catches its running task up that way.
+func (s *Store) anyFrom(ctx context.Context, stream, filter string, from uint64) bool {
+	req, err := json.Marshal(map[string]any{"multi_last": []string{filter}, "seq": from})
+	if err != nil {
+		return true
+	}
+	inbox, next, unsub, err := s.directReplies(multiLastMax)
+	if err != nil {
+		return true
+	}
+	defer unsub()
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	for {
+		msg, err := next(ctx)
+		if err != nil {
+			return true
+		}
+		if len(msg.Data) == 0 && msg.Header != nil && msg.Header.Get("Status") != "" {
+			switch msg.Header.Get("Status") {
+			case "204": // end of batch: every last message seen
+				return false
+			case "404": // "No Results": nothing matches at all
+				return msg.Header.Get("Description") != "No Results"
+			default:
+				return true
+			}
+		}
+		seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)
+		if err != nil || seq >= from {
+			return true
+		}
+	}
+}
+
+// multiLastMax is the most last messages the server answers one
+// multi-last request with (more: 413, too many results).
+const multiLastMax = 1024
 
 // directBatch fetches up to want messages matching filter from seq on,
 // and how many more match after them (as the server counted).
