@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -156,8 +158,9 @@ func poolRun(ctx context.Context, store *events.Store, n, c, addBatch int, windo
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	finished := make(chan struct{})
+	var runErr error
 	start := time.Now()
-	go func() { _ = pool.Run(runCtx); close(finished) }()
+	go func() { runErr = pool.Run(runCtx); close(finished) }()
 	addErr := make(chan error, 1)
 	go func() {
 		if addBatch <= 1 {
@@ -183,11 +186,26 @@ func poolRun(ctx context.Context, store *events.Store, n, c, addBatch int, windo
 		})
 		addErr <- err
 	}()
-	for i := 0; i < n; i++ {
+	// The run ends when every task was handled, or as soon as adding them
+	// fails (fewer than n tasks will ever run) or the pool stops.
+	adding := addErr
+	for i := 0; i < n; {
 		select {
 		case <-done:
+			i++
+		case err := <-adding:
+			if err != nil {
+				stop()
+				<-finished
+				return nil, fmt.Errorf("add tasks: %w", err)
+			}
+			adding = nil // every task is added: wait for the rest to run
+		case <-finished:
+			stop()
+			return nil, fmt.Errorf("the pool stopped after %d of %d tasks: %w", i, n, cmp.Or(runErr, errPoolStopped))
 		case <-ctx.Done():
 			stop()
+			<-finished
 			return nil, ctx.Err()
 		}
 	}
@@ -199,8 +217,10 @@ func poolRun(ctx context.Context, store *events.Store, n, c, addBatch int, windo
 	elapsed := time.Since(start)
 	stop()
 	<-finished
-	if err := <-addErr; err != nil {
-		return nil, err
+	if adding != nil {
+		if err := <-adding; err != nil {
+			return nil, fmt.Errorf("add tasks: %w", err)
+		}
 	}
 	hist := histogram(metrics.ClaimLatency.WithLabelValues(queue))
 	return &WorkersRow{
@@ -210,6 +230,9 @@ func poolRun(ctx context.Context, store *events.Store, n, c, addBatch int, windo
 		ClaimP99Ms:    quantile(hist, 0.99) * 1000,
 	}, nil
 }
+
+// errPoolStopped: a benchmark's pool returned before its tasks ran.
+var errPoolStopped = errors.New("pool stopped")
 
 // countingHandler signals every handler return.
 type countingHandler struct {

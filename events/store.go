@@ -398,16 +398,22 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 		}
 		from = next
 	}
+	// Past the single gets, the first round trip asks for one event: the
+	// server answers with how many more match, and the next asks for
+	// exactly those (a batch asking for more than match makes the server
+	// look for the rest through every message to the stream's end).
+	want := 1
 	for {
-		batch, more, err := s.directBatch(ctx, stream, filter, from)
+		batch, pending, err := s.directBatch(ctx, stream, filter, from, want)
 		if err != nil {
 			return nil, 0, err
 		}
 		out = append(out, batch...)
-		if !more || len(batch) == 0 {
+		if pending == 0 || len(batch) == 0 {
 			break
 		}
 		from = batch[len(batch)-1].Seq + 1
+		want = int(min(pending, loadBatch))
 	}
 	if len(out) == 0 && from == 1 && s.replicated(stream) {
 		// Nothing at all, as a replica saw it: direct gets may be answered
@@ -465,60 +471,61 @@ func (s *Store) loadFromLeader(ctx context.Context, stream, filter string) ([]Re
 	}
 }
 
-// directBatch fetches up to loadBatch messages matching filter from seq on,
-// asking again when an attempt meets silence for AttemptTimeout (a direct
-// get goes to any replica, and one cut off answers nothing) until
+// directBatch fetches up to want messages matching filter from seq on,
+// and how many more match after them (as the server counted), asking
+// again when an attempt meets silence for AttemptTimeout (a direct get
+// goes to any replica, and one cut off answers nothing) until
 // RequestTimeout.
-func (s *Store) directBatch(ctx context.Context, stream, filter string, from uint64) ([]Recorded, bool, error) {
+func (s *Store) directBatch(ctx context.Context, stream, filter string, from uint64, want int) ([]Recorded, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	for {
 		actx, acancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
-		out, more, err := s.directBatchOnce(actx, stream, filter, from)
+		out, pending, err := s.directBatchOnce(actx, stream, filter, from, want)
 		acancel()
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return out, more, err
+			return out, pending, err
 		}
 	}
 }
 
 // directBatchOnce is one attempt of directBatch.
-func (s *Store) directBatchOnce(ctx context.Context, stream, filter string, from uint64) ([]Recorded, bool, error) {
-	req, err := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": loadBatch})
+func (s *Store) directBatchOnce(ctx context.Context, stream, filter string, from uint64, want int) ([]Recorded, uint64, error) {
+	req, err := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": want})
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
-	inbox, next, unsub, err := s.directReplies(loadBatch)
+	inbox, next, unsub, err := s.directReplies(want)
 	if err != nil {
-		return nil, false, fmt.Errorf("load %s: subscribe: %w", filter, err)
+		return nil, 0, fmt.Errorf("load %s: subscribe: %w", filter, err)
 	}
 	defer unsub()
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
-		return nil, false, fmt.Errorf("load %s: %w", filter, err)
+		return nil, 0, fmt.Errorf("load %s: %w", filter, err)
 	}
 	var out []Recorded
 	for {
 		msg, err := next(ctx)
 		if err != nil {
-			return nil, false, fmt.Errorf("load %s: %w", filter, err)
+			return nil, 0, fmt.Errorf("load %s: %w", filter, err)
 		}
 		if len(msg.Data) == 0 && msg.Header != nil {
 			switch msg.Header.Get("Status") {
 			case "404":
-				return nil, false, nil
+				return nil, 0, nil
 			case "204": // end of batch
 				np, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-				return out, np > 0, nil
+				return out, np, nil
 			case "503":
-				return nil, false, fmt.Errorf("load %s: %w", filter, nats.ErrNoResponders)
+				return nil, 0, fmt.Errorf("load %s: %w", filter, nats.ErrNoResponders)
 			case "":
 			default:
-				return nil, false, fmt.Errorf("load %s: direct get status %s %s", filter, msg.Header.Get("Status"), msg.Header.Get("Description"))
+				return nil, 0, fmt.Errorf("load %s: direct get status %s %s", filter, msg.Header.Get("Status"), msg.Header.Get("Description"))
 			}
 		}
 		rec, err := decodeDirect(msg)
 		if err != nil {
-			return nil, false, err
+			return nil, 0, err
 		}
 		out = append(out, rec)
 	}
@@ -534,8 +541,8 @@ func decodeDirect(msg *nats.Msg) (Recorded, error) {
 
 // Decode parses a stored message body into a Recorded event.
 func Decode(stream, subject string, seq uint64, data []byte) (Recorded, error) {
-	var env Envelope
-	if err := json.Unmarshal(data, &env); err != nil {
+	env, err := DecodeEnvelope(data)
+	if err != nil {
 		return Recorded{}, fmt.Errorf("decode event %s #%d: %w", subject, seq, err)
 	}
 	return Recorded{Envelope: env, Stream: stream, Subject: subject, Seq: seq}, nil

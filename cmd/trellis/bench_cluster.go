@@ -18,7 +18,8 @@ import (
 // benchmark: it refuses a cluster that holds any Trellis stream (the
 // benchmark creates its streams with --bench-replicas and deletes them at
 // the end, which must never touch a deployment's log), and returns a
-// store whose cleanup deletes every Trellis stream it created.
+// store whose cleanup deletes the streams it created and no other (see
+// benchStreams).
 func (a *app) clusterBenchStore(ctx context.Context, batchMin int) (*events.Store, func(), error) {
 	if a.benchReplicas < 1 || a.benchReplicas > 5 {
 		return nil, nil, trellis.FieldError("bench-replicas", "must be 1 to 5 (JetStream's limit), got %d", a.benchReplicas)
@@ -50,6 +51,11 @@ func (a *app) clusterBenchStore(ctx context.Context, batchMin int) (*events.Stor
 		return nil, nil, trellis.Errorf(trellis.CodeConflict, "the cluster at %s holds Trellis streams (%s): a benchmark creates and deletes "+
 			"them, so it needs a cluster of its own (make bench-cluster starts one)", a.natsURL, strings.Join(held, ", "))
 	}
+	created, err := createBenchStreams(lctx, js, a.benchReplicas, events.NewID(time.Now()))
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
 	store, err := events.NewStore(nc, events.StoreConfig{BatchMin: batchMin, Replicas: a.benchReplicas})
 	if err == nil {
 		err = store.Ensure(ctx)
@@ -57,9 +63,7 @@ func (a *app) clusterBenchStore(ctx context.Context, batchMin int) (*events.Stor
 	cleanup := func() {
 		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		for _, name := range events.StreamNames() {
-			_ = js.DeleteStream(dctx, name)
-		}
+		created.delete(dctx)
 		nc.Close()
 	}
 	if err != nil {

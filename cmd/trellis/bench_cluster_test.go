@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 )
 
@@ -55,6 +56,48 @@ func TestBenchOnExternalCluster(t *testing.T) {
 		t.Fatalf("bench queue --json: %v\n%s", err, out)
 	}
 	noTrellisStreams("after the benchmark")
+
+	// The cleanup deletes the streams the run created, and only those: a
+	// stream of the same name created again by someone else while the
+	// benchmark ran is kept.
+	created, err := createBenchStreams(ctx, js, 1, "run-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, events.StreamVine); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.StreamVine, Subjects: []string{"trellis.vine.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	created.delete(ctx)
+	for _, name := range events.StreamNames() {
+		_, err := js.Stream(ctx, name)
+		if name == events.StreamVine && err != nil {
+			t.Fatalf("the cleanup deleted %s, which it did not create: %v", name, err)
+		}
+		if name != events.StreamVine && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Fatalf("stream %s the run created: %v after the cleanup (want deleted)", name, err)
+		}
+	}
+	// A name taken between the check and the creation: a conflict, and
+	// the streams the run had created already are deleted, the other
+	// kept.
+	if _, err := createBenchStreams(ctx, js, 1, "run-b"); trellis.ErrorCode(err) != trellis.CodeConflict || !strings.Contains(err.Error(), events.StreamVine) {
+		t.Fatalf("creating the streams beside a foreign %s: %v (want a conflict naming it)", events.StreamVine, err)
+	}
+	for _, name := range events.StreamNames() {
+		_, err := js.Stream(ctx, name)
+		if name == events.StreamVine && err != nil {
+			t.Fatalf("the refused run deleted %s: %v", name, err)
+		}
+		if name != events.StreamVine && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Fatalf("stream %s after a refused run: %v (want none)", name, err)
+		}
+	}
+	if err := js.DeleteStream(ctx, events.StreamVine); err != nil {
+		t.Fatal(err)
+	}
 
 	// A server holding Trellis streams is refused, and they are kept.
 	store, err := events.NewStore(nc, events.StoreConfig{})
