@@ -20,6 +20,7 @@ import (
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // session is how one CLI command reaches Trellis: a running server over the
@@ -311,7 +312,7 @@ func (s *session) exportTasks(ctx context.Context, w io.Writer) (int, error) {
 		err := s.client.Export(ctx, cw)
 		return cw.n, err
 	}
-	return handlers.ExportTasks(ctx, s.store, w)
+	return taskqueue.ExportTasks(ctx, s.store, w)
 }
 
 // ingest ingests a directory: here, or with a token by the server, which

@@ -16,6 +16,7 @@ import (
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // auditRequest names the aggregate to audit.
@@ -121,7 +122,7 @@ func serveExport(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig, m *nats.
 		return
 	}
 	w := &chunkWriter{nc: nc, reply: m.Reply}
-	if _, err := handlers.ExportTasks(ctx, svc.Store(), w); err != nil {
+	if _, err := taskqueue.ExportTasks(ctx, svc.Store(), w); err != nil {
 		respond(m, nil, err, cfg.Logger)
 		return
 	}
@@ -130,7 +131,7 @@ func serveExport(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig, m *nats.
 	}
 }
 
-// Export writes the JSONL task-packet log (see handlers.ExportTasks) to w,
+// Export writes the JSONL task-packet log (see taskqueue.ExportTasks) to w,
 // streamed from the server.
 func (c *Client) Export(ctx context.Context, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
