@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
@@ -301,7 +302,7 @@ func (s *session) audit(ctx context.Context, id string) ([]events.Recorded, erro
 	if s.store == nil {
 		return s.client.Audit(ctx, id)
 	}
-	return handlers.Audit(ctx, s.store, id)
+	return audit.AggregateEvents(ctx, s.store, id)
 }
 
 // exportTasks writes the JSONL task-packet log and returns the number of

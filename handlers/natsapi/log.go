@@ -53,7 +53,7 @@ func logOps(svc *handlers.Service) map[string]func(context.Context, []byte) (any
 	}
 }
 
-// Audit returns every event of an aggregate (see handlers.Audit).
+// Audit returns every event of an aggregate (see audit.AggregateEvents).
 func (c *Client) Audit(ctx context.Context, id string) ([]events.Recorded, error) {
 	out, err := callInto[[]events.Recorded](ctx, c, OpAudit, auditRequest{ID: id})
 	if err != nil {
