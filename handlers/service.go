@@ -367,27 +367,7 @@ func (s *Service) RemoveSchedule(ctx context.Context, req trellis.RemoveSchedule
 
 // Control implements trellis.QueueAdmin.
 func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
-	if err := req.Normalize(); err != nil {
-		return nil, err
-	}
-	actor := req.Actor
-	if actor == "" {
-		actor = "operator"
-	}
-	switch req.Action {
-	case "pause":
-		return s.queue.Pause(ctx, req.Queue, actor, req.Reason)
-	case "resume":
-		return s.queue.Resume(ctx, req.Queue, actor)
-	case "lease":
-		return s.queue.SetLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
-	case "rate":
-		return s.queue.SetRate(ctx, req.Queue, actor, req.Rate, req.Burst)
-	case "per_key":
-		return s.queue.SetPerKey(ctx, req.Queue, actor, req.PerKey)
-	default:
-		return s.queue.SetLimit(ctx, req.Queue, actor, req.MaxInFlight)
-	}
+	return s.queue.Control(ctx, req)
 }
 
 // Controls implements trellis.QueueAdmin.
