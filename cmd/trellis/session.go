@@ -16,6 +16,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
@@ -49,7 +50,7 @@ type session struct {
 	// client is the NATS API client of a remote session. With a token
 	// (store nil) everything goes through it: a token holder may not
 	// read or append to the log directly.
-	client *natsapi.Client
+	client *client.API
 	close  func()
 }
 
@@ -111,7 +112,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 	if err != nil {
 		return nil, &trellis.Error{Code: trellis.CodeUnavailable, Message: fmt.Sprintf("connect to NATS %s: %v", url, err), Err: errors.Join(errNoNATS, err)}
 	}
-	client := natsapi.NewClient(nc, 0).WithToken(a.token)
+	client := client.NewAPI(nc, 0).WithToken(a.token)
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	info, err := client.Ping(pctx)
