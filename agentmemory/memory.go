@@ -332,7 +332,7 @@ func (m *Handler) CompleteAgent(ctx context.Context, req trellis.TaskAgentReques
 		if len(done) > 0 {
 			summary += "; objectives done: " + strings.Join(done, ", ")
 		}
-		if err := m.appendTask(ctx, te, te.t.Name, events.TaskAgentCompleted, req.Agent, events.TaskAgentCompletedPayload{
+		if err := m.appendTask(ctx, te, te.t.Name, events.AgentCompleted, req.Agent, events.AgentCompletedPayload{
 			TaskID: te.t.TaskID, AgentID: req.Agent, Summary: summary}); err != nil {
 			return runs, err
 		}
@@ -422,7 +422,7 @@ func (m *Handler) CompleteTask(ctx context.Context, req trellis.TaskCompleteRequ
 		runs = append(runs, merge)
 	}
 	if markComplete {
-		if err := m.appendTask(ctx, te, te.t.Name, events.TaskCompleted, "trellis", events.TaskCompletedPayload{
+		if err := m.appendTask(ctx, te, te.t.Name, events.AgentTaskCompleted, "trellis", events.AgentTaskCompletedPayload{
 			TaskID: te.t.TaskID, Merged: req.Merge, Durable: run.Durable, Ephemeral: run.Ephemeral}); err != nil {
 			return runs, err
 		}

@@ -259,7 +259,7 @@ func TestTaskCompleteNeedsForce(t *testing.T) {
 	if err != nil || rep.Type != "task_checkpoint" {
 		t.Fatalf("forced completion: %+v, %v", rep, err)
 	}
-	if v, _ := svc.TaskShow(ctx, "busy"); v == nil || v.Status != events.AgentTaskCompleted {
+	if v, _ := svc.TaskShow(ctx, "busy"); v == nil || v.Status != events.AgentTaskStatusCompleted {
 		t.Fatalf("forced task = %+v", v)
 	}
 

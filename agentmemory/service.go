@@ -220,7 +220,7 @@ func (s *Service) TaskShow(ctx context.Context, task string) (*trellis.AgentTask
 
 // TaskList implements trellis.MemoryService.
 func (s *Service) TaskList(ctx context.Context, req trellis.TaskListRequest) ([]trellis.AgentTaskView, error) {
-	if req.Status != "" && req.Status != events.AgentTaskOpen && req.Status != events.AgentTaskCompleted {
+	if req.Status != "" && req.Status != events.AgentTaskStatusOpen && req.Status != events.AgentTaskStatusCompleted {
 		return nil, trellis.FieldError("status", "%q is not a task status: open or completed", req.Status)
 	}
 	if err := s.catchUp(ctx, s.taskRun); err != nil {

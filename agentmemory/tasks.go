@@ -145,7 +145,7 @@ func (m *Handler) openTask(ctx context.Context, task string) (*taskEntry, error)
 		e.unlock()
 		return nil, trellis.Errorf(trellis.CodeConflict, "task %s is completed (the task named %s now is %s)", task, name, e.t.TaskID)
 	}
-	if e.t.Status != events.AgentTaskOpen {
+	if e.t.Status != events.AgentTaskStatusOpen {
 		e.unlock()
 		return nil, trellis.Errorf(trellis.CodeConflict, "task %s (%s) is %s", e.t.Name, e.t.TaskID, e.t.Status)
 	}
@@ -177,16 +177,16 @@ func (m *Handler) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest)
 		return nil, err
 	}
 	defer e.unlock()
-	if e.t != nil && e.t.Status == events.AgentTaskOpen {
+	if e.t != nil && e.t.Status == events.AgentTaskStatusOpen {
 		return nil, trellis.Errorf(trellis.CodeConflict, "a task named %q is already open (task_id %s); names are unique among open tasks", req.Name, e.t.TaskID)
 	}
 	id := events.NewID(m.now())
-	p := events.TaskCreatedPayload{TaskID: id, Name: req.Name, Description: req.Description, ParentBranch: req.Parent,
+	p := events.AgentTaskCreatedPayload{TaskID: id, Name: req.Name, Description: req.Description, ParentBranch: req.Parent,
 		Objectives: []events.ObjectiveSpec{}, MemoryScope: events.TaskScope(id)}
 	for i, o := range req.Objectives {
 		p.Objectives = append(p.Objectives, events.ObjectiveSpec{ObjectiveID: fmt.Sprintf("obj-%d", i+1), Description: o})
 	}
-	if err := m.appendTask(ctx, e, req.Name, events.TaskCreated, "trellis", p); err != nil {
+	if err := m.appendTask(ctx, e, req.Name, events.AgentTaskCreated, "trellis", p); err != nil {
 		return nil, err
 	}
 	return cloneTask(e.t), nil
@@ -208,7 +208,7 @@ func (m *Handler) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*t
 	if _, ok := e.t.Agent(req.Agent); ok {
 		return nil, trellis.Errorf(trellis.CodeConflict, "agent %s already joined task %s", req.Agent, e.t.Name)
 	}
-	if err := m.appendTask(ctx, e, e.t.Name, events.TaskAgentJoined, req.Agent, events.TaskAgentJoinedPayload{TaskID: e.t.TaskID, AgentID: req.Agent, Role: req.Role}); err != nil {
+	if err := m.appendTask(ctx, e, e.t.Name, events.AgentJoined, req.Agent, events.AgentJoinedPayload{TaskID: e.t.TaskID, AgentID: req.Agent, Role: req.Role}); err != nil {
 		return nil, err
 	}
 	return &trellis.TaskJoinResult{TaskID: e.t.TaskID, AgentID: req.Agent, Role: req.Role, Branch: events.AgentBranch(e.t.Name, req.Agent)}, nil
@@ -263,7 +263,7 @@ func (m *Handler) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRe
 		return nil, trellis.Errorf(trellis.CodeConflict, "objective %s cannot go from %s to %s (allowed from %s: %s)",
 			req.ObjectiveID, o.Status, req.Status, o.Status, next)
 	}
-	if err := m.appendTask(ctx, e, e.t.Name, events.TaskObjectiveUpdated, events.ActorOr(req.Agent), events.TaskObjectiveUpdatedPayload{
+	if err := m.appendTask(ctx, e, e.t.Name, events.ObjectiveUpdated, events.ActorOr(req.Agent), events.ObjectiveUpdatedPayload{
 		TaskID: e.t.TaskID, ObjectiveID: req.ObjectiveID, From: o.Status, Status: req.Status, AgentID: req.Agent,
 	}); err != nil {
 		return nil, err

@@ -77,7 +77,7 @@ func TestAuditQueryAcrossAggregates(t *testing.T) {
 	if got := auditAll(t, svc, trellis.AuditQuery{Queue: "jobs", Since: time.Now().Add(time.Hour).Format(time.RFC3339)}); len(got) != 0 {
 		t.Errorf("a window after everything: %d events", len(got))
 	}
-	if got := auditAll(t, svc, trellis.AuditQuery{Stream: events.StreamTasks}); len(got) != 1 || got[0].Type != events.TaskCreated {
+	if got := auditAll(t, svc, trellis.AuditQuery{Stream: events.StreamTasks}); len(got) != 1 || got[0].Type != events.AgentTaskCreated {
 		t.Errorf("tasks stream: %+v", got)
 	}
 

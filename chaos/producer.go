@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/client"
 )
 
 // Producer adds tasks through the Trellis NATS API and records every
@@ -34,7 +34,7 @@ func (p *Producer) Run(ctx context.Context) error {
 		return fmt.Errorf("producer %s: %w", p.name, err)
 	}
 	defer nc.Close()
-	client := natsapi.NewClient(nc, 10*time.Second)
+	api := client.NewAPI(nc, 10*time.Second)
 	f, err := os.OpenFile(p.acked, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -45,7 +45,7 @@ func (p *Producer) Run(ctx context.Context) error {
 			IdempotencyKey: fmt.Sprintf("%s-%d", p.name, i), MaxAttempts: 50}
 		for ctx.Err() == nil {
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			task, err := client.Add(actx, req)
+			task, err := api.Add(actx, req)
 			cancel()
 			if err == nil {
 				if _, err := fmt.Fprintln(f, task.TaskID); err != nil {

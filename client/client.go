@@ -46,7 +46,7 @@ type Options struct {
 // concurrent use.
 type Client struct {
 	nc   *nats.Conn
-	api  *natsapi.Client
+	api  *API
 	info natsapi.PingInfo
 }
 
@@ -89,7 +89,7 @@ func Connect(ctx context.Context, url string, opts Options) (*Client, error) {
 		}
 		return nil, &trellis.Error{Code: code, Message: fmt.Sprintf("connect to %s: %v", url, err), Err: errors.Join(ErrConnect, err)}
 	}
-	api := natsapi.NewClient(nc, opts.Timeout).WithToken(opts.Token)
+	api := NewAPI(nc, opts.Timeout).WithToken(opts.Token)
 	pctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	info, err := api.Ping(pctx)
@@ -99,6 +99,10 @@ func Connect(ctx context.Context, url string, opts Options) (*Client, error) {
 	}
 	return &Client{nc: nc, api: api, info: *info}, nil
 }
+
+// API is the whole NATS API over this client's connection: besides the
+// domain interfaces, tokens, export, replay, ingest and workflows.
+func (c *Client) API() *API { return c.api }
 
 // Close closes the connection. Pools made by the client stop claiming.
 func (c *Client) Close() { c.nc.Close() }

@@ -5,6 +5,12 @@
 // memory, audit) and a worker source that runs a pool of handlers against
 // the server.
 //
+// Connect returns a Client, which checks the server and hides the
+// transport. API is the NATS API itself over a connection the caller
+// made (every operation, including tokens, export, replay, ingest and
+// workflows): the CLI and the features use it; the server's side of the
+// same subjects is package handlers/natsapi.
+//
 // A client never appends to the log itself and needs no server
 // credentials: every request is decided and appended by the server, which
 // checks the token's role. Programs that run inside the server process use

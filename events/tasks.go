@@ -10,11 +10,11 @@ import (
 // tasks: creating a task checks the name's aggregate, so two tasks with one
 // name can never be open at once.
 const (
-	TaskCreated          = "created"
-	TaskAgentJoined      = "agent_joined"
-	TaskObjectiveUpdated = "objective_updated"
-	TaskAgentCompleted   = "agent_completed"
-	TaskCompleted        = "completed"
+	AgentTaskCreated   = "created"
+	AgentJoined        = "agent_joined"
+	ObjectiveUpdated   = "objective_updated"
+	AgentCompleted     = "agent_completed"
+	AgentTaskCompleted = "completed"
 )
 
 // TasksSchema is the current schema version of agent-task payloads.
@@ -32,8 +32,8 @@ type ObjectiveSpec struct {
 	Description string `json:"description"`
 }
 
-// TaskCreatedPayload is the payload of a created event.
-type TaskCreatedPayload struct {
+// AgentTaskCreatedPayload is the payload of a created event.
+type AgentTaskCreatedPayload struct {
 	TaskID       string          `json:"task_id"`
 	Name         string          `json:"name"`
 	Description  string          `json:"description,omitempty"`
@@ -45,15 +45,15 @@ type TaskCreatedPayload struct {
 	MemoryScope string `json:"memory_scope,omitempty"`
 }
 
-// TaskAgentJoinedPayload is the payload of an agent_joined event.
-type TaskAgentJoinedPayload struct {
+// AgentJoinedPayload is the payload of an agent_joined event.
+type AgentJoinedPayload struct {
 	TaskID  string `json:"task_id"`
 	AgentID string `json:"agent_id"`
 	Role    string `json:"role"`
 }
 
-// TaskObjectiveUpdatedPayload is the payload of an objective_updated event.
-type TaskObjectiveUpdatedPayload struct {
+// ObjectiveUpdatedPayload is the payload of an objective_updated event.
+type ObjectiveUpdatedPayload struct {
 	TaskID      string `json:"task_id"`
 	ObjectiveID string `json:"objective_id"`
 	From        string `json:"from"`
@@ -61,15 +61,15 @@ type TaskObjectiveUpdatedPayload struct {
 	AgentID     string `json:"agent_id,omitempty"`
 }
 
-// TaskAgentCompletedPayload is the payload of an agent_completed event.
-type TaskAgentCompletedPayload struct {
+// AgentCompletedPayload is the payload of an agent_completed event.
+type AgentCompletedPayload struct {
 	TaskID  string `json:"task_id"`
 	AgentID string `json:"agent_id"`
 	Summary string `json:"summary"`
 }
 
-// TaskCompletedPayload is the payload of a completed event.
-type TaskCompletedPayload struct {
+// AgentTaskCompletedPayload is the payload of a completed event.
+type AgentTaskCompletedPayload struct {
 	TaskID    string   `json:"task_id"`
 	Merged    bool     `json:"merged"`
 	Durable   []string `json:"durable"`
@@ -93,7 +93,7 @@ type AgentTask struct {
 	Ephemeral    []string        `json:"ephemeral,omitempty"`
 	Merged       bool            `json:"merged"`
 	// MemoryScope is the memory scope of the task's branches (see
-	// TaskCreatedPayload.MemoryScope); empty in a snapshot of a task
+	// AgentTaskCreatedPayload.MemoryScope); empty in a snapshot of a task
 	// created before memory was keyed by task id (Scope upcasts it).
 	MemoryScope string `json:"memory_scope,omitempty"`
 }
@@ -129,8 +129,8 @@ type TaskAgent struct {
 
 // Task statuses.
 const (
-	AgentTaskOpen      = "open"
-	AgentTaskCompleted = "completed"
+	AgentTaskStatusOpen      = "open"
+	AgentTaskStatusCompleted = "completed"
 )
 
 // Objective returns an objective by id.
@@ -172,13 +172,13 @@ func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
 		return t, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, TasksSchema)
 	}
 	at := rec.Time.UTC()
-	if rec.Type == TaskCreated {
-		var p TaskCreatedPayload
+	if rec.Type == AgentTaskCreated {
+		var p AgentTaskCreatedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
 		nt := &AgentTask{TaskID: p.TaskID, Name: p.Name, Description: p.Description, Branch: TaskBranch(p.Name),
-			ParentBranch: p.ParentBranch, Status: AgentTaskOpen, CreatedAt: at, UpdatedAt: at,
+			ParentBranch: p.ParentBranch, Status: AgentTaskStatusOpen, CreatedAt: at, UpdatedAt: at,
 			Objectives: []TaskObjective{}, Agents: []TaskAgent{}, MemoryScope: p.MemoryScope}
 		for _, o := range p.Objectives {
 			nt.Objectives = append(nt.Objectives, TaskObjective{ObjectiveID: o.ObjectiveID, Description: o.Description, Status: "todo"})
@@ -189,14 +189,14 @@ func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
 		return nil, fmt.Errorf("event %s (%s) precedes its task's creation: %w", rec.ID, rec.Type, ErrBadEvent)
 	}
 	switch rec.Type {
-	case TaskAgentJoined:
-		var p TaskAgentJoinedPayload
+	case AgentJoined:
+		var p AgentJoinedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
 		t.Agents = append(t.Agents, TaskAgent{AgentID: p.AgentID, Role: p.Role, Branch: AgentBranch(t.Name, p.AgentID), JoinedAt: at})
-	case TaskObjectiveUpdated:
-		var p TaskObjectiveUpdatedPayload
+	case ObjectiveUpdated:
+		var p ObjectiveUpdatedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
@@ -206,20 +206,20 @@ func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
 				o.AgentID = p.AgentID
 			}
 		}
-	case TaskAgentCompleted:
-		var p TaskAgentCompletedPayload
+	case AgentCompleted:
+		var p AgentCompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
 		if a, ok := t.Agent(p.AgentID); ok {
 			a.Completed, a.Summary, a.DoneAt = true, p.Summary, &at
 		}
-	case TaskCompleted:
-		var p TaskCompletedPayload
+	case AgentTaskCompleted:
+		var p AgentTaskCompletedPayload
 		if err := rec.DecodePayload(&p); err != nil {
 			return t, err
 		}
-		t.Status, t.CompletedAt, t.Merged = AgentTaskCompleted, &at, p.Merged
+		t.Status, t.CompletedAt, t.Merged = AgentTaskStatusCompleted, &at, p.Merged
 		t.Durable, t.Ephemeral = p.Durable, p.Ephemeral
 	default:
 		return t, nil

@@ -24,9 +24,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/steps"
 )
@@ -60,7 +60,7 @@ func TestFeatures(t *testing.T) {
 type world struct {
 	sw     *steps.World
 	nc     *nats.Conn
-	client *natsapi.Client
+	client *client.API
 	files  map[string]string
 	rounds [][]string
 }
@@ -102,7 +102,7 @@ func (w *world) runningServerWith(code codememory.Config) error {
 }
 
 // cl returns a client over NATS, as workers on another machine would use.
-func (w *world) cl() (*natsapi.Client, error) {
+func (w *world) cl() (*client.API, error) {
 	if w.client != nil {
 		return w.client, nil
 	}
@@ -113,7 +113,7 @@ func (w *world) cl() (*natsapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.nc, w.client = nc, natsapi.NewClient(nc, 0)
+	w.nc, w.client = nc, client.NewAPI(nc, 0)
 	return w.client, nil
 }
 
@@ -262,7 +262,7 @@ func (w *world) workersDrain(workers int, queue string) error {
 			return err
 		}
 		defer nc.Close()
-		client := natsapi.NewClient(nc, 0)
+		client := client.NewAPI(nc, 0)
 		worker := fmt.Sprintf("worker-%d", i)
 		wg.Add(1)
 		go func() {

@@ -2,10 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/trellis/trellis"
 )
@@ -25,12 +21,5 @@ func (s *Service) CheckpointMarkdown(ctx context.Context, taskID string) (string
 			}
 		}
 	}
-	data, err := os.ReadFile(s.checkpoints.Path(taskID))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", trellis.Errorf(trellis.CodeNotFound, "task %s has no checkpoint (it has not finished, or does not exist)", taskID)
-	}
-	if err != nil {
-		return "", fmt.Errorf("read checkpoint of %s: %w", taskID, err)
-	}
-	return string(data), nil
+	return s.checkpoints.Markdown(taskID)
 }

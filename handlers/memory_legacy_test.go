@@ -39,8 +39,8 @@ func TestMemoryLegacyTaskKeepsNameScope(t *testing.T) {
 	}
 	oldID := events.NewID(time.Now())
 	_, err = tasks.Run(ctx, st, "trellis", func(*events.AgentTask) (command.Decision, error) {
-		return command.Decision{Subject: events.TasksSubject("fix-auth", events.TaskCreated), Type: events.TaskCreated,
-			Payload: events.TaskCreatedPayload{TaskID: oldID, Name: "fix-auth", ParentBranch: "main", Objectives: []events.ObjectiveSpec{}}}, nil
+		return command.Decision{Subject: events.TasksSubject("fix-auth", events.AgentTaskCreated), Type: events.AgentTaskCreated,
+			Payload: events.AgentTaskCreatedPayload{TaskID: oldID, Name: "fix-auth", ParentBranch: "main", Objectives: []events.ObjectiveSpec{}}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

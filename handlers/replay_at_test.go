@@ -240,7 +240,7 @@ func runTask(t *testing.T, svc *handlers.Service, q, w string) []events.Recorded
 	if _, err := svc.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: w, WhatWasDone: "done by " + w}); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := handlers.Audit(ctx, svc.Store(), task.TaskID)
+	recs, err := audit.AggregateEvents(ctx, svc.Store(), task.TaskID)
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("audit %s: %d events, %v", task.TaskID, len(recs), err)
 	}

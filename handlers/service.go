@@ -3,11 +3,8 @@ package handlers
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +17,6 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/taskqueue"
-	"github.com/trellis/trellis/vine"
 	"github.com/trellis/trellis/vinegraph"
 	"github.com/trellis/trellis/workflow"
 )
@@ -271,7 +267,7 @@ func (s *Service) waitProjection(ctx context.Context, r *projections.Runner, seq
 
 // Audit returns every event of the aggregate with the given id, in order.
 func (s *Service) Audit(ctx context.Context, id string) ([]events.Recorded, error) {
-	return Audit(ctx, s.store, id)
+	return audit.AggregateEvents(ctx, s.store, id)
 }
 
 // ReplayResult reports a rebuild.
@@ -319,130 +315,6 @@ func (s *Service) CatchUp(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// Audit returns every event of the aggregate with the given id, in order:
-// a task id (ULID) gives the task's queue history; a graph id gives the
-// graph's history; "<graph id>:<task id>" gives the events of the graph
-// that concern that task (its batches, plus imports, hand edits and
-// expansions, which concern every task).
-func Audit(ctx context.Context, store *events.Store, id string) ([]events.Recorded, error) {
-	graph, task, scoped := strings.Cut(id, ":")
-	if events.IsGraphID(graph) {
-		recs, _, err := store.Load(ctx, events.StreamVine, events.GraphFilter(graph))
-		if err != nil {
-			return nil, command.StoreError("audit", err)
-		}
-		if len(recs) == 0 {
-			return nil, trellis.Errorf(trellis.CodeNotFound, "no events for graph %s", graph)
-		}
-		if !scoped {
-			return recs, nil
-		}
-		if !vine.ValidID(task) {
-			return nil, trellis.FieldError("id", "%q is not a VINE task id", task)
-		}
-		var out []events.Recorded
-		for _, r := range recs {
-			if events.TouchesTask(r, task) {
-				out = append(out, r)
-			}
-		}
-		return out, nil
-	}
-	if err := trellis.ValidateTaskID("id", id); err != nil {
-		return nil, trellis.FieldError("id", "%q is neither a task id (ULID), a graph id (g + 20 hex) nor <graph id>:<task id>", id)
-	}
-	recs, _, err := store.Load(ctx, events.StreamQueue, taskqueue.Filter(id))
-	if err != nil {
-		return nil, command.StoreError("audit", err)
-	}
-	if len(recs) == 0 {
-		// A workflow run's id is a ULID too: its journal.
-		if recs, _, err = store.Load(ctx, events.StreamWorkflows, "trellis.workflows.run."+id+".>"); err != nil {
-			return nil, command.StoreError("audit", err)
-		}
-	}
-	if len(recs) == 0 {
-		return nil, trellis.Errorf(trellis.CodeNotFound, "no events for id %s", id)
-	}
-	return recs, nil
-}
-
-// ExportTasks writes the JSONL task-packet log: one line per queue
-// event, holding the task packet as it stood after that event, in log order.
-// It streams: each line is written as its event is read, and it keeps at
-// most ExportCacheSize task packets in memory (see ExportTasksCached).
-func ExportTasks(ctx context.Context, store *events.Store, w io.Writer) (int, error) {
-	return ExportTasksCached(ctx, store, w, ExportCacheSize)
-}
-
-// ExportTasksCached is ExportTasks keeping at most cacheTasks task packets
-// in memory: a task whose packet was dropped is folded again from its own
-// events up to the current one (one direct read of the task's events), so
-// memory does not grow with the log while the output stays the same.
-func ExportTasksCached(ctx context.Context, store *events.Store, w io.Writer, cacheTasks int) (int, error) {
-	tasks := newLRU[string, *trellis.Task](cacheTasks)
-	n := 0
-	enc := newJSONLWriter(w)
-	err := store.Read(ctx, events.StreamQueue, "", 0, func(rec events.Recorded) error {
-		if !taskqueue.IsTaskSubject(rec.Subject) {
-			return nil
-		}
-		prev, ok := tasks.get(rec.AggregateID)
-		if !ok && rec.Type != taskqueue.Added && rec.AggregateID != "" {
-			var err error
-			if prev, err = foldTaskBefore(ctx, store, rec); err != nil {
-				return err
-			}
-		}
-		t, err := taskqueue.Apply(prev, rec)
-		if errors.Is(err, events.ErrBadEvent) {
-			return nil // not a Trellis event: nothing to export
-		}
-		if err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		if t == nil {
-			return nil
-		}
-		tasks.put(rec.AggregateID, t)
-		n++
-		return enc.write(t)
-	})
-	if err != nil {
-		return n, command.StoreError("export", err)
-	}
-	return n, enc.flush()
-}
-
-// foldTaskBefore folds a task's events that precede rec (nil when there
-// are none).
-func foldTaskBefore(ctx context.Context, store *events.Store, rec events.Recorded) (*trellis.Task, error) {
-	if trellis.ValidateTaskID("task_id", rec.AggregateID) != nil {
-		return nil, nil // not a task: ApplyTask reports the bad event
-	}
-	recs, _, err := store.Load(ctx, events.StreamQueue, taskqueue.Filter(rec.AggregateID))
-	if err != nil {
-		return nil, fmt.Errorf("export: reload task %s: %w", rec.AggregateID, err)
-	}
-	var t *trellis.Task
-	for _, r := range recs {
-		if r.Seq >= rec.Seq {
-			break
-		}
-		next, err := taskqueue.Apply(t, r)
-		if errors.Is(err, events.ErrBadEvent) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("export: reload task %s: %w", rec.AggregateID, err)
-		}
-		if next != nil {
-			t = next
-		}
-	}
-	return t, nil
 }
 
 var _ trellis.QueueAdmin = (*Service)(nil)
@@ -495,27 +367,7 @@ func (s *Service) RemoveSchedule(ctx context.Context, req trellis.RemoveSchedule
 
 // Control implements trellis.QueueAdmin.
 func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
-	if err := req.Normalize(); err != nil {
-		return nil, err
-	}
-	actor := req.Actor
-	if actor == "" {
-		actor = "operator"
-	}
-	switch req.Action {
-	case "pause":
-		return s.queue.Pause(ctx, req.Queue, actor, req.Reason)
-	case "resume":
-		return s.queue.Resume(ctx, req.Queue, actor)
-	case "lease":
-		return s.queue.SetLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
-	case "rate":
-		return s.queue.SetRate(ctx, req.Queue, actor, req.Rate, req.Burst)
-	case "per_key":
-		return s.queue.SetPerKey(ctx, req.Queue, actor, req.PerKey)
-	default:
-		return s.queue.SetLimit(ctx, req.Queue, actor, req.MaxInFlight)
-	}
+	return s.queue.Control(ctx, req)
 }
 
 // Controls implements trellis.QueueAdmin.

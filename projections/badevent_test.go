@@ -8,7 +8,6 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -57,7 +56,7 @@ func TestBadEventsDoNotStopReads(t *testing.T) {
 		t.Fatalf("board after replay = %+v, %v", l, err)
 	}
 	var out strings.Builder
-	if n, err := handlers.ExportTasks(ctx, b.Store, &out); err != nil || n != 1 {
+	if n, err := taskqueue.ExportTasks(ctx, b.Store, &out); err != nil || n != 1 {
 		t.Fatalf("export over bad events: %d packets, %v", n, err)
 	}
 }

@@ -61,7 +61,7 @@ func (v *TaskViews) Apply(rec events.Recorded) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var cur *events.AgentTask
-	if rec.Type != events.TaskCreated {
+	if rec.Type != events.AgentTaskCreated {
 		cur = v.byID[v.byName[rec.AggregateID]]
 	}
 	next, err := events.ApplyAgentTask(cur, rec)

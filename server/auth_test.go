@@ -17,8 +17,8 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/taskqueue"
 )
@@ -64,7 +64,7 @@ func startAuth(t *testing.T, cfg server.Config) *authBundle {
 
 // natsClient connects to the server's NATS port with a token (as the CLI
 // does) and returns the API client; err is the connect error.
-func (b *authBundle) natsClient(t *testing.T, token string, opts ...nats.Option) (*natsapi.Client, *nats.Conn, error) {
+func (b *authBundle) natsClient(t *testing.T, token string, opts ...nats.Option) (*client.API, *nats.Conn, error) {
 	t.Helper()
 	o := []nats.Option{nats.Timeout(2 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}
 	if token != "" {
@@ -75,7 +75,7 @@ func (b *authBundle) natsClient(t *testing.T, token string, opts ...nats.Option)
 		return nil, nil, err
 	}
 	t.Cleanup(nc.Close)
-	return natsapi.NewClient(nc, 10*time.Second).WithToken(token), nc, nil
+	return client.NewAPI(nc, 10*time.Second).WithToken(token), nc, nil
 }
 
 // httpDo sends a request with the token (if any) and returns the status
@@ -162,17 +162,17 @@ func TestRolesOnEverySurface(t *testing.T) {
 		name string
 		need int // 0 reader, 1 worker, 2 admin
 		http func(tok string) (int, string)
-		nats func(c *natsapi.Client) error
+		nats func(c *client.API) error
 		tool string
 		args map[string]any
 	}{
 		{"read", 0,
 			func(tok string) (int, string) { return b.httpDo(t, tok, "GET", "/v1/queue/tasks", "") },
-			func(c *natsapi.Client) error { _, err := c.List(b.ctx, trellis.ListRequest{}); return err },
+			func(c *client.API) error { _, err := c.List(b.ctx, trellis.ListRequest{}); return err },
 			"queue_list", map[string]any{}},
 		{"metrics", 0,
 			func(tok string) (int, string) { return b.httpDo(t, tok, "GET", "/metrics", "") },
-			func(c *natsapi.Client) error {
+			func(c *client.API) error {
 				_, err := c.Show(b.ctx, events.NewID(time.Now()))
 				return ignoreNotFound(err)
 			},
@@ -181,18 +181,18 @@ func TestRolesOnEverySurface(t *testing.T) {
 			func(tok string) (int, string) {
 				return b.httpDo(t, tok, "POST", "/v1/queue/next", `{"queue":"default"}`)
 			},
-			func(c *natsapi.Client) error { _, err := c.Next(b.ctx, trellis.NextRequest{}); return err },
+			func(c *client.API) error { _, err := c.Next(b.ctx, trellis.NextRequest{}); return err },
 			"queue_next", map[string]any{}},
 		{"admin", 2,
 			func(tok string) (int, string) {
 				return b.httpDo(t, tok, "POST", "/v1/queues/default/controls", `{"action":"resume"}`)
 			},
-			func(c *natsapi.Client) error { _, err := c.Replay(b.ctx); return err },
+			func(c *client.API) error { _, err := c.Replay(b.ctx); return err },
 			"queue_add", map[string]any{"objective": "by an admin"}},
 	}
 	for _, caller := range callers {
 		tok := token(caller)
-		var client *natsapi.Client
+		var client *client.API
 		var cerr error
 		client, _, cerr = b.natsClient(t, tok)
 		if level[caller] < 0 {

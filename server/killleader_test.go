@@ -20,8 +20,8 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/workers"
@@ -181,14 +181,14 @@ func TestKillStreamLeaderMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clientConn := func(token string) *natsapi.Client {
+	clientConn := func(token string) *client.API {
 		nc, err := nats.Connect(clusterURLs(procs, "client", clientPW), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
 			nats.CustomInboxPrefix(auth.InboxPrefix(token)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		return natsapi.NewClient(nc, 20*time.Second).WithToken(token)
+		return client.NewAPI(nc, 20*time.Second).WithToken(token)
 	}
 	admin := clientConn(adminSecret)
 	// The client user cannot append: publishing an event is refused.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 )
 
@@ -35,7 +35,7 @@ func TestQuorumLossWithdrawsAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	client := natsapi.NewClient(nc, 0)
+	client := client.NewAPI(nc, 0)
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.Info().HTTPURL + path)
 		if err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 )
 
@@ -109,7 +109,7 @@ func CheckScratch(ctx context.Context, url string) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if info, err := natsapi.NewClient(nc, 2*time.Second).Ping(pctx); err == nil {
+	if info, err := client.NewAPI(nc, 2*time.Second).Ping(pctx); err == nil {
 		return fmt.Errorf("--nats-url %s: a Trellis server (pid %d, data %s) is serving on it: features need a NATS server of their own",
 			url, info.PID, info.DataDir)
 	}

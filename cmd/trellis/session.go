@@ -14,12 +14,15 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // session is how one CLI command reaches Trellis: a running server over the
@@ -47,7 +50,7 @@ type session struct {
 	// client is the NATS API client of a remote session. With a token
 	// (store nil) everything goes through it: a token holder may not
 	// read or append to the log directly.
-	client *natsapi.Client
+	client *client.API
 	close  func()
 }
 
@@ -109,7 +112,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 	if err != nil {
 		return nil, &trellis.Error{Code: trellis.CodeUnavailable, Message: fmt.Sprintf("connect to NATS %s: %v", url, err), Err: errors.Join(errNoNATS, err)}
 	}
-	client := natsapi.NewClient(nc, 0).WithToken(a.token)
+	client := client.NewAPI(nc, 0).WithToken(a.token)
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	info, err := client.Ping(pctx)
@@ -300,7 +303,7 @@ func (s *session) audit(ctx context.Context, id string) ([]events.Recorded, erro
 	if s.store == nil {
 		return s.client.Audit(ctx, id)
 	}
-	return handlers.Audit(ctx, s.store, id)
+	return audit.AggregateEvents(ctx, s.store, id)
 }
 
 // exportTasks writes the JSONL task-packet log and returns the number of
@@ -311,7 +314,7 @@ func (s *session) exportTasks(ctx context.Context, w io.Writer) (int, error) {
 		err := s.client.Export(ctx, cw)
 		return cw.n, err
 	}
-	return handlers.ExportTasks(ctx, s.store, w)
+	return taskqueue.ExportTasks(ctx, s.store, w)
 }
 
 // ingest ingests a directory: here, or with a token by the server, which

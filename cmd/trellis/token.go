@@ -10,7 +10,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
-	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/client"
 )
 
 func (a *app) tokenCommand() *cobra.Command {
@@ -29,7 +29,7 @@ stored, as an event; a revoked token stops working on every listener within seco
 }
 
 // tokenClient reaches the running server's token API.
-func (a *app) tokenClient(cmd *cobra.Command) (*natsapi.Client, func(), error) {
+func (a *app) tokenClient(cmd *cobra.Command) (*client.API, func(), error) {
 	s, err := a.serverSession(cmd.Context(), "trellis token")
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/handlers/natsapi"
 )
 
@@ -199,7 +200,7 @@ func TestAbandonedRequestsAreNotApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	client := natsapi.NewClient(nc, 10*time.Second)
+	client := client.NewAPI(nc, 10*time.Second)
 	ctx := context.Background()
 	ids := addTasks(t, client, "default", 2, 3)
 	held, err := client.WorkerSource().Claim(ctx, "default", "w/1", 5*time.Second)

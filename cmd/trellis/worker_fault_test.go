@@ -14,8 +14,8 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -25,14 +25,14 @@ import (
 
 // reconnectingClient is an API client on url that survives a restart of
 // its server.
-func reconnectingClient(t *testing.T, url string, opts ...nats.Option) (*natsapi.Client, *nats.Conn) {
+func reconnectingClient(t *testing.T, url string, opts ...nats.Option) (*client.API, *nats.Conn) {
 	t.Helper()
 	nc, err := nats.Connect(url, append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	return natsapi.NewClient(nc, 10*time.Second), nc
+	return client.NewAPI(nc, 10*time.Second), nc
 }
 
 // gated is a --exec command that records its run in ledger, then waits
@@ -233,7 +233,7 @@ func TestOutcomeKeptAcrossServeRestart(t *testing.T) {
 			dir := t.TempDir()
 			ledger, gate := filepath.Join(dir, "ledger"), filepath.Join(dir, "go")
 			args := []string{"worker", "--nats-url", url, "--queue", "outage", "--lease", "40s", "--metrics-addr", "", "--exec", gated(ledger, gate)}
-			var client *natsapi.Client
+			var client *client.API
 			var nc *nats.Conn
 			if token {
 				raw, err := os.ReadFile(filepath.Join(data, "auth", "admin.token"))

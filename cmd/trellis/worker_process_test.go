@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/client"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers/natsapi"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/taskqueue"
 )
@@ -398,7 +398,7 @@ func TestServeRestartMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	client := natsapi.NewClient(nc, 10*time.Second)
+	client := client.NewAPI(nc, 10*time.Second)
 	ids := addTasks(t, client, "restart", 100, 0)
 	for i := 0; i < 2; i++ {
 		startProc(t, workerArgs(url, "restart", "wr"+strconv.Itoa(i), "--concurrency", "2", "--exec", "sleep 0.05", "--lease", "3s")...)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // addTask serves POST /v1/queue/tasks: 201 and the new task packet.
@@ -191,7 +191,7 @@ func (s *server) exportTasks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	nw := &ndjsonWriter{w: w}
-	if _, err := handlers.ExportTasks(r.Context(), s.svc.Store(), nw); err != nil {
+	if _, err := taskqueue.ExportTasks(r.Context(), s.svc.Store(), nw); err != nil {
 		return fmt.Errorf("export tasks: %w", err)
 	}
 	nw.start()

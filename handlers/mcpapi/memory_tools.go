@@ -267,7 +267,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			Annotations:  &mcp.ToolAnnotations{Title: "List agent tasks", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
 		},
 		params: []param{
-			{name: "status", desc: "Only tasks in this status: open or completed (default: both).", refine: oneOf(events.AgentTaskOpen, events.AgentTaskCompleted)},
+			{name: "status", desc: "Only tasks in this status: open or completed (default: both).", refine: oneOf(events.AgentTaskStatusOpen, events.AgentTaskStatusCompleted)},
 		},
 		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.TaskListRequest) (*mcp.CallToolResult, error) {
 			l, err := svc.TaskList(ctx, *in)

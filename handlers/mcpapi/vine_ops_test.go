@@ -43,10 +43,10 @@ func TestVineOpsDocumented(t *testing.T) {
 		if !strings.Contains(ops.Description, s.Signature()) {
 			t.Errorf("operations description lacks %s", s.Signature())
 		}
-		if !strings.Contains(mcpapi.VineSpecFull, "`"+s.Name+"`") {
+		if !strings.Contains(vine.SpecFull, "`"+s.Name+"`") {
 			t.Errorf("vine://spec/full lacks `%s`", s.Name)
 		}
-		if len(s.Args) > 0 && !strings.Contains(mcpapi.VineSpecFull, "`"+strings.Join(s.Args, ", ")+"`") {
+		if len(s.Args) > 0 && !strings.Contains(vine.SpecFull, "`"+strings.Join(s.Args, ", ")+"`") {
 			t.Errorf("vine://spec/full lacks the arguments of %s: `%s`", s.Name, strings.Join(s.Args, ", "))
 		}
 	}

@@ -107,7 +107,7 @@ func TestVineToolsAndResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	texts := map[string]string{mcpapi.VineSpecBriefURI: mcpapi.VineSpecBrief, mcpapi.VineSpecFullURI: mcpapi.VineSpecFull}
+	texts := map[string]string{mcpapi.VineSpecBriefURI: vine.SpecBrief, mcpapi.VineSpecFullURI: vine.SpecFull}
 	listed := 0
 	for _, r := range rl.Resources {
 		if _, ok := texts[r.URI]; !ok {
@@ -129,21 +129,6 @@ func TestVineToolsAndResources(t *testing.T) {
 		if len(rr.Contents) != 1 || rr.Contents[0].URI != uri || rr.Contents[0].MIMEType != "text/markdown" || rr.Contents[0].Text != want {
 			t.Fatalf("read %s = %+v", uri, rr.Contents)
 		}
-	}
-	for _, frag := range []string{"# ", "vine 1.2.0", "---", "notstarted", "-> ", "> ", "@artifact", "vine_next", "vine_expand", "vine_claim", "reviewing", "ready_to_complete", "atomic"} {
-		if !strings.Contains(mcpapi.VineSpecBrief, frag) {
-			t.Errorf("brief lacks %q", frag)
-		}
-	}
-	for _, frag := range []string{"Magic line", "Metadata", "delimiter", "prefix", "Canonical serialization", "island", "cycle",
-		"needs_expansion", "half up", "add_task", "remove_task", "set_status", "update_ref_uri", "extract_to_ref", "taskId, depId",
-		"prefix/id", "descendants", "validate", "Concurrency", "workspace roots"} {
-		if !strings.Contains(mcpapi.VineSpecFull, frag) {
-			t.Errorf("full spec lacks %q", frag)
-		}
-	}
-	if len(mcpapi.VineSpecFull) < 2*len(mcpapi.VineSpecBrief) {
-		t.Errorf("full spec (%d bytes) is not much longer than the brief (%d)", len(mcpapi.VineSpecFull), len(mcpapi.VineSpecBrief))
 	}
 }
 

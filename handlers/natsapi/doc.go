@@ -4,4 +4,10 @@
 // trellis.api.v1.<operation> (queue group "trellis-api", so several servers
 // share the load); bodies are the same JSON request types as the HTTP API;
 // replies are {"result": ...} or {"error": {"code","field","message"}}.
+//
+// This package is the server's side: the subjects and operations
+// (subjects.go), the bodies without a type in the root package (wire.go),
+// and the responder that authorizes, decodes and answers each request
+// through the composed service. The Go side that sends the requests is
+// client.API in package client, Trellis's front door for Go programs.
 package natsapi

@@ -3,10 +3,6 @@ package natsapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -16,6 +12,7 @@ import (
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // auditRequest names the aggregate to audit.
@@ -50,23 +47,6 @@ func logOps(svc *handlers.Service) map[string]func(context.Context, []byte) (any
 			return codememory.Ingest(ctx, svc.Store(), codememory.IngestConfig{Root: root, Repo: r.Repo})
 		}),
 	}
-}
-
-// Audit returns every event of an aggregate (see handlers.Audit).
-func (c *Client) Audit(ctx context.Context, id string) ([]events.Recorded, error) {
-	out, err := callInto[[]events.Recorded](ctx, c, OpAudit, auditRequest{ID: id})
-	if err != nil {
-		return nil, err
-	}
-	return *out, nil
-}
-
-// Ingest asks the server to ingest root, a directory the server reads
-// (the same path on its machine or volume).
-func (c *Client) Ingest(ctx context.Context, root, repo string) (*codememory.IngestSummary, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	return callInto[codememory.IngestSummary](ctx, c, OpIngest, ingestRequest{Root: root, Repo: repo})
 }
 
 // The export is streamed: the server answers one request with messages of
@@ -121,60 +101,11 @@ func serveExport(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig, m *nats.
 		return
 	}
 	w := &chunkWriter{nc: nc, reply: m.Reply}
-	if _, err := handlers.ExportTasks(ctx, svc.Store(), w); err != nil {
+	if _, err := taskqueue.ExportTasks(ctx, svc.Store(), w); err != nil {
 		respond(m, nil, err, cfg.Logger)
 		return
 	}
 	if err := w.send(w.buf.Bytes(), true); err != nil {
 		cfg.Logger.Warn("export reply", "err", err)
-	}
-}
-
-// Export writes the JSONL task-packet log (see handlers.ExportTasks) to w,
-// streamed from the server.
-func (c *Client) Export(ctx context.Context, w io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	inbox := c.nc.NewRespInbox()
-	sub, err := c.nc.SubscribeSync(inbox)
-	if err != nil {
-		return trellis.Errorf(trellis.CodeUnavailable, "export: %w", err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	_ = sub.SetPendingLimits(-1, -1)
-	m := c.request(Prefix+OpQueueExport, []byte("{}"), time.Time{})
-	m.Reply = inbox
-	if err := c.nc.PublishMsg(m); err != nil {
-		return trellis.Errorf(trellis.CodeUnavailable, "export: %w", err)
-	}
-	for n := 0; ; n++ {
-		msg, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				return trellis.Errorf(trellis.CodeUnavailable, "export: the server stopped answering")
-			}
-			return trellis.Errorf(trellis.CodeUnavailable, "export: %w", err)
-		}
-		if msg.Header.Get(headerExportSeq) == "" {
-			var body struct {
-				Error *replyError `json:"error"`
-			}
-			if json.Unmarshal(msg.Data, &body) == nil && body.Error != nil {
-				return &trellis.Error{Code: trellis.Code(body.Error.Code), Field: body.Error.Field, Message: body.Error.Message}
-			}
-			if msg.Header.Get("Status") == "503" || len(msg.Data) == 0 {
-				return trellis.Errorf(trellis.CodeUnavailable, "no trellis server answers on %s", Prefix+OpQueueExport)
-			}
-			return trellis.Errorf(trellis.CodeInternal, "export: unexpected reply")
-		}
-		if got := msg.Header.Get(headerExportSeq); got != strconv.Itoa(n) {
-			return trellis.Errorf(trellis.CodeUnavailable, "export: part %s arrived where %d was due (a lost message): run it again", got, n)
-		}
-		if _, err := w.Write(msg.Data); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		if msg.Header.Get(headerExportEnd) != "" {
-			return nil
-		}
 	}
 }

@@ -67,6 +67,12 @@ const (
 	OpAudit       = "audit"
 	OpQueueExport = "queue.export"
 
+	// OpAuditQuery answers one page of an audit query (trellis.AuditQuery).
+	OpAuditQuery = "audit.query"
+	// OpAuditProjections answers how far the server's projections have
+	// folded the log (trellis.ProjectionStatus).
+	OpAuditProjections = "audit.projections"
+
 	// Token management and who-am-I.
 	OpTokenCreate = "token.create"
 	OpTokenList   = "token.list"

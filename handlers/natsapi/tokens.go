@@ -54,32 +54,3 @@ func tokenOps(tokens *auth.Service) map[string]func(context.Context, []byte) (an
 		}),
 	}
 }
-
-// CreateToken asks the server for a new token (admin only).
-func (c *Client) CreateToken(ctx context.Context, name, role string, queues []string) (*auth.Created, error) {
-	return callInto[auth.Created](ctx, c, OpTokenCreate, tokenCreateRequest{Name: name, Role: role, Queues: queues})
-}
-
-// ListTokens lists every token (admin only; never a secret).
-func (c *Client) ListTokens(ctx context.Context) ([]auth.Token, error) {
-	out, err := callInto[[]auth.Token](ctx, c, OpTokenList, struct{}{})
-	if err != nil {
-		return nil, err
-	}
-	return *out, nil
-}
-
-// RevokeToken revokes a token (admin only).
-func (c *Client) RevokeToken(ctx context.Context, name, reason string) (*auth.Token, error) {
-	return callInto[auth.Token](ctx, c, OpTokenRevoke, tokenNameRequest{Name: name, Reason: reason})
-}
-
-// Whoami returns the identity the server sees (nil when authentication is
-// off).
-func (c *Client) Whoami(ctx context.Context) (*auth.Identity, error) {
-	var out *auth.Identity
-	if err := c.call(ctx, OpWhoami, struct{}{}, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}

@@ -1,4 +1,4 @@
-package handlers
+package taskqueue
 
 import "container/list"
 

@@ -1,20 +1,9 @@
-package mcpapi
+package vine
 
-// The URIs of the VINE specification resources.
-const (
-	// VineSpecBriefURI names the condensed format and agent-loop guide.
-	VineSpecBriefURI = "vine://spec/brief"
-	// VineSpecFullURI names the complete format rules and agent loop.
-	VineSpecFullURI = "vine://spec/full"
-)
-
-// VineSpecMIMEType is the media type of both specification texts.
-const VineSpecMIMEType = "text/markdown"
-
-// VineSpecBrief is the text of the vine://spec/brief resource: the
-// essentials of the .vine format and how an agent runs the execution loop
-// with Trellis's vine tools. The CLI prints it too.
-const VineSpecBrief = "# VINE task graphs: the short version\n" + `
+// SpecBrief is the condensed guide agents read first (the MCP resource
+// vine://spec/brief): the essentials of the .vine format and how an agent
+// runs the execution loop with Trellis's vine tools.
+const SpecBrief = "# VINE task graphs: the short version\n" + `
 A ` + "`.vine`" + ` file is a plain-text plan: a graph of tasks, each depending on
 other tasks, executed by agents from the leaves up until the first task (the
 root) is complete. Trellis keeps every change to a graph as an event and
@@ -106,11 +95,10 @@ no longer parses is refused until it is fixed (or restored with
 ` + "`internal`" + `. Read ` + "`vine://spec/full`" + ` for every rule.
 `
 
-// VineSpecFull is the text of the vine://spec/full resource: the complete
-// rules of the .vine format as Trellis reads and writes it, the frontier,
-// the mutations, expansion, the read queries and the agent loop. The CLI
-// prints it too.
-const VineSpecFull = "# VINE task graphs: the complete rules\n" + `
+// SpecFull is the complete guide (the MCP resource vine://spec/full):
+// the rules of the .vine format as Trellis reads and writes it, the
+// frontier, the mutations, expansion, the read queries and the agent loop.
+const SpecFull = "# VINE task graphs: the complete rules\n" + `
 VINE is a plain-text format for dependency graphs of tasks executed by AI
 agents. Trellis reads VINE 1.0.0, 1.1.0 and 1.2.0, writes canonical 1.2.0, and
 runs each file as an event-sourced graph: every batch of changes, claim,

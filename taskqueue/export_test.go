@@ -1,4 +1,4 @@
-package handlers_test
+package taskqueue_test
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -84,9 +83,9 @@ func TestExportBoundedCacheSameOutput(t *testing.T) {
 	if lines < 100 || len(tasks) < 20 {
 		t.Fatalf("workload too small: %d lines, %d tasks", lines, len(tasks))
 	}
-	for _, size := range []int{1, 3, handlers.ExportCacheSize} {
+	for _, size := range []int{1, 3, taskqueue.ExportCacheSize} {
 		var got bytes.Buffer
-		n, err := handlers.ExportTasksCached(ctx, b.Store, &got, size)
+		n, err := taskqueue.ExportTasksCached(ctx, b.Store, &got, size)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,3 @@
+// Package eventstest starts a real embedded nats-server with JetStream for
+// tests (no mocks of NATS) and returns a ready Store.
+package eventstest
