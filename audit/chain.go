@@ -253,6 +253,12 @@ type ChainStats struct {
 	// Unverifiable is how many links could not be checked because the
 	// event before them could not be hashed (reported on its own).
 	Unverifiable uint64 `json:"unverifiable"`
+	// Continued is how many aggregates a prune cut at a snapshot: their
+	// first event in the log is that snapshot, chained to the archive.
+	Continued uint64 `json:"continued,omitempty"`
+	// Snapshots is how many snapshots were checked against the events
+	// they replace (or a prune record that cut those).
+	Snapshots uint64 `json:"snapshots,omitempty"`
 }
 
 // chainCheck follows every aggregate's hash chain through a stream read in
@@ -273,6 +279,9 @@ type chainCheck struct {
 	// classifying a broken link).
 	gaps  [][2]uint64
 	stats ChainStats
+	// continued are the snapshots trusted prune records name as the
+	// first event the log keeps of an aggregate they cut (by sequence).
+	continued map[uint64]events.Continuation
 }
 
 func newChainCheck(src chainSource, heads *headStore, complete, anchoredOK bool) *chainCheck {
@@ -333,6 +342,12 @@ func (c *chainCheck) check(ctx context.Context, it chainItem, ref aggRef) ([]Fin
 	case head == nil && c.anchoredOK:
 		// Its earlier events lie before the checked range.
 		c.stats.Anchored++
+		c.stats.Aggregates++
+		next.chained = true
+	case head == nil && c.continues(it):
+		// A prune cut its earlier events into an archive (see
+		// snapshotCheck).
+		c.stats.Continued++
 		c.stats.Aggregates++
 		next.chained = true
 	case head == nil:

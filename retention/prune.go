@@ -60,6 +60,10 @@ type ArchiveResult struct {
 	// on the queue stream.
 	Record    string `json:"record"`
 	RecordSeq uint64 `json:"record_seq"`
+
+	// Gates counts the open gates whose events before a snapshot it
+	// holds (see scanGates).
+	Gates int `json:"gates,omitempty"`
 }
 
 // Result reports a prune.
@@ -80,6 +84,13 @@ type Result struct {
 	// record that this prune removed.
 	Completed int   `json:"completed"`
 	Millis    int64 `json:"millis"`
+
+	// GateEvents counts the events of open gates cut at a snapshot (see
+	// scanGates): not in Events, which counts the tasks'. GatesKept
+	// counts the gates kept whole by reason (none: a gate without a
+	// snapshot before the cut is not counted).
+	GateEvents int            `json:"gate_events,omitempty"`
+	GatesKept  map[string]int `json:"gates_kept,omitempty"`
 }
 
 // Prune removes the finished queue tasks whose events were all stored
@@ -162,6 +173,14 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 			}
 			res.Kept["changed during the prune"] += n - len(batch)
 		}
+	}
+	res.GatesKept = map[string]int{}
+	gates, err := scanGates(ctx, store, res.Cut, res.GatesKept)
+	if err != nil {
+		return res, command.StoreError("prune: read the gates", err)
+	}
+	if err := pruneGates(ctx, store, stream, log, scan.firstSeq, gates, res, opts); err != nil {
+		return res, err
 	}
 	res.Millis = time.Since(start).Milliseconds()
 	return res, nil

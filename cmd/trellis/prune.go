@@ -122,6 +122,9 @@ func (a *app) archiveOutsideLog(dir string) error {
 func printPrune(a *app, res *retention.Result) {
 	w := a.stdout
 	fmt.Fprintf(w, "pruned %d task(s), %d event(s) stored before %s\n", res.Tasks, res.Events, res.Cut.Format(time.RFC3339))
+	if res.GateEvents > 0 {
+		fmt.Fprintf(w, "cut %d event(s) of open gates at their snapshots\n", res.GateEvents)
+	}
 	if res.Completed > 0 {
 		fmt.Fprintf(w, "finished an interrupted prune: removed %d message(s) its record accounts for\n", res.Completed)
 	}
@@ -135,5 +138,8 @@ func printPrune(a *app, res *retention.Result) {
 	sort.Strings(reasons)
 	for _, r := range reasons {
 		fmt.Fprintf(w, "kept %d task(s): %s\n", res.Kept[r], r)
+	}
+	for r, n := range res.GatesKept {
+		fmt.Fprintf(w, "kept %d gate(s) whole: %s\n", n, r)
 	}
 }
