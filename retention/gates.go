@@ -216,6 +216,9 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])
 	}
+	if opts.AfterGateRecord != nil {
+		opts.AfterGateRecord()
+	}
 	if _, err := log.finish(ctx, stream); err != nil {
 		return nil, command.StoreError("prune: remove the cut gate events (the record is appended: the next prune finishes it)", err)
 	}

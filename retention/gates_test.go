@@ -251,3 +251,76 @@ func TestPruneKeepsGateWithForgedSnapshot(t *testing.T) {
 		t.Fatalf("verify: %v; want the forged snapshot #%d altered", fs, forged.Seq)
 	}
 }
+
+// TestPruneGateStoppedAfterRecord: a prune stopped after it recorded a
+// gate's cut, while it removed the cut events (some removed, its context
+// cancelled there, as a kill would stop it), leaves the log
+// verifiable and the gate's state as it was, and loads of the gate see
+// that state; the next prune finishes the removal.
+func TestPruneGateStoppedAfterRecord(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := ctxT(t)
+	q := taskqueue.New(b.Store, taskqueue.Config{})
+	if _, err := q.SetRate(ctx, "sq", "ops", "100000/s", 100000); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < taskqueue.GateSnapshotEvery+10; i++ {
+		if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "sq", Objective: "gated"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := q.Next(ctx, trellis.NextRequest{Queue: "sq", Worker: "w"}); err != nil || got == nil {
+			t.Fatalf("claim %d: %+v, %v", i, got, err)
+		}
+	}
+	id := taskqueue.GateID("sq")
+	before, err := taskqueue.FoldGate(gateEvents(t, b.Store, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped, stop := context.WithCancel(ctx)
+	partly := func() {
+		// Stopped in the middle of the removal: the gate's first 10
+		// events (of the 64 before its snapshot) are gone already.
+		stream, err := b.Store.JetStream().Stream(ctx, events.StreamQueue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range gateEvents(t, b.Store, id)[:10] {
+			if err := stream.DeleteMsg(ctx, r.Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop()
+	}
+	_, err = retention.Prune(stopped, b.Store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later, AfterGateRecord: partly})
+	if err == nil {
+		t.Fatal("a prune stopped after its gate record reported success")
+	}
+	check := func(when string) []events.Recorded {
+		t.Helper()
+		if fs := verifyLog(t, b.Store); len(fs) > 0 {
+			t.Fatalf("verify %s: %v", when, fs)
+		}
+		recs := gateEvents(t, b.Store, id)
+		g, err := taskqueue.FoldGate(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !taskqueue.SameGate(g, before) {
+			t.Fatalf("gate %s: %+v; before %+v", when, g, before)
+		}
+		return recs
+	}
+	check("after the stopped prune")
+	res, err := retention.Prune(ctx, b.Store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed == 0 {
+		t.Fatalf("the next prune finished nothing of the stopped one: %+v", res)
+	}
+	if recs := check("after the next prune"); len(recs) != 11 || recs[0].Type != taskqueue.Snapshot {
+		t.Fatalf("the gate keeps %d events; want its snapshot and the 10 after it", len(recs))
+	}
+}

@@ -45,6 +45,10 @@ type Options struct {
 	// AfterArchive, when set, is called once each archive is durable,
 	// before its record is appended (tests stop a prune there).
 	AfterArchive func(path string)
+	// AfterGateRecord, when set, is called once the record of a batch of
+	// gates is appended, before their cut events are removed (tests stop
+	// a prune there).
+	AfterGateRecord func()
 }
 
 // ArchiveResult is one archive a prune wrote, with its record.
