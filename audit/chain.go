@@ -204,6 +204,8 @@ type chainItem struct {
 	// Scheduled: the server published it from a timer (a due or tick
 	// event, decided when the timer was set: it carries no prev).
 	Scheduled bool
+	// Snapshot: an aggregate's snapshot (see snapshotCheck).
+	Snapshot bool
 }
 
 // chainSource reads back the events of one aggregate, in log order (up to
@@ -282,6 +284,26 @@ type chainCheck struct {
 	// continued are the snapshots trusted prune records name as the
 	// first event the log keeps of an aggregate they cut (by sequence).
 	continued map[uint64]events.Continuation
+	// omitted are the ranges an archive leaves out on purpose.
+	omitted [][2]uint64
+}
+
+// omit records sequences from..to an archive leaves out on purpose.
+func (c *chainCheck) omit(from, to uint64) {
+	if len(c.omitted) < 1<<16 {
+		c.omitted = append(c.omitted, [2]uint64{from, to})
+	}
+}
+
+// omittedBetween reports whether an omitted range lies strictly between
+// sequences a and b.
+func (c *chainCheck) omittedBetween(a, b uint64) bool {
+	for _, g := range c.omitted {
+		if g[1] > a && g[0] < b {
+			return true
+		}
+	}
+	return false
 }
 
 func newChainCheck(src chainSource, heads *headStore, complete, anchoredOK bool) *chainCheck {
@@ -378,6 +400,12 @@ func (c *chainCheck) check(ctx context.Context, it chainItem, ref aggRef) ([]Fin
 		next.hasUnch = true
 	case it.Prev == "":
 		finding(FindingAltered, "it carries no prev, but its aggregate's chain ran up to #%d: its link was stripped", head.seq)
+		next.chained, next.hasUnch = true, head.hasUnch
+	case c.continues(it) || (it.Snapshot && it.Line > 0 && c.omittedBetween(head.seq, it.Seq)):
+		// A prune cut the events between the open task's dispatch and
+		// this snapshot into an archive (see snapshotCheck); in an
+		// archive, an earlier archive holds them (the lines omitted).
+		c.stats.Continued++
 		next.chained, next.hasUnch = true, head.hasUnch
 	default:
 		f, err := c.classify(ctx, it, head, ref)
@@ -520,7 +548,7 @@ func short(h string) string {
 
 // itemOf is the chain item of a recorded event (its payload resolved).
 func itemOf(rec events.Recorded, line int, hashable bool) chainItem {
-	it := chainItem{Stream: rec.Stream, Subject: rec.Subject, Seq: rec.Seq, Line: line, ID: rec.ID, Prev: rec.Prev}
+	it := chainItem{Stream: rec.Stream, Subject: rec.Subject, Seq: rec.Seq, Line: line, ID: rec.ID, Prev: rec.Prev, Snapshot: rec.Type == taskqueue.Snapshot}
 	if hashable {
 		it.Hash = events.Hash(rec.Envelope)
 	}

@@ -36,7 +36,8 @@ func newSnapshotCheck(store *events.Store, stream string, continued map[uint64]e
 
 // check checks m when it is a gate's snapshot.
 func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding, error) {
-	if m.Bad != nil || m.Type != taskqueue.Snapshot || !taskqueue.IsGateSubject(m.Subject) {
+	isTask := taskqueue.IsTaskSubject(m.Subject)
+	if m.Bad != nil || m.Type != taskqueue.Snapshot || !(isTask || taskqueue.IsGateSubject(m.Subject)) {
 		return nil, nil
 	}
 	ref, ok := aggregateOf(m.Subject)
@@ -52,8 +53,8 @@ func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding,
 	s.last[ref.key] = m.Seq
 	s.checked++
 	var p taskqueue.SnapshotPayload
-	if err := m.DecodePayload(&p); err != nil || p.Gate == nil {
-		altered("a snapshot that carries no gate state")
+	if err := m.DecodePayload(&p); err != nil || (!isTask && p.Gate == nil) || (isTask && (p.Task == nil || p.Task.TaskID != m.AggregateID)) {
+		altered("a snapshot that carries no state of its aggregate")
 		return out, nil
 	}
 	if p.Replaces != m.Prev {
@@ -75,12 +76,23 @@ func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding,
 	if len(recs) > 0 && recs[0].Prev != "" && recs[0].Type != taskqueue.Snapshot {
 		return out, nil // its history is gone: the chain check reports that
 	}
-	want, err := taskqueue.FoldGate(recs)
-	if err != nil {
-		altered("the events the snapshot replaces do not fold: %v", err)
-		return out, nil
+	var same bool
+	if isTask {
+		want, err := taskqueue.Fold(recs)
+		if err != nil {
+			altered("the events the snapshot replaces do not fold: %v", err)
+			return out, nil
+		}
+		same = taskqueue.SameTask(want, p.Task)
+	} else {
+		want, err := taskqueue.FoldGate(recs)
+		if err != nil {
+			altered("the events the snapshot replaces do not fold: %v", err)
+			return out, nil
+		}
+		same = taskqueue.SameGate(want, p.Gate)
 	}
-	if !taskqueue.SameGate(want, p.Gate) {
+	if !same {
 		first := uint64(0)
 		if len(recs) > 0 {
 			first = recs[0].Seq

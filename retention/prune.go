@@ -66,8 +66,9 @@ type ArchiveResult struct {
 	RecordSeq uint64 `json:"record_seq"`
 
 	// Gates counts the open gates whose events before a snapshot it
-	// holds (see scanGates).
-	Gates int `json:"gates,omitempty"`
+	// holds (see scanGates), OpenTasks the open tasks (see chooseOpen).
+	Gates     int `json:"gates,omitempty"`
+	OpenTasks int `json:"open_tasks,omitempty"`
 }
 
 // Result reports a prune.
@@ -95,6 +96,10 @@ type Result struct {
 	// snapshot before the cut is not counted).
 	GateEvents int            `json:"gate_events,omitempty"`
 	GatesKept  map[string]int `json:"gates_kept,omitempty"`
+	// OpenTasks counts the open tasks cut at a snapshot and OpenEvents
+	// their events removed (see chooseOpen; not in Tasks and Events).
+	OpenTasks  int `json:"open_tasks,omitempty"`
+	OpenEvents int `json:"open_events,omitempty"`
 }
 
 // Prune removes the finished queue tasks whose events were all stored
@@ -177,6 +182,9 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 			}
 			res.Kept["changed during the prune"] += n - len(batch)
 		}
+	}
+	if err := pruneOpen(ctx, store, stream, log, scan.firstSeq, chooseOpen(scan, res.Cut, &log.pruned), res, opts); err != nil {
+		return res, err
 	}
 	res.GatesKept = map[string]int{}
 	gates, err := scanGates(ctx, store, res.Cut, res.GatesKept)

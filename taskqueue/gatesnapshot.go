@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
@@ -35,6 +36,8 @@ type SnapshotPayload struct {
 	Events int `json:"events"`
 	// Gate is the state of a gate (a queue's or a concurrency key's).
 	Gate *Gate `json:"gate,omitempty"`
+	// Task is the state of an open queue task (see TaskSnapshot).
+	Task *trellis.Task `json:"task,omitempty"`
 }
 
 // gateSnapshotSubject is the subject of a gate's snapshots.
