@@ -6,9 +6,9 @@
 // live log stays OK while a removal nobody recorded is still a finding.
 //
 // It prunes finished aggregates (queue tasks that are done, failed, dead
-// or cancelled) and cuts the open gates at a snapshot (see gates.go): the
-// events before it are archived and the record names the snapshot, which
-// continues the gate's chain in the live log. Other open aggregates
-// (queued, claimed, waiting or scheduled tasks, schedules, VINE graphs,
+// or cancelled) and cuts open gates and open tasks at a snapshot (see
+// gates.go, opentasks.go): the events the snapshot replaces are archived
+// and the record names the snapshot, which continues the aggregate's
+// chain in the live log. Other open aggregates (schedules, VINE graphs,
 // agent tasks, workflow runs) are kept whole (docs/retention.md).
 package retention

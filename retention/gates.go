@@ -48,7 +48,7 @@ type gateSegment struct {
 // scanGates reads every gate of the queue stream and returns what a prune
 // at cut removes of each, in order (a gate's later segments follow its
 // earlier ones), counting the gates it keeps whole by reason in kept.
-func scanGates(ctx context.Context, store *events.Store, cut time.Time, kept map[string]int) ([][]gateSegment, error) {
+func scanGates(ctx context.Context, store *events.Store, cut time.Time, continued map[uint64]string, kept map[string]int) ([][]gateSegment, error) {
 	gates := map[string]*gateHistory{}
 	var order []string
 	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>"} {
@@ -72,7 +72,7 @@ func scanGates(ctx context.Context, store *events.Store, cut time.Time, kept map
 	}
 	var out [][]gateSegment
 	for _, f := range order {
-		segs, why := gates[f].segments(cut)
+		segs, why := gates[f].segments(cut, continued)
 		if why != "" {
 			kept[why]++
 			continue
@@ -88,7 +88,7 @@ func scanGates(ctx context.Context, store *events.Store, cut time.Time, kept map
 // before cut into segments of at most maxGateEvents events (or up to its
 // next snapshot), each ending right before a snapshot. It returns why the
 // gate is kept whole, if it is.
-func (g *gateHistory) segments(cut time.Time) ([]gateSegment, string) {
+func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]gateSegment, string) {
 	last := -1
 	for i, m := range g.msgs {
 		if m.Bad != nil {
@@ -105,7 +105,7 @@ func (g *gateHistory) segments(cut time.Time) ([]gateSegment, string) {
 	// that does not match its history (appended by someone else) is no
 	// place to cut.
 	first := g.msgs[0]
-	if first.Prev != "" && first.Type != taskqueue.Snapshot {
+	if first.Prev != "" && (first.Type != taskqueue.Snapshot || continued[first.Seq] != events.Hash(first.Envelope)) {
 		return nil, "its first event in the log chains to one that is gone"
 	}
 	var segs []gateSegment
@@ -127,23 +127,27 @@ func (g *gateHistory) segments(cut time.Time) ([]gateSegment, string) {
 	return segs, ""
 }
 
-// matches reports whether the segment's events fold to its snapshot's
-// state and the snapshot chains to the last of them.
+// matches reports whether each snapshot in the segment (after its first
+// event) and the one it ends at carry the fold of the events before them
+// and chain to the last of those.
 func (s gateSegment) matches() bool {
-	recs := make([]events.Recorded, len(s.msgs))
-	for i, m := range s.msgs {
-		recs[i] = m.Recorded
+	var g *taskqueue.Gate
+	all := append(append([]events.Message(nil), s.msgs...), s.snap)
+	for i, m := range all {
+		if i > 0 && m.Type == taskqueue.Snapshot {
+			var p taskqueue.SnapshotPayload
+			prev := events.Hash(all[i-1].Envelope)
+			if m.DecodePayload(&p) != nil || p.Gate == nil || !taskqueue.SameGate(g, p.Gate) || p.Replaces != prev || m.Prev != prev {
+				return false
+			}
+		}
+		next, err := taskqueue.ApplyGate(g, m.Recorded)
+		if err != nil {
+			return false
+		}
+		g = next
 	}
-	want, err := taskqueue.FoldGate(recs)
-	if err != nil {
-		return false
-	}
-	var p taskqueue.SnapshotPayload
-	if s.snap.DecodePayload(&p) != nil || p.Gate == nil {
-		return false
-	}
-	last := events.Hash(s.msgs[len(s.msgs)-1].Envelope)
-	return taskqueue.SameGate(want, p.Gate) && p.Replaces == last && s.snap.Prev == last
+	return true
 }
 
 // pruneGates cuts the gates' histories (scanGates), one batch after the
@@ -215,6 +219,9 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	log.lastSeq, log.lastHash, log.last = ack.Seq, events.Hash(rec), &p
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])
+	}
+	for _, c := range p.Continued {
+		log.continued[c.Seq] = c.Hash
 	}
 	if opts.AfterGateRecord != nil {
 		opts.AfterGateRecord()

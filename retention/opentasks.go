@@ -40,7 +40,7 @@ type openCut struct {
 }
 
 // chooseOpen returns the open tasks a prune at cut snapshots and cuts.
-func chooseOpen(scan *scanResult, cut time.Time, pruned *events.SeqRanges) []*openCut {
+func chooseOpen(scan *scanResult, cut time.Time, log *retentionLog) []*openCut {
 	var out []*openCut
 	for _, id := range scan.order {
 		c := scan.tasks[id]
@@ -67,15 +67,44 @@ func chooseOpen(scan *scanResult, cut time.Time, pruned *events.SeqRanges) []*op
 		}
 		explained := true
 		for _, h := range c.holes {
-			if h[0] > oc.cut[0].Seq && !pruned.Covers(h[0], h[1]) {
+			if h[0] > oc.cut[0].Seq && !log.pruned.Covers(h[0], h[1]) {
 				explained = false // a fired timer after an event it would cut
 			}
 		}
-		if explained {
+		if explained && snapshotsMatch(c.msgs, log.continued) {
 			out = append(out, oc)
 		}
 	}
 	return out
+}
+
+// snapshotsMatch reports whether every snapshot among a task's events
+// carries the fold of the events before it, or continues the task where a
+// record says a prune cut it: a snapshot appended by anyone else is no
+// state to cut at (verify reports it).
+func snapshotsMatch(msgs []events.Message, continued map[uint64]string) bool {
+	var t *trellis.Task
+	for i, m := range msgs {
+		if m.Type == taskqueue.Snapshot {
+			var p taskqueue.SnapshotPayload
+			if m.DecodePayload(&p) != nil || p.Task == nil {
+				return false
+			}
+			chained := i > 0 && m.Prev == events.Hash(msgs[i-1].Envelope)
+			switch {
+			case chained && !taskqueue.SameTask(t, p.Task):
+				return false
+			case !chained && continued[m.Seq] != events.Hash(m.Envelope):
+				return false
+			}
+		}
+		next, err := taskqueue.Apply(t, m.Recorded)
+		if err != nil {
+			return false
+		}
+		t = next
+	}
+	return true
 }
 
 // pruneOpen cuts the chosen open tasks, batch by batch.
@@ -169,6 +198,9 @@ func pruneOpenBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	log.lastSeq, log.lastHash, log.last = ack.Seq, events.Hash(rec), &p
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])
+	}
+	for _, c := range p.Continued {
+		log.continued[c.Seq] = c.Hash
 	}
 	if _, err := log.finish(ctx, stream); err != nil {
 		return nil, moved, command.StoreError("prune: remove the cut events of open tasks (the record is appended: the next prune finishes it)", err)

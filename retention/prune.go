@@ -183,11 +183,11 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 			res.Kept["changed during the prune"] += n - len(batch)
 		}
 	}
-	if err := pruneOpen(ctx, store, stream, log, scan.firstSeq, chooseOpen(scan, res.Cut, &log.pruned), res, opts); err != nil {
+	if err := pruneOpen(ctx, store, stream, log, scan.firstSeq, chooseOpen(scan, res.Cut, log), res, opts); err != nil {
 		return res, err
 	}
 	res.GatesKept = map[string]int{}
-	gates, err := scanGates(ctx, store, res.Cut, res.GatesKept)
+	gates, err := scanGates(ctx, store, res.Cut, log.continued, res.GatesKept)
 	if err != nil {
 		return res, command.StoreError("prune: read the gates", err)
 	}

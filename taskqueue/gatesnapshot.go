@@ -86,6 +86,12 @@ func FoldGate(recs []events.Recorded) (*Gate, error) {
 	return g, nil
 }
 
+// ApplyGate folds one event into a gate state (nil before the first
+// event; g is not changed).
+func ApplyGate(g *Gate, rec events.Recorded) (*Gate, error) {
+	return gateKind.Fold(cloneGate(g), rec)
+}
+
 // SameGate reports whether two gate states are equal as the log records
 // them (nil is the empty gate).
 func SameGate(a, b *Gate) bool {
