@@ -87,8 +87,10 @@ func TestPruneCutsGateHistory(t *testing.T) {
 	}
 	ids := []string{taskqueue.GateID("gq"), taskqueue.KeyGateID("gq", "repo")}
 	before := map[string]*taskqueue.Gate{}
+	gateEventsBefore := map[string][]events.Recorded{}
 	for _, id := range ids {
 		recs := gateEvents(t, b.Store, id)
+		gateEventsBefore[id] = recs
 		if len(recs) < n {
 			t.Fatalf("gate %s holds %d events; want the %d claims at least", id, len(recs), n)
 		}
@@ -103,6 +105,7 @@ func TestPruneCutsGateHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("prune: %d finished tasks, %d gate events cut, %d sequences removed, %d ms", res.Tasks, res.GateEvents, res.Sequences, res.Millis)
 	if res.GateEvents < 2*(n-taskqueue.GateSnapshotEvery) {
 		t.Fatalf("prune cut %d gate events; want at least %d; kept %v", res.GateEvents, 2*(n-taskqueue.GateSnapshotEvery), res.Kept)
 	}
@@ -131,6 +134,7 @@ func TestPruneCutsGateHistory(t *testing.T) {
 	}
 	for _, id := range ids {
 		recs := gateEvents(t, b.Store, id)
+		t.Logf("gate %s: %d events before the prune, %d after", id, len(gateEventsBefore[id]), len(recs))
 		if len(recs) > taskqueue.GateSnapshotEvery+1 {
 			t.Fatalf("gate %s keeps %d events after the prune; want at most %d", id, len(recs), taskqueue.GateSnapshotEvery+1)
 		}
