@@ -28,11 +28,12 @@ func gateState(t *testing.T, store *events.Store, id string) (*taskqueue.Gate, [
 }
 
 // TestPruneProcessKilledCuttingGates: a `trellis prune` process killed
-// with SIGKILL while it cuts a gate's history (once the gate's archive is
-// written: before its record, or while the cut events are removed) leaves
-// the gate whole or continued: audit verify OK, and the gate's state the
-// same; a prune run again cuts it at its last snapshot, and the gate goes
-// on admitting claims.
+// with SIGKILL once its first archive is written (of the open tasks it
+// cuts: claimed tasks with heartbeats; before its record, or while the
+// cut events are removed) leaves the tasks and the gate whole or
+// continued: audit verify OK, and the gate's state the same; a prune run
+// again cuts the gate at its last snapshot, the gate goes on admitting
+// claims and the tasks finish with their one attempt.
 func TestPruneProcessKilledCuttingGates(t *testing.T) {
 	t.Parallel()
 	srv, url := queueServer(t)
@@ -42,12 +43,22 @@ func TestPruneProcessKilledCuttingGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 200
+	var beating []string // claimed tasks with heartbeats: cut at a snapshot too
 	for i := 0; i < n; i++ {
 		if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "gk", Objective: "gated"}); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := q.Next(ctx, trellis.NextRequest{Queue: "gk", Worker: "w"}); err != nil || got == nil {
+		got, err := q.Next(ctx, trellis.NextRequest{Queue: "gk", Worker: "w"})
+		if err != nil || got == nil {
 			t.Fatalf("claim %d: %+v, %v", i, got, err)
+		}
+		if i < 20 {
+			for j := 0; j < 4; j++ {
+				if _, err := q.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: got.TaskID, Worker: "w"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			beating = append(beating, got.TaskID)
 		}
 	}
 	id := taskqueue.GateID("gk")
@@ -111,6 +122,12 @@ func TestPruneProcessKilledCuttingGates(t *testing.T) {
 	live = check("after the prune ran again")
 	if len(live) > taskqueue.GateSnapshotEvery+1 || live[0].Type != taskqueue.Snapshot {
 		t.Fatalf("after the prune ran again the gate keeps %d events from a %s; want at most %d from its snapshot", len(live), live[0].Type, taskqueue.GateSnapshotEvery+1)
+	}
+	for _, id := range beating {
+		got, err := taskqueue.New(store, taskqueue.Config{}).Done(ctx, trellis.DoneRequest{TaskID: id, Worker: "w", WhatWasDone: "ok"})
+		if err != nil || got.Status != trellis.StatusDone || got.Attempts != 1 {
+			t.Fatalf("done %s after the prunes: %+v, %v", id, got, err)
+		}
 	}
 	if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "gk", Objective: "after"}); err != nil {
 		t.Fatal(err)
