@@ -204,6 +204,8 @@ type chainItem struct {
 	// Scheduled: the server published it from a timer (a due or tick
 	// event, decided when the timer was set: it carries no prev).
 	Scheduled bool
+	// Snapshot: an aggregate's snapshot (see snapshotCheck).
+	Snapshot bool
 }
 
 // chainSource reads back the events of one aggregate, in log order (up to
@@ -253,6 +255,12 @@ type ChainStats struct {
 	// Unverifiable is how many links could not be checked because the
 	// event before them could not be hashed (reported on its own).
 	Unverifiable uint64 `json:"unverifiable"`
+	// Continued is how many aggregates a prune cut at a snapshot: their
+	// first event in the log is that snapshot, chained to the archive.
+	Continued uint64 `json:"continued,omitempty"`
+	// Snapshots is how many snapshots were checked against the events
+	// they replace (or a prune record that cut those).
+	Snapshots uint64 `json:"snapshots,omitempty"`
 }
 
 // chainCheck follows every aggregate's hash chain through a stream read in
@@ -273,6 +281,29 @@ type chainCheck struct {
 	// classifying a broken link).
 	gaps  [][2]uint64
 	stats ChainStats
+	// continued are the snapshots trusted prune records name as the
+	// first event the log keeps of an aggregate they cut (by sequence).
+	continued map[uint64]events.Continuation
+	// omitted are the ranges an archive leaves out on purpose.
+	omitted [][2]uint64
+}
+
+// omit records sequences from..to an archive leaves out on purpose.
+func (c *chainCheck) omit(from, to uint64) {
+	if len(c.omitted) < 1<<16 {
+		c.omitted = append(c.omitted, [2]uint64{from, to})
+	}
+}
+
+// omittedBetween reports whether an omitted range lies strictly between
+// sequences a and b.
+func (c *chainCheck) omittedBetween(a, b uint64) bool {
+	for _, g := range c.omitted {
+		if g[1] > a && g[0] < b {
+			return true
+		}
+	}
+	return false
 }
 
 func newChainCheck(src chainSource, heads *headStore, complete, anchoredOK bool) *chainCheck {
@@ -335,6 +366,12 @@ func (c *chainCheck) check(ctx context.Context, it chainItem, ref aggRef) ([]Fin
 		c.stats.Anchored++
 		c.stats.Aggregates++
 		next.chained = true
+	case head == nil && c.continues(it):
+		// A prune cut its earlier events into an archive (see
+		// snapshotCheck).
+		c.stats.Continued++
+		c.stats.Aggregates++
+		next.chained = true
 	case head == nil:
 		all, err := c.src.aggregate(ctx, it.Stream, ref, 0)
 		if err != nil {
@@ -363,6 +400,12 @@ func (c *chainCheck) check(ctx context.Context, it chainItem, ref aggRef) ([]Fin
 		next.hasUnch = true
 	case it.Prev == "":
 		finding(FindingAltered, "it carries no prev, but its aggregate's chain ran up to #%d: its link was stripped", head.seq)
+		next.chained, next.hasUnch = true, head.hasUnch
+	case c.continues(it) || (it.Snapshot && it.Line > 0 && c.omittedBetween(head.seq, it.Seq)):
+		// A prune cut the events between the open task's dispatch and
+		// this snapshot into an archive (see snapshotCheck); in an
+		// archive, an earlier archive holds them (the lines omitted).
+		c.stats.Continued++
 		next.chained, next.hasUnch = true, head.hasUnch
 	default:
 		f, err := c.classify(ctx, it, head, ref)
@@ -505,7 +548,7 @@ func short(h string) string {
 
 // itemOf is the chain item of a recorded event (its payload resolved).
 func itemOf(rec events.Recorded, line int, hashable bool) chainItem {
-	it := chainItem{Stream: rec.Stream, Subject: rec.Subject, Seq: rec.Seq, Line: line, ID: rec.ID, Prev: rec.Prev}
+	it := chainItem{Stream: rec.Stream, Subject: rec.Subject, Seq: rec.Seq, Line: line, ID: rec.ID, Prev: rec.Prev, Snapshot: rec.Type == taskqueue.Snapshot}
 	if hashable {
 		it.Hash = events.Hash(rec.Envelope)
 	}

@@ -466,6 +466,7 @@ func VerifyFileWith(ctx context.Context, path string, opts VerifyFileOptions, on
 		}
 		if l.Omitted != nil {
 			st.expect = max(st.expect, l.Omitted[1]+1)
+			st.check.omit(l.Omitted[0], l.Omitted[1])
 			continue
 		}
 		if l.Gap != nil {

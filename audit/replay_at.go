@@ -86,6 +86,9 @@ func ResolvePoint(ctx context.Context, store *events.Store, p Point) (*Cut, erro
 			return nil, trellis.Errorf(trellis.CodeNotFound, "%s holds no event #%d (its last sequence is #%d; a deleted event cannot be a point)", p.Stream, p.Seq, last)
 		}
 	}
+	if err := archivedAt(ctx, store, cut.At, "the point"); err != nil {
+		return nil, err
+	}
 	for _, spec := range events.Streams() {
 		if spec.Name == p.Stream {
 			cut.Streams[spec.Name] = p.Seq
@@ -114,6 +117,9 @@ const AsOfCacheSize = 4
 // repeated one costs nothing. At most AsOfCacheSize boards are kept (the
 // least recently used go first).
 func BoardAt(ctx context.Context, store *events.Store, t time.Time, cacheDir string) (*projections.Board, uint64, error) {
+	if err := archivedAt(ctx, store, t, "as of"); err != nil {
+		return nil, 0, err
+	}
 	seq, err := store.SeqAtTime(ctx, events.StreamQueue, t)
 	if err != nil {
 		return nil, 0, command.StoreError("as of", err)

@@ -202,8 +202,12 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 	if err != nil {
 		return nil, command.StoreError("verify: read the prune records", err)
 	}
+	continued, err := readContinued(ctx, store, opts.AnchorKey)
+	if err != nil {
+		return nil, command.StoreError("verify: read the prune records", err)
+	}
 	for _, name := range streams {
-		sv, err := verifyStream(ctx, store, name, opts, anchoredHeads, pruned[name], emit)
+		sv, err := verifyStream(ctx, store, name, opts, anchoredHeads, pruned[name], continued[name], emit)
 		if err != nil {
 			return nil, command.StoreError("verify "+name, err)
 		}
@@ -245,7 +249,7 @@ func Verify(ctx context.Context, store *events.Store, opts VerifyOptions, onFind
 	return rep, nil
 }
 
-func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, anchored *headsToFind, pruned *events.SeqRanges, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
+func verifyStream(ctx context.Context, store *events.Store, stream string, opts VerifyOptions, anchored *headsToFind, pruned *events.SeqRanges, continued map[uint64]events.Continuation, emit func(*StreamVerification, Finding) error) (*StreamVerification, error) {
 	if pruned == nil {
 		pruned = &events.SeqRanges{}
 	}
@@ -306,6 +310,8 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 	// read back from the whole log: only a stream whose head is gone
 	// leaves chains anchored before it.
 	check := newChainCheck(&logSource{store: store, to: st.LastSeq}, heads, whole, headGone)
+	check.continued = continued
+	snapshots := newSnapshotCheck(store, stream, continued)
 	timers := newTimerLedger()
 	gaps := func(from, to uint64) error {
 		// Sequences a prune record accounts for were pruned, not removed.
@@ -325,11 +331,21 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 	}
 	err = walkWindow(ctx, store, stream, start, st.LastSeq, func(m events.Message) error {
 		anchored.met(m)
+		if pruned.Covers(m.Seq, m.Seq) {
+			// A prune recorded its removal and was stopped before it
+			// removed it: its archive holds it, and the aggregate goes
+			// on (if at all) from what the record says.
+			return nil
+		}
 		findings, err := checkMessage(ctx, check, timers, m, whole)
 		if err != nil {
 			return err
 		}
-		for _, f := range findings {
+		sfs, err := snapshots.check(ctx, m)
+		if err != nil {
+			return err
+		}
+		for _, f := range append(findings, sfs...) {
 			if err := emit(sv, f); err != nil {
 				return err
 			}
@@ -364,6 +380,7 @@ func verifyStream(ctx context.Context, store *events.Store, stream string, opts 
 		}
 	}
 	sv.ChainStats = check.stats
+	sv.Snapshots = snapshots.checked
 	sv.TimersFired = timers.fired
 	return sv, nil
 }

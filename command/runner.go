@@ -31,6 +31,9 @@ type Kind[S any] struct {
 	Clone func(S) S
 	// Schema is the payload schema version of the events decided.
 	Schema int
+	// Snapshot, when set, is the subject of the aggregate's snapshots: a
+	// load with no state starts from the last one (see startFromSnapshot).
+	Snapshot func(id string) string
 }
 
 // State is an aggregate's state as a command sees it.
@@ -206,6 +209,11 @@ func (r *Runner[S]) Load(ctx context.Context, id string) (State[S], error) {
 
 // catchUp folds the events after st.Seq into st.
 func (r *Runner[S]) catchUp(ctx context.Context, st State[S]) (State[S], error) {
+	if st.Seq == 0 && r.kind.Snapshot != nil {
+		if err := r.startFromSnapshot(ctx, &st); err != nil {
+			return st, fmt.Errorf("load %s %s: %w", r.kind.Name, st.ID, err)
+		}
+	}
 	recs, _, err := r.store.LoadFrom(ctx, r.kind.Stream, r.kind.Filter(st.ID), st.Seq+1)
 	if err != nil {
 		return st, fmt.Errorf("load %s %s: %w", r.kind.Name, st.ID, err)

@@ -49,11 +49,28 @@ type PrunedPayload struct {
 	Tombstones int `json:"tombstones"`
 	// Aggregates are the removed aggregates (queue tasks: "<queue>/<task id>").
 	Aggregates []string `json:"aggregates"`
+	// Continued are the open aggregates whose events before a snapshot
+	// the prune removed (counted in Removed): each continues in the live
+	// log from that snapshot, chained to its last archived event.
+	Continued []Continuation `json:"continued,omitempty"`
 	// MAC is the record's HMAC-SHA256 (hex) under the server's audit key
 	// (see audit.AnchorKey), over the payload without it: NATS credentials
 	// alone cannot make a record that verify, given the key, trusts to
 	// excuse removed sequences. Empty when the prune had no key.
 	MAC string `json:"mac,omitempty"`
+}
+
+// Continuation is an open aggregate a prune cut at a snapshot: the
+// snapshot is the first event the live log holds of it.
+type Continuation struct {
+	// Aggregate is the aggregate's subject filter.
+	Aggregate string `json:"aggregate"`
+	// Seq is the snapshot's sequence and Hash its events.Hash.
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+	// Prev is the snapshot's prev: the hash of the aggregate's last
+	// event in the archive.
+	Prev string `json:"prev"`
 }
 
 // Sign returns p with its MAC under key (p unchanged when key is empty).

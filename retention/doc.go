@@ -5,9 +5,10 @@
 // accounts for every sequence it removes, so `trellis audit verify` on the
 // live log stays OK while a removal nobody recorded is still a finding.
 //
-// This first slice prunes finished aggregates only (queue tasks that are
-// done, failed, dead or cancelled). Open aggregates (queued, claimed,
-// waiting or scheduled tasks, gates, schedules, VINE graphs, agent tasks,
-// workflow runs) are kept whole; snapshots that continue their chains are
-// the next step (docs/retention.md).
+// It prunes finished aggregates (queue tasks that are done, failed, dead
+// or cancelled) and cuts open gates and open tasks at a snapshot (see
+// gates.go, opentasks.go): the events the snapshot replaces are archived
+// and the record names the snapshot, which continues the aggregate's
+// chain in the live log. Other open aggregates (schedules, VINE graphs,
+// agent tasks, workflow runs) are kept whole (docs/retention.md).
 package retention

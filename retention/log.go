@@ -21,6 +21,9 @@ type retentionLog struct {
 	lastHash string
 	last     *events.PrunedPayload
 	pruned   events.SeqRanges
+	// continued are the snapshots records name as continuing an
+	// aggregate they cut (sequence -> hash).
+	continued map[uint64]string
 }
 
 // readLog reads the retention aggregate.
@@ -29,7 +32,7 @@ func readLog(ctx context.Context, store *events.Store) (*retentionLog, error) {
 	if err != nil && !errors.Is(err, events.ErrNotFound) {
 		return nil, err
 	}
-	l := &retentionLog{lastSeq: last}
+	l := &retentionLog{lastSeq: last, continued: map[uint64]string{}}
 	for _, r := range recs {
 		l.lastHash = events.Hash(r.Envelope)
 		if r.Type != events.PrunedType {
@@ -46,6 +49,9 @@ func readLog(ctx context.Context, store *events.Store) (*retentionLog, error) {
 			l.pruned.Add(g[0], g[1])
 		}
 		l.pruned.Add(r.Seq+1, r.Seq+uint64(p.Tombstones))
+		for _, c := range p.Continued {
+			l.continued[c.Seq] = c.Hash
+		}
 		l.last = &p
 	}
 	return l, nil

@@ -45,6 +45,10 @@ type Options struct {
 	// AfterArchive, when set, is called once each archive is durable,
 	// before its record is appended (tests stop a prune there).
 	AfterArchive func(path string)
+	// AfterGateRecord, when set, is called once the record of a batch of
+	// gates is appended, before their cut events are removed (tests stop
+	// a prune there).
+	AfterGateRecord func()
 }
 
 // ArchiveResult is one archive a prune wrote, with its record.
@@ -60,6 +64,11 @@ type ArchiveResult struct {
 	// on the queue stream.
 	Record    string `json:"record"`
 	RecordSeq uint64 `json:"record_seq"`
+
+	// Gates counts the open gates whose events before a snapshot it
+	// holds (see scanGates), OpenTasks the open tasks (see chooseOpen).
+	Gates     int `json:"gates,omitempty"`
+	OpenTasks int `json:"open_tasks,omitempty"`
 }
 
 // Result reports a prune.
@@ -80,6 +89,17 @@ type Result struct {
 	// record that this prune removed.
 	Completed int   `json:"completed"`
 	Millis    int64 `json:"millis"`
+
+	// GateEvents counts the events of open gates cut at a snapshot (see
+	// scanGates): not in Events, which counts the tasks'. GatesKept
+	// counts the gates kept whole by reason (none: a gate without a
+	// snapshot before the cut is not counted).
+	GateEvents int            `json:"gate_events,omitempty"`
+	GatesKept  map[string]int `json:"gates_kept,omitempty"`
+	// OpenTasks counts the open tasks cut at a snapshot and OpenEvents
+	// their events removed (see chooseOpen; not in Tasks and Events).
+	OpenTasks  int `json:"open_tasks,omitempty"`
+	OpenEvents int `json:"open_events,omitempty"`
 }
 
 // Prune removes the finished queue tasks whose events were all stored
@@ -162,6 +182,17 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 			}
 			res.Kept["changed during the prune"] += n - len(batch)
 		}
+	}
+	if err := pruneOpen(ctx, store, stream, log, scan.firstSeq, chooseOpen(scan, res.Cut, log), res, opts); err != nil {
+		return res, err
+	}
+	res.GatesKept = map[string]int{}
+	gates, err := scanGates(ctx, store, res.Cut, log.continued, res.GatesKept)
+	if err != nil {
+		return res, command.StoreError("prune: read the gates", err)
+	}
+	if err := pruneGates(ctx, store, stream, log, scan.firstSeq, gates, res, opts); err != nil {
+		return res, err
 	}
 	res.Millis = time.Since(start).Milliseconds()
 	return res, nil

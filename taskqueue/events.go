@@ -402,6 +402,9 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 	if rec.Type == Pruned {
 		return nil, nil // removed by a prune: see Pruned
 	}
+	if rec.Type == Snapshot {
+		return taskFromSnapshot(rec)
+	}
 	at := rec.Time.UTC()
 	if rec.Type != Added && t == nil {
 		return nil, fmt.Errorf("event %s (%s) precedes its task's added event: %w", rec.ID, rec.Type, events.ErrBadEvent)

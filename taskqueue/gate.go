@@ -59,6 +59,8 @@ type Gate struct {
 	TAT *time.Time `json:"tat,omitempty"`
 	// Holders are the claims holding a slot.
 	Holders []Holder `json:"holders,omitempty"`
+	// since counts the events folded after the last snapshot.
+	since int
 }
 
 // AdmittedPayload is the payload of an admitted event.
@@ -114,9 +116,13 @@ var gateKind = command.Kind[*Gate]{
 	Stream: events.StreamQueue,
 	Filter: infraFilter,
 	Fold: func(g *Gate, rec events.Recorded) (*Gate, error) {
+		if rec.Type == Snapshot {
+			return foldGateSnapshot(rec)
+		}
 		if g == nil {
 			g = &Gate{}
 		}
+		g.since++
 		if rec.Type != Admitted {
 			return g, nil
 		}
@@ -142,15 +148,9 @@ var gateKind = command.Kind[*Gate]{
 		}
 		return g, nil
 	},
-	Clone: func(g *Gate) *Gate {
-		if g == nil {
-			return nil
-		}
-		c := *g
-		c.Holders = append([]Holder(nil), g.Holders...)
-		return &c
-	},
-	Schema: Schema,
+	Clone:    cloneGate,
+	Schema:   Schema,
+	Snapshot: gateSnapshotSubject,
 }
 
 var uniqueKind = command.Kind[*UniqueHold]{
@@ -351,9 +351,12 @@ func (q *Handler) claimGated(ctx context.Context, id, worker string, m claimMode
 		return task, command.StoreError("gated claim", err)
 	}
 	for i, pt := range parts {
-		if _, err := pt.runner.Appended(pt.st, ps[i], acks[i].Seq); err != nil {
+		st, err := pt.runner.Appended(pt.st, ps[i], acks[i].Seq)
+		if err != nil {
 			pt.runner.Forget(pt.st.ID)
+			continue
 		}
+		q.maybeSnapshotGate(ctx, st)
 	}
 	last := len(ps) - 1
 	return q.tasks.Appended(task, ps[last], acks[last].Seq)

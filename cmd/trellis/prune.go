@@ -28,8 +28,10 @@ func (a *app) pruneCommand() *cobra.Command {
 			"stored more than --older-than ago. Their events are first written to --archive in the audit export format\n" +
 			"(synced; `trellis audit verify --file ARCHIVE` checks it), then a prune record naming the removed sequences and\n" +
 			"the archive's digest is appended to the log, then the events are removed: `trellis audit verify` stays OK, and\n" +
-			"a removal without a record is still a finding. Open tasks (queued, claimed, waiting, scheduled), gates,\n" +
-			"schedules, VINE graphs, agent tasks and workflow runs are kept whole. One prune runs at a time; a second one\n" +
+			"a removal without a record is still a finding. Open tasks (queued, claimed, waiting, scheduled) and the queues'\n" +
+			"gates are cut at a snapshot that continues their chain: the events it replaces (for a task, those after its\n" +
+			"last dispatch) are archived and removed the same way. Schedules, VINE graphs, agent tasks and workflow runs are\n" +
+			"kept whole. One prune runs at a time; a second one\n" +
 			"stops with a conflict. See docs/retention.md for what queries can answer afterwards.",
 		Example: `  trellis prune --older-than 720h --archive /var/backups/trellis
   trellis prune --older-than 30d --archive ./archive --json`,
@@ -122,6 +124,9 @@ func (a *app) archiveOutsideLog(dir string) error {
 func printPrune(a *app, res *retention.Result) {
 	w := a.stdout
 	fmt.Fprintf(w, "pruned %d task(s), %d event(s) stored before %s\n", res.Tasks, res.Events, res.Cut.Format(time.RFC3339))
+	if res.GateEvents > 0 {
+		fmt.Fprintf(w, "cut %d event(s) of open gates at their snapshots\n", res.GateEvents)
+	}
 	if res.Completed > 0 {
 		fmt.Fprintf(w, "finished an interrupted prune: removed %d message(s) its record accounts for\n", res.Completed)
 	}
@@ -135,5 +140,8 @@ func printPrune(a *app, res *retention.Result) {
 	sort.Strings(reasons)
 	for _, r := range reasons {
 		fmt.Fprintf(w, "kept %d task(s): %s\n", res.Kept[r], r)
+	}
+	for r, n := range res.GatesKept {
+		fmt.Fprintf(w, "kept %d gate(s) whole: %s\n", n, r)
 	}
 }

@@ -1,0 +1,104 @@
+package audit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/taskqueue"
+)
+
+// gatedClaims adds n tasks with concurrency key key to queue "s" (a
+// per-key limit of 1) and claims each; every claim but the last is done.
+func gatedClaims(t *testing.T, q *taskqueue.Handler, key string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "s", Objective: key, ConcurrencyKey: key}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.Next(ctx, trellis.NextRequest{Queue: "s", Worker: "w"})
+		if err != nil || got == nil {
+			t.Fatalf("claim %s %d: %+v, %v", key, i, got, err)
+		}
+		if i < n-1 {
+			if _, err := q.Done(ctx, trellis.DoneRequest{TaskID: got.TaskID, Worker: "w", WhatWasDone: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// forgeSnapshot appends a snapshot of gate id as a client holding only
+// NATS credentials could: chained to the gate's last event, checked
+// against its last sequence, under its event id, with the state the
+// gate's events fold to changed by mutate.
+func forgeSnapshot(t *testing.T, b *eventstest.Bundle, id string, mutate func(*taskqueue.SnapshotPayload)) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	filter := "trellis.queue." + id + ".>"
+	recs, last, err := b.Store.Load(ctx, events.StreamQueue, filter)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("load %s: %d events, %v", id, len(recs), err)
+	}
+	head := events.Hash(recs[len(recs)-1].Envelope)
+	g, err := taskqueue.FoldGate(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Gate: g}
+	mutate(&p)
+	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, id, "trellis", taskqueue.Schema, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Prev = head
+	ack, err := b.Store.Append(ctx, "trellis.queue."+id+"."+taskqueue.Snapshot, env, events.Expect{Filter: filter, LastSeq: last}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Seq
+}
+
+// TestVerifyChecksGateSnapshots: the snapshots the claim path appends to a
+// gate verify OK (each checked against the fold of the events it
+// replaces); a snapshot appended with NATS credentials alone, chained
+// right and under its own event id like any Trellis append, but carrying a
+// forged state (the key's held slot freed) or naming another event as the
+// one it replaces, is an altered finding at its sequence.
+func TestVerifyChecksGateSnapshots(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := context.Background()
+	q := taskqueue.New(b.Store, taskqueue.Config{})
+	if _, err := q.SetPerKey(ctx, "s", "ops", 1); err != nil {
+		t.Fatal(err)
+	}
+	gatedClaims(t, q, "a", taskqueue.GateSnapshotEvery+2)
+	gatedClaims(t, q, "b", 2)
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
+	if len(fs) > 0 {
+		t.Fatalf("verify with the claim path's snapshots: %v", fs)
+	}
+	if n := streamReport(rep, events.StreamQueue).Snapshots; n != 1 {
+		t.Fatalf("verify checked %d snapshots; want the 1 the claims made", n)
+	}
+	freed := forgeSnapshot(t, b, taskqueue.KeyGateID("s", "a"), func(p *taskqueue.SnapshotPayload) { p.Gate.Holders = nil })
+	misnamed := forgeSnapshot(t, b, taskqueue.KeyGateID("s", "b"), func(p *taskqueue.SnapshotPayload) {
+		p.Replaces = "sha256-0000000000000000000000000000000000000000000000000000000000000000"
+	})
+	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
+	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, freed, "") {
+		t.Fatalf("no altered finding at the forged state #%d: %v", freed, fs)
+	}
+	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, misnamed, "") {
+		t.Fatalf("no altered finding at the snapshot naming another event #%d: %v", misnamed, fs)
+	}
+	if len(fs) != 2 {
+		t.Fatalf("findings %v; want the two forged snapshots only", fs)
+	}
+}
