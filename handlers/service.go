@@ -509,6 +509,8 @@ func (s *Service) Control(ctx context.Context, req trellis.ControlRequest) (*tre
 		return s.queue.Resume(ctx, req.Queue, actor)
 	case "lease":
 		return s.queue.SetLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
+	case "agent_lease":
+		return s.queue.SetAgentLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
 	case "rate":
 		return s.queue.SetRate(ctx, req.Queue, actor, req.Rate, req.Burst)
 	case "per_key":

@@ -157,3 +157,65 @@ func TestAgentLeaseHeartbeatAndRelease(t *testing.T) {
 		t.Fatalf("history %q", h)
 	}
 }
+
+// A queue's agent lease is the lease of its queue next claims made
+// without one: set on one process, every process's next uses it once the
+// call returns (their cached controls are at most FlowCacheTTL old); a
+// claim's own lease wins; 0 restores the default; bad values are refused
+// with nothing recorded.
+func TestQueueAgentLease(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	other := taskqueue.New(b.Store, taskqueue.Config{}) // another server
+	const queue = "agents"
+	// The other process reads the controls first (and caches them).
+	if c, _, err := other.Controls(ctx, queue); err != nil || c.AgentLease() != trellis.DefaultAgentLease {
+		t.Fatalf("controls before: %+v, %v; want the default agent lease", c, err)
+	}
+	if _, err := other.Next(ctx, trellis.NextRequest{Queue: queue, Worker: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.SetAgentLease(ctx, queue, "ops", 90*time.Second)
+	if err != nil || c.AgentLeaseSeconds != 90 || c.AgentLease() != 90*time.Second {
+		t.Fatalf("set: %+v, %v", c, err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "work"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := nextUntil(t, other, queue, "agent-a", 30*time.Second)
+	if got == nil || got.Lease == nil || got.Lease.LeaseMS != 90000 {
+		t.Fatalf("claim without a lease: %+v; want the queue's 90 s", got)
+	}
+	own := nextLeased(t, other, queue, "agent-b", 5)
+	if own == nil || own.Lease.LeaseMS != 5000 {
+		t.Fatalf("claim with its own lease: %+v; want 5 s", own)
+	}
+	bad := []time.Duration{-time.Second, 500 * time.Millisecond, 25 * time.Hour, 1000 * 24 * time.Hour}
+	for _, d := range bad {
+		if _, err := q.SetAgentLease(ctx, queue, "ops", d); trellis.ErrorCode(err) != trellis.CodeInvalid || !strings.Contains(err.Error(), "lease_seconds") {
+			t.Fatalf("agent lease %s: %v; want invalid naming lease_seconds", d, err)
+		}
+	}
+	if _, err := q.SetAgentLease(ctx, "no such queue!", "ops", time.Minute); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		t.Fatalf("a malformed queue name: %v; want invalid", err)
+	}
+	if c, _, err := other.Controls(ctx, queue); err != nil || c.AgentLeaseSeconds != 90 {
+		t.Fatalf("after the refusals: %+v, %v; want the 90 s kept", c, err)
+	}
+	// A queue nobody used yet takes its agent lease before its first task.
+	if c, err := q.SetAgentLease(ctx, "fresh", "ops", time.Hour); err != nil || c.AgentLease() != time.Hour {
+		t.Fatalf("a new queue: %+v, %v", c, err)
+	}
+	if c, err := q.SetAgentLease(ctx, queue, "ops", 0); err != nil || c.AgentLeaseSeconds != 0 || c.AgentLease() != trellis.DefaultAgentLease {
+		t.Fatalf("reset: %+v, %v", c, err)
+	}
+	if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUntil(t, other, queue, "agent-c", 30*time.Second); got == nil || got.Lease.LeaseMS != trellis.DefaultAgentLease.Milliseconds() {
+		t.Fatalf("claim after the reset: %+v; want the default lease", got)
+	}
+}

@@ -20,7 +20,8 @@ import (
 // the claim itself is a checked append, so a task is claimed exactly once
 // even if a dispatch is delivered twice.
 //
-// The claim holds a lease (req.AgentLease): it records the dispatch and
+// The claim holds a lease (req.LeaseSeconds, else the queue's default
+// agent lease, see SetAgentLease): it records the dispatch and
 // the lease, and the dispatch is left pending, to be delivered again when
 // the lease ends (NakWithDelay). That redelivery, taken by any claimant of
 // any process, is the lease's timer: before the lease's end (moved on by
@@ -33,7 +34,10 @@ func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.T
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	lease := req.AgentLease()
+	lease, err := q.agentLease(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	task, msg, err := q.claimNext(ctx, req.Queue, req.Worker, claimMode{agentLease: lease}, q.cfg.NextWait)
 	if task == nil || err != nil {
 		return nil, err
