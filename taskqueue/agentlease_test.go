@@ -219,3 +219,74 @@ func TestQueueAgentLease(t *testing.T) {
 		t.Fatalf("claim after the reset: %+v; want the default lease", got)
 	}
 }
+
+// The sweeper's expiry (ExpireAgentLease) of a claim nobody's dispatch
+// reveals: before the lease's end it records nothing and tells the end;
+// after it, two servers racing record one lease_expired; a claim whose
+// attempts are used up is dead; a worker pool's claim is not the
+// sweeper's.
+func TestExpireAgentLeaseOnce(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	other := taskqueue.New(b.Store, taskqueue.Config{})
+	added, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "sw", Objective: "abandoned", MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := nextLeased(t, q, "sw", "gone", 2)
+	if got == nil || got.TaskID != added.TaskID {
+		t.Fatalf("claim: %+v", got)
+	}
+	until, err := q.ExpireAgentLease(ctx, added.TaskID)
+	if err != nil || !until.Equal(*got.Lease.ExpiresAt) {
+		t.Fatalf("before the lease's end: %s, %v; want its end %s", until, err, got.Lease.ExpiresAt)
+	}
+	for time.Now().Before(got.Lease.ExpiresAt.Add(100 * time.Millisecond)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	errs := make(chan error, 2)
+	for _, h := range []*taskqueue.Handler{q, other} {
+		go func() { _, err := h.ExpireAgentLease(ctx, added.TaskID); errs <- err }()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := historyTypes(t, q, added.TaskID); h != "added claimed lease_expired" {
+		t.Fatalf("history %q; want one lease_expired", h)
+	}
+	// Claimed again (through the dispatch) and abandoned again: dead.
+	again := nextLeased(t, other, "sw", "gone-too", 1)
+	if again == nil || again.Attempts != 2 {
+		t.Fatalf("claim again: %+v", again)
+	}
+	for time.Now().Before(again.Lease.ExpiresAt.Add(100 * time.Millisecond)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := other.ExpireAgentLease(ctx, added.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	if task, err := q.Show(ctx, added.TaskID); err != nil || task.Status != trellis.StatusDead {
+		t.Fatalf("after the second lease: %+v, %v; want dead", task, err)
+	}
+	// A pool's claim and an unknown task: nothing to do.
+	pooled, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "sw", Objective: "pool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _, err := q.ClaimNext(ctx, "sw", "pool/0", true, 10*time.Second)
+	if err != nil || task == nil || task.TaskID != pooled.TaskID {
+		t.Fatalf("pool claim: %+v, %v", task, err)
+	}
+	if until, err := q.ExpireAgentLease(ctx, pooled.TaskID); err != nil || !until.IsZero() {
+		t.Fatalf("a pool's claim: %s, %v; want nothing", until, err)
+	}
+	if until, err := q.ExpireAgentLease(ctx, "01JZZZZZZZZZZZZZZZZZZZZZZZ"); err != nil || !until.IsZero() {
+		t.Fatalf("an unknown task: %s, %v; want nothing", until, err)
+	}
+	if h := historyTypes(t, q, pooled.TaskID); h != "added claimed" {
+		t.Fatalf("pool task history %q", h)
+	}
+}

@@ -161,10 +161,13 @@ var expiredOnce = regexp.MustCompile(`^added claimed( lease_expired claimed)+$`)
 // TestAgentLeaseExpiryRecordedOnceAcrossServers: two `trellis serve`
 // processes share one NATS (the second attached with --nats-url), and
 // the CLI's requests go to either. Six agents claim with a 1 s lease and
-// vanish; then four agents claim concurrently through both servers until
-// every task is theirs. Each task's history holds exactly one
-// lease_expired before each claim after the first, whichever server took
-// up the redelivery.
+// vanish, and a seventh on a task with one attempt. While nobody works
+// the queue, the servers' sweepers record the expiries: the board lists
+// the six tasks queued again and the seventh dead (before the sweeper
+// they stayed claimed until the queue was next worked). Then four agents
+// claim concurrently through both servers until every task is theirs.
+// Each task's history holds exactly one lease_expired before each claim
+// after the first, whichever server recorded it.
 func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 	t.Parallel()
 	dataA := t.TempDir()
@@ -185,6 +188,41 @@ func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("claim %d: exit %d %s", i, code, errs)
 		}
+	}
+	once := cliTask(t, append(via, "queue", "add", "--queue", "single", "--objective", "one attempt", "--max-attempts", "1")...)
+	if got := cliTask(t, append(via, "queue", "next", "--queue", "single", "--worker", "gone-once", "--lease", "1s")...); got.TaskID != once.TaskID {
+		t.Fatalf("the one-attempt task's claim: %+v", got)
+	}
+	// Nobody works the queue: the sweepers record the expiries.
+	var board string
+	defer func() {
+		if t.Failed() {
+			t.Logf("the board last seen: %s", board)
+		}
+	}()
+	waitFor(t, 60*time.Second, "the board never showed the abandoned claims expired", func() bool {
+		code, out, _ := cli(t, append(via, "queue", "list", "--json")...)
+		if code != 0 {
+			return false
+		}
+		board = out
+		var l trellis.TaskList
+		mustJSON(t, out, &l)
+		want := map[string]trellis.Status{once.TaskID: trellis.StatusDead}
+		for _, id := range ids {
+			want[id] = trellis.StatusQueued
+		}
+		n := 0
+		for _, r := range l.Tasks {
+			if s, ok := want[r.TaskID]; ok && r.Status == s && (s != trellis.StatusQueued || r.ClaimedBy == "") {
+				n++
+			}
+		}
+		return n == len(want)
+	})
+	code, out, errs := cli(t, append(via, "audit", once.TaskID, "--json")...)
+	if code != 0 || strings.Count(out, `"dead"`) != 1 || strings.Contains(out, `"lease_expired"`) {
+		t.Fatalf("audit of the one-attempt task: exit %d %s\n%s; want one dead event", code, errs, out)
 	}
 	var mu sync.Mutex
 	taken := map[string]string{}
