@@ -60,10 +60,30 @@ type ReleaseRequest struct {
 func (r *ReleaseRequest) Normalize() error { return checkTaskAction(r.TaskID, r.Actor, r.Reason) }
 
 // AgentLease returns the lease a queue next request asks for: its
-// LeaseSeconds, else DefaultAgentLease.
+// LeaseSeconds, else DefaultAgentLease (the queue's own default, when it
+// has one, is QueueControls.AgentLease).
 func (r *NextRequest) AgentLease() time.Duration {
 	if r.LeaseSeconds > 0 {
 		return time.Duration(r.LeaseSeconds * float64(time.Second))
 	}
 	return DefaultAgentLease
+}
+
+// AgentLease returns the lease of the queue's queue next claims made
+// without one: its agent lease when set, else DefaultAgentLease.
+func (c *QueueControls) AgentLease() time.Duration {
+	if c != nil && c.AgentLeaseSeconds > 0 {
+		return time.Duration(c.AgentLeaseSeconds * float64(time.Second))
+	}
+	return DefaultAgentLease
+}
+
+// checkAgentLeaseSeconds validates a queue's default agent lease: 0 (the
+// default, DefaultAgentLease) or between MinAgentLease and MaxAgentLease.
+func checkAgentLeaseSeconds(s float64) error {
+	if s == 0 || (s >= MinAgentLease.Seconds() && s <= MaxAgentLease.Seconds()) {
+		return nil
+	}
+	return FieldError("lease_seconds", "must be 0 (the default, %s) or between %g and %g seconds, got %g",
+		DefaultAgentLease, MinAgentLease.Seconds(), MaxAgentLease.Seconds(), s)
 }

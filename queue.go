@@ -118,8 +118,9 @@ func checkTaskAction(taskID, actor, reason string) error {
 }
 
 // ControlRequest changes a queue's controls. Action is pause, resume,
-// limit (with MaxInFlight; 0 removes the limit), lease, rate (with Rate
-// and Burst) or per_key (with PerKey; 0 removes the limit).
+// limit (with MaxInFlight; 0 removes the limit), lease, agent_lease (with
+// LeaseSeconds; 0 restores DefaultAgentLease), rate (with Rate and Burst)
+// or per_key (with PerKey; 0 removes the limit).
 type ControlRequest struct {
 	Queue       string `json:"queue"`
 	Action      string `json:"action"`
@@ -132,7 +133,9 @@ type ControlRequest struct {
 	// PerKey caps the tasks running at once per concurrency key.
 	PerKey int `json:"per_key,omitempty"`
 	// LeaseSeconds is the lease of action "lease": how long a pool's claim
-	// survives without a heartbeat (1 s to 24 h).
+	// survives without a heartbeat (1 s to 24 h); of action
+	// "agent_lease": the lease of a queue next claim made without one
+	// (1 s to 24 h; 0 restores DefaultAgentLease).
 	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
 	Reason       string  `json:"reason,omitempty"`
 	Actor        string  `json:"actor,omitempty"`
@@ -152,6 +155,10 @@ func (r *ControlRequest) Normalize() error {
 		if r.LeaseSeconds < 1 || r.LeaseSeconds > 24*3600 {
 			return FieldError("lease_seconds", "must be between 1 and 86400 seconds, got %g", r.LeaseSeconds)
 		}
+	case "agent_lease":
+		if err := checkAgentLeaseSeconds(r.LeaseSeconds); err != nil {
+			return err
+		}
 	case "rate":
 		perSec, err := ParseRate(r.Rate)
 		if err != nil {
@@ -168,7 +175,7 @@ func (r *ControlRequest) Normalize() error {
 			return FieldError("per_key", "must be between 0 (unlimited) and %d, got %d", MaxPerKey, r.PerKey)
 		}
 	default:
-		return FieldError("action", "%q is not an action: use pause, resume, limit, lease, rate or per_key", r.Action)
+		return FieldError("action", "%q is not an action: use pause, resume, limit, lease, agent_lease, rate or per_key", r.Action)
 	}
 	if r.MaxInFlight < 0 {
 		return FieldError("max_in_flight", "must not be negative (got %d)", r.MaxInFlight)
@@ -234,6 +241,9 @@ type QueueControls struct {
 	// survives without a heartbeat (0: never set, the default 30 s or the
 	// claim consumer's own).
 	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
+	// AgentLeaseSeconds is the lease of a queue next claim made without
+	// one (0: never set, DefaultAgentLease; see AgentLease).
+	AgentLeaseSeconds float64 `json:"agent_lease_seconds,omitempty"`
 	// PreviousLeaseSeconds and LeaseFrom describe a lease being shortened:
 	// pools heartbeat for the shorter lease at once, and the claim
 	// consumer takes it from LeaseFrom on (until then the previous lease

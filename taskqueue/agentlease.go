@@ -7,6 +7,41 @@ import (
 	"github.com/trellis/trellis"
 )
 
+// AgentLeaseSet sets the queue's default agent lease: the lease of a
+// queue next claim made without one (a control event).
+const AgentLeaseSet = "agent_lease_set"
+
+// AgentLeasePayload is the payload of an agent_lease_set event (0: the
+// default, trellis.DefaultAgentLease).
+type AgentLeasePayload struct {
+	LeaseMillis int64 `json:"lease_ms"`
+}
+
+// SetAgentLease sets the lease of the queue's queue next claims made
+// without one (0 restores trellis.DefaultAgentLease; else 1 s to 24 h). A
+// claim already made keeps its lease. It returns once every process's
+// claims use it.
+func (q *Handler) SetAgentLease(ctx context.Context, queue, actor string, lease time.Duration) (*trellis.QueueControls, error) {
+	req := trellis.ControlRequest{Queue: queue, Action: "agent_lease", LeaseSeconds: lease.Seconds()}
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	return q.control(ctx, queue, actor, AgentLeaseSet, AgentLeasePayload{LeaseMillis: lease.Milliseconds()})
+}
+
+// agentLease is the lease of a queue next claim: the request's, else the
+// queue's default agent lease (controls read at most FlowCacheTTL ago).
+func (q *Handler) agentLease(ctx context.Context, req trellis.NextRequest) (time.Duration, error) {
+	if req.LeaseSeconds > 0 {
+		return req.AgentLease(), nil
+	}
+	c, err := q.flow(ctx, req.Queue)
+	if err != nil {
+		return 0, err
+	}
+	return c.AgentLease(), nil
+}
+
 // Heartbeat extends the lease of a task the worker claimed with queue
 // next: the lease now ends the claim's lease from now (a lease_extended
 // event, a checked append). It is refused (conflict) when the task is not

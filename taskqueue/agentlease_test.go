@@ -157,3 +157,136 @@ func TestAgentLeaseHeartbeatAndRelease(t *testing.T) {
 		t.Fatalf("history %q", h)
 	}
 }
+
+// A queue's agent lease is the lease of its queue next claims made
+// without one: set on one process, every process's next uses it once the
+// call returns (their cached controls are at most FlowCacheTTL old); a
+// claim's own lease wins; 0 restores the default; bad values are refused
+// with nothing recorded.
+func TestQueueAgentLease(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	other := taskqueue.New(b.Store, taskqueue.Config{}) // another server
+	const queue = "agents"
+	// The other process reads the controls first (and caches them).
+	if c, _, err := other.Controls(ctx, queue); err != nil || c.AgentLease() != trellis.DefaultAgentLease {
+		t.Fatalf("controls before: %+v, %v; want the default agent lease", c, err)
+	}
+	if _, err := other.Next(ctx, trellis.NextRequest{Queue: queue, Worker: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.SetAgentLease(ctx, queue, "ops", 90*time.Second)
+	if err != nil || c.AgentLeaseSeconds != 90 || c.AgentLease() != 90*time.Second {
+		t.Fatalf("set: %+v, %v", c, err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "work"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := nextUntil(t, other, queue, "agent-a", 30*time.Second)
+	if got == nil || got.Lease == nil || got.Lease.LeaseMS != 90000 {
+		t.Fatalf("claim without a lease: %+v; want the queue's 90 s", got)
+	}
+	own := nextLeased(t, other, queue, "agent-b", 5)
+	if own == nil || own.Lease.LeaseMS != 5000 {
+		t.Fatalf("claim with its own lease: %+v; want 5 s", own)
+	}
+	bad := []time.Duration{-time.Second, 500 * time.Millisecond, 25 * time.Hour, 1000 * 24 * time.Hour}
+	for _, d := range bad {
+		if _, err := q.SetAgentLease(ctx, queue, "ops", d); trellis.ErrorCode(err) != trellis.CodeInvalid || !strings.Contains(err.Error(), "lease_seconds") {
+			t.Fatalf("agent lease %s: %v; want invalid naming lease_seconds", d, err)
+		}
+	}
+	if _, err := q.SetAgentLease(ctx, "no such queue!", "ops", time.Minute); trellis.ErrorCode(err) != trellis.CodeInvalid {
+		t.Fatalf("a malformed queue name: %v; want invalid", err)
+	}
+	if c, _, err := other.Controls(ctx, queue); err != nil || c.AgentLeaseSeconds != 90 {
+		t.Fatalf("after the refusals: %+v, %v; want the 90 s kept", c, err)
+	}
+	// A queue nobody used yet takes its agent lease before its first task.
+	if c, err := q.SetAgentLease(ctx, "fresh", "ops", time.Hour); err != nil || c.AgentLease() != time.Hour {
+		t.Fatalf("a new queue: %+v, %v", c, err)
+	}
+	if c, err := q.SetAgentLease(ctx, queue, "ops", 0); err != nil || c.AgentLeaseSeconds != 0 || c.AgentLease() != trellis.DefaultAgentLease {
+		t.Fatalf("reset: %+v, %v", c, err)
+	}
+	if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUntil(t, other, queue, "agent-c", 30*time.Second); got == nil || got.Lease.LeaseMS != trellis.DefaultAgentLease.Milliseconds() {
+		t.Fatalf("claim after the reset: %+v; want the default lease", got)
+	}
+}
+
+// The sweeper's expiry (ExpireAgentLease) of a claim nobody's dispatch
+// reveals: before the lease's end it records nothing and tells the end;
+// after it, two servers racing record one lease_expired; a claim whose
+// attempts are used up is dead; a worker pool's claim is not the
+// sweeper's.
+func TestExpireAgentLeaseOnce(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	other := taskqueue.New(b.Store, taskqueue.Config{})
+	added, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "sw", Objective: "abandoned", MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := nextLeased(t, q, "sw", "gone", 2)
+	if got == nil || got.TaskID != added.TaskID {
+		t.Fatalf("claim: %+v", got)
+	}
+	until, err := q.ExpireAgentLease(ctx, added.TaskID)
+	if err != nil || !until.Equal(*got.Lease.ExpiresAt) {
+		t.Fatalf("before the lease's end: %s, %v; want its end %s", until, err, got.Lease.ExpiresAt)
+	}
+	for time.Now().Before(got.Lease.ExpiresAt.Add(100 * time.Millisecond)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	errs := make(chan error, 2)
+	for _, h := range []*taskqueue.Handler{q, other} {
+		go func() { _, err := h.ExpireAgentLease(ctx, added.TaskID); errs <- err }()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := historyTypes(t, q, added.TaskID); h != "added claimed lease_expired" {
+		t.Fatalf("history %q; want one lease_expired", h)
+	}
+	// Claimed again (through the dispatch) and abandoned again: dead.
+	again := nextLeased(t, other, "sw", "gone-too", 1)
+	if again == nil || again.Attempts != 2 {
+		t.Fatalf("claim again: %+v", again)
+	}
+	for time.Now().Before(again.Lease.ExpiresAt.Add(100 * time.Millisecond)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := other.ExpireAgentLease(ctx, added.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	if task, err := q.Show(ctx, added.TaskID); err != nil || task.Status != trellis.StatusDead {
+		t.Fatalf("after the second lease: %+v, %v; want dead", task, err)
+	}
+	// A pool's claim and an unknown task: nothing to do.
+	pooled, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "sw", Objective: "pool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _, err := q.ClaimNext(ctx, "sw", "pool/0", true, 10*time.Second)
+	if err != nil || task == nil || task.TaskID != pooled.TaskID {
+		t.Fatalf("pool claim: %+v, %v", task, err)
+	}
+	if until, err := q.ExpireAgentLease(ctx, pooled.TaskID); err != nil || !until.IsZero() {
+		t.Fatalf("a pool's claim: %s, %v; want nothing", until, err)
+	}
+	if until, err := q.ExpireAgentLease(ctx, "01JZZZZZZZZZZZZZZZZZZZZZZZ"); err != nil || !until.IsZero() {
+		t.Fatalf("an unknown task: %s, %v; want nothing", until, err)
+	}
+	if h := historyTypes(t, q, pooled.TaskID); h != "added claimed" {
+		t.Fatalf("pool task history %q", h)
+	}
+}

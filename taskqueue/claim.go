@@ -20,7 +20,8 @@ import (
 // the claim itself is a checked append, so a task is claimed exactly once
 // even if a dispatch is delivered twice.
 //
-// The claim holds a lease (req.AgentLease): it records the dispatch and
+// The claim holds a lease (req.LeaseSeconds, else the queue's default
+// agent lease, see SetAgentLease): it records the dispatch and
 // the lease, and the dispatch is left pending, to be delivered again when
 // the lease ends (NakWithDelay). That redelivery, taken by any claimant of
 // any process, is the lease's timer: before the lease's end (moved on by
@@ -33,7 +34,10 @@ func (q *Handler) Next(ctx context.Context, req trellis.NextRequest) (*trellis.T
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	lease := req.AgentLease()
+	lease, err := q.agentLease(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	task, msg, err := q.claimNext(ctx, req.Queue, req.Worker, claimMode{agentLease: lease}, q.cfg.NextWait)
 	if task == nil || err != nil {
 		return nil, err
@@ -263,6 +267,20 @@ func (d *dispatch) leaseSpent() bool {
 	return !d.deadline.IsZero() && time.Until(d.deadline) < d.lease/2
 }
 
+// giveBack offers a dispatch whose claim will not start again at once
+// (Nak) while this delivery may still be the current one: an eighth of
+// its lease left at least. Past that, its lease may have ended (the
+// process or its store stalled), and JetStream may have delivered it
+// again to another claimant that holds the task with it now: a nak,
+// which JetStream applies by the dispatch's stream sequence whatever
+// delivery it names, would cut that claimant's lease short. It is then
+// left alone; still pending, it comes back when its lease ends.
+func (d *dispatch) giveBack(msg jetstream.Msg) {
+	if d.deadline.IsZero() || time.Until(d.deadline) > d.lease/8 {
+		_ = msg.Nak()
+	}
+}
+
 // errLeaseSpent refuses a claim whose dispatch's lease is nearly spent
 // (see dispatch.leaseSpent): the dispatch is offered again at once.
 var errLeaseSpent = errors.New("the dispatch's lease is nearly spent")
@@ -412,7 +430,7 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 			return nil, nil
 		case errors.Is(err, errOwnDispatchClaim):
 			if leased && d.leaseSpent() {
-				_ = msg.Nak() // recorded too late to start: see below
+				d.giveBack(msg) // recorded too late to start: see below
 				return nil, nil
 			}
 			return own.Clone(), nil
@@ -423,7 +441,7 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 			// or cut short that claimant's lease. Leave it alone.
 			return nil, nil
 		case errors.Is(err, errLeaseSpent):
-			_ = msg.Nak() // a fresh delivery, with a whole lease
+			d.giveBack(msg) // a fresh delivery, with a whole lease
 			return nil, nil
 		case err != nil:
 			return nil, err
@@ -441,7 +459,7 @@ func (q *Handler) claimDispatched(ctx context.Context, msg jetstream.Msg, d *dis
 			// Recorded, but too late to start (the append stalled): the
 			// dispatch, offered again at once, records the claim's expiry
 			// and gives the task to the next claimant.
-			_ = msg.Nak()
+			d.giveBack(msg)
 			return nil, nil
 		}
 		return claimed, nil

@@ -65,6 +65,12 @@ func foldControls(c *trellis.QueueControls, rec events.Recorded) (*trellis.Queue
 			return c, err
 		}
 		c.PerKey = p.PerKey
+	case AgentLeaseSet:
+		var p AgentLeasePayload
+		if err := rec.DecodePayload(&p); err != nil {
+			return c, err
+		}
+		c.AgentLeaseSeconds = float64(p.LeaseMillis) / 1000
 	case LeaseSet:
 		var p LeasePayload
 		if err := rec.DecodePayload(&p); err != nil {
@@ -279,7 +285,7 @@ func (q *Handler) control(ctx context.Context, queue, actor, typ string, payload
 	}
 	q.forgetFlow(queue)
 	switch typ {
-	case LimitSet, RateSet, PerKeySet:
+	case LimitSet, RateSet, PerKeySet, AgentLeaseSet:
 		// Other processes decide claims on controls read at most
 		// FlowCacheTTL ago: once it has passed, every claim honours these.
 		if err := sleepUntil(ctx, time.Now().Add(FlowCacheTTL)); err != nil {

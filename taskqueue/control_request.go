@@ -8,7 +8,7 @@ import (
 )
 
 // Control applies an operator's control request (trellis.QueueAdmin's
-// Control), chosen by its action: pause, resume, lease, rate, per_key, or
+// Control), chosen by its action: pause, resume, lease, agent_lease, rate, per_key, or
 // the in-flight limit (the default). The actor defaults to "operator".
 func (q *Handler) Control(ctx context.Context, req trellis.ControlRequest) (*trellis.QueueControls, error) {
 	if err := req.Normalize(); err != nil {
@@ -25,6 +25,8 @@ func (q *Handler) Control(ctx context.Context, req trellis.ControlRequest) (*tre
 		return q.Resume(ctx, req.Queue, actor)
 	case "lease":
 		return q.SetLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
+	case "agent_lease":
+		return q.SetAgentLease(ctx, req.Queue, actor, time.Duration(req.LeaseSeconds*float64(time.Second)))
 	case "rate":
 		return q.SetRate(ctx, req.Queue, actor, req.Rate, req.Burst)
 	case "per_key":

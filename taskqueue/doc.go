@@ -21,7 +21,7 @@
 //     cancelled (routed through priority and dependency suffixes, see
 //     TaskSubject);
 //   - trellis.queue.<queue>._control.<type>: paused, resumed, limit_set,
-//     lease_set, rate_set, per_key_set;
+//     lease_set, rate_set, per_key_set, agent_lease_set;
 //   - trellis.queue.<queue>._gate and ._key.<hash>: the flow-control
 //     gates' admissions; ._unique.<hash>: unique keys' holds;
 //   - trellis.queue.<queue>._schedule.<name>.<type>: recurring schedules

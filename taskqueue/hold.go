@@ -80,7 +80,7 @@ func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker 
 	}
 	if t := d.st.Value; holdable(d, t) {
 		if d.leaseSpent() {
-			_ = msg.Nak() // see dispatch.leaseSpent: a fresh delivery, with a whole lease
+			d.giveBack(msg) // see dispatch.leaseSpent: a fresh delivery, with a whole lease
 			return nil, nil
 		}
 		at := q.cfg.Now().UTC()

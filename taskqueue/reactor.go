@@ -27,7 +27,8 @@ import (
 // handed to another server when the first dies before that. What a
 // consequence appends is decided from the log (the dependant's state, the
 // schedule's state) with the usual checks, so an event taken up twice
-// changes nothing the second time.
+// changes nothing the second time. It also records the expiry of agent
+// claims whose lease passed on queues nobody works (leasesweep.go).
 
 // Consumer names of the reactor.
 const (
@@ -87,9 +88,13 @@ func (q *Handler) StartReactor(ctx context.Context, cfg ReactorConfig) (*Reactor
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go r.run(rctx, deps, "dependants", r.resolve)
 	go r.run(rctx, ticks, "ticks", r.tick)
+	go func() {
+		defer r.wg.Done()
+		q.sweepAgentLeases(rctx, cfg.Logger) // see leasesweep.go
+	}()
 	return r, nil
 }
 

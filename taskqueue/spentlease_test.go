@@ -1,6 +1,7 @@
 package taskqueue_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -83,5 +84,78 @@ func TestClaimWithSpentLeaseDoesNotStart(t *testing.T) {
 		if h := historyTypes(t, q, added.TaskID); h != "added linked claimed" {
 			t.Fatalf("%s: history %q; want one claim", name, h)
 		}
+	}
+}
+
+// A claimant whose store stalled past the whole lease of its dispatch
+// (its claim refused as spent) must not give the dispatch back: JetStream
+// has delivered it again meanwhile, and another claimant holds that
+// delivery; a nak, applied by stream sequence, would hand it to a third
+// at once and cut the holder's lease short. Left alone, the dispatch stays
+// the holder's (before the fix the nak made it available at once).
+func TestClaimPastItsLeaseLeavesTheRedelivery(t *testing.T) {
+	t.Parallel()
+	q, b := setupQueue(t)
+	ctx := ctxT(t)
+	const lease = 2 * time.Second
+	if _, err := q.SetLease(ctx, "passed", "op", lease); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := q.Consumer(ctx, "passed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stall: the first append loses to an event of the task the
+	// claimant had not seen, and it decides again after 1.5 leases.
+	slow := taskqueue.New(b.Store, taskqueue.Config{Command: command.Config{
+		Backoff: func(int) time.Duration { return lease * 3 / 2 },
+	}})
+	added, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "passed", Objective: "stalled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "later", Objective: "after it", After: []string{added.TaskID}}); err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(wait time.Duration) jetstream.Msg {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(wait))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			return m
+		}
+		return nil
+	}
+	first := fetch(10 * time.Second)
+	if first == nil {
+		t.Fatal("no dispatch")
+	}
+	// The redelivery after the lease: another claimant takes it and holds
+	// it (heartbeating) while the stalled one decides.
+	held := make(chan jetstream.Msg, 1)
+	go func() { held <- fetch(30 * time.Second) }()
+	task, err := slow.ClaimDispatched(ctx, first, "slow", true)
+	if err != nil || task != nil {
+		t.Fatalf("a claim decided past its lease started: %+v, %v", task, err)
+	}
+	second := <-held
+	if second == nil {
+		t.Fatal("the dispatch was not delivered again after its lease")
+	}
+	if meta, err := second.Metadata(); err != nil || meta.NumDelivered != 2 {
+		t.Fatalf("the holder's delivery: %+v, %v; want the second", meta, err)
+	}
+	hbCtx, stopHB := context.WithCancel(ctx)
+	defer stopHB()
+	go func() {
+		for hbCtx.Err() == nil {
+			_ = second.InProgress()
+			time.Sleep(lease / 4)
+		}
+	}()
+	if m := fetch(lease); m != nil {
+		meta, _ := m.Metadata()
+		t.Fatalf("the dispatch another claimant holds was handed out again (delivery %d): the stalled claimant gave it back", meta.NumDelivered)
 	}
 }

@@ -35,11 +35,12 @@ type fetched struct {
 	at  time.Time
 }
 
-// arrival is what a waiting pull returns.
+// arrival is what a waiting pull returns, and when.
 type arrival struct {
 	lane int
 	msg  jetstream.Msg
 	err  error
+	at   time.Time
 }
 
 // fetch pulls dispatches for the free slots until ctx ends, handing each
@@ -71,25 +72,25 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 		// still get (they end within FetchWait).
 		for _, l := range lanes {
 			for _, f := range l.buf {
-				_ = f.msg.Nak()
+				p.giveBack(f)
 			}
 		}
 		go func() { waiters.Wait(); close(arrivals) }()
 		for a := range arrivals {
 			if a.msg != nil {
-				_ = a.msg.Nak()
+				p.giveBack(fetched{msg: a.msg, at: a.at})
 			}
 		}
 	}()
 	var slots []int
-	run := func(msg jetstream.Msg) {
+	run := func(f fetched) {
 		slot := slots[len(slots)-1]
 		slots = slots[:len(slots)-1]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { free <- slot }()
-			p.handle(work, msg, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
+			p.handle(work, f, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
 		}()
 	}
 	maxAhead := max(p.cfg.Concurrency, fetchAhead)
@@ -112,7 +113,7 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				backoff = min(2*backoff, 5*time.Second)
 			case a.msg != nil:
 				backoff = 100 * time.Millisecond
-				l.buf = append(l.buf, fetched{msg: a.msg, at: time.Now()})
+				l.buf = append(l.buf, fetched{msg: a.msg, at: a.at})
 				l.more = true
 			}
 		case <-stale.C:
@@ -168,7 +169,14 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			}
 			f := best.buf[0]
 			best.buf = best.buf[1:]
-			run(f.msg)
+			if p.stale(f) {
+				// Waited for a slot longer than a quarter of the lease (a
+				// process stopped for a while, say): given back, or
+				// dropped, as giveBackStale would have.
+				p.giveBack(f)
+				continue
+			}
+			run(f)
 		}
 		// Every lane found empty waits for its next dispatch.
 		for i, l := range lanes {
@@ -188,23 +196,22 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				for msg := range batch.Messages() {
 					got = msg
 				}
-				arrivals <- arrival{lane: i, msg: got}
+				arrivals <- arrival{lane: i, msg: got, at: time.Now()}
 			}()
 		}
 	}
 }
 
-// giveBackStale gives back (Nak) the dispatches fetched ahead that waited
-// a quarter of the lease for a slot (their lease would run out unheld) and
-// returns how many.
+// giveBackStale gives back (see giveBack) the dispatches fetched ahead
+// that waited a quarter of the lease for a slot (their lease would run out
+// unheld) and returns how many.
 func (p *Pool) giveBackStale(lanes []*lane) int {
-	limit := p.lease() / 4
 	n := 0
 	for _, l := range lanes {
 		keep := l.buf[:0]
 		for _, f := range l.buf {
-			if time.Since(f.at) > limit {
-				_ = f.msg.Nak()
+			if p.stale(f) {
+				p.giveBack(f)
 				n++
 				continue
 			}
@@ -213,6 +220,33 @@ func (p *Pool) giveBackStale(lanes []*lane) int {
 		l.buf = keep
 	}
 	return n
+}
+
+// stale reports whether a dispatch fetched ahead waited for a slot longer
+// than a quarter of the lease: it is given back rather than started.
+func (p *Pool) stale(f fetched) bool { return time.Since(f.at) > p.lease()/4 }
+
+// current reports whether the delivery of a dispatch fetched at may still
+// be the pool's own: its lease (counted by the server from the delivery,
+// before at) has at least a quarter left.
+func (p *Pool) current(at time.Time) bool { return time.Since(at) < p.lease()*3/4 }
+
+// giveBack hands a dispatch the pool fetched but will not start back to
+// the queue at once (Nak) while its delivery is still the pool's own. One
+// held so long that its lease may have passed (the process was stopped,
+// the machine suspended) is dropped untouched: JetStream may have
+// delivered it again to another claimant, which may hold the task with it
+// now, and a nak (or an acknowledgement), which JetStream applies by the
+// dispatch's stream sequence whatever delivery it names, would cut that
+// claimant's lease short. A dispatch dropped while still pending comes
+// back when its lease ends.
+func (p *Pool) giveBack(f fetched) {
+	if p.current(f.at) {
+		_ = f.msg.Nak()
+		return
+	}
+	p.log.Warn("dispatch fetched ahead and held past its lease: dropped, left to its current holder",
+		"subject", f.msg.Subject(), "held", time.Since(f.at).Round(time.Millisecond))
 }
 
 // buffered counts the dispatches fetched ahead.

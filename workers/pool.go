@@ -435,8 +435,8 @@ func (p *Pool) heartbeatEvery() time.Duration {
 // share group commits; the lease is heartbeated until the outcome is
 // recorded. At most max(256, 4 × Concurrency) outcomes wait to be recorded
 // at once (a slot waits for room), and a drain waits for all of them.
-func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg *sync.WaitGroup) {
-	start := time.Now()
+func (p *Pool) handle(ctx context.Context, f fetched, worker string, wg *sync.WaitGroup) {
+	msg, start := f.msg, time.Now()
 	var task *trellis.Task
 	var hold *taskqueue.Hold
 	var err error
@@ -449,7 +449,9 @@ func (p *Pool) handle(ctx context.Context, msg jetstream.Msg, worker string, wg 
 	}
 	if err != nil {
 		p.log.Warn("claim", "worker", worker, "err", err)
-		_ = msg.NakWithDelay(taskqueue.RetryClaimAfter) // offered again soon
+		if p.current(f.at) {
+			_ = msg.NakWithDelay(taskqueue.RetryClaimAfter) // offered again soon
+		} // else: see giveBack
 		return
 	}
 	if task == nil {

@@ -32,7 +32,7 @@ func (a *app) queueRetry() *cobra.Command {
 // queueControl builds pause, resume and limit: cluster-wide controls of a
 // queue, recorded as events.
 func (a *app) queueControl(action, short, example string) *cobra.Command {
-	var asJSON bool
+	var asJSON, agent bool
 	var req trellis.ControlRequest
 	use := action + " QUEUE"
 	args := cobra.ExactArgs(1)
@@ -55,6 +55,9 @@ func (a *app) queueControl(action, short, example string) *cobra.Command {
 					return trellis.FieldError("lease", "%q is not a duration (e.g. 30s, 2m)", args[1])
 				}
 				req.LeaseSeconds = d.Seconds()
+				if agent {
+					req.Action = "agent_lease"
+				}
 			}
 			return a.call(cmd, asJSON, func(ctx context.Context, s *session) (any, error) { return s.admin.Control(ctx, req) },
 				func(v any) { printControls(a, v.(*trellis.QueueControls)) })
@@ -62,6 +65,10 @@ func (a *app) queueControl(action, short, example string) *cobra.Command {
 	}
 	if action == "pause" {
 		c.Flags().StringVar(&req.Reason, "reason", "", "why (recorded in the history)")
+	}
+	if action == "lease" {
+		c.Flags().BoolVar(&agent, "agent", false, "set the default lease of the queue's queue next claims (agents) instead: "+
+			"used when a claim gives no --lease / lease_seconds (1s to 24h; 0 restores 10m); claims already made keep theirs")
 	}
 	c.Flags().StringVar(&req.Actor, "actor", "", "who asks (recorded in the history; default operator)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -181,6 +188,10 @@ func printControls(a *app, c *trellis.QueueControls) {
 	if c.LeaseFrom != nil {
 		lease += fmt.Sprintf(" from %s (until then %s)", c.LeaseFrom.Format(time.RFC3339), time.Duration(c.PreviousLeaseSeconds*float64(time.Second)))
 	}
+	agentLease := trellis.DefaultAgentLease.String() + " (default)"
+	if c.AgentLeaseSeconds > 0 {
+		agentLease = c.AgentLease().String()
+	}
 	rate := "no rate"
 	if c.RatePerSecond > 0 {
 		rate = fmt.Sprintf("rate %s (burst %d)", c.Rate, c.Burst)
@@ -189,5 +200,5 @@ func printControls(a *app, c *trellis.QueueControls) {
 	if c.PerKey > 0 {
 		perKey = fmt.Sprint(c.PerKey)
 	}
-	fmt.Fprintf(a.stdout, "queue %s: %s, max in flight %s, lease %s, %s, per key %s\n", c.Queue, state, limit, lease, rate, perKey)
+	fmt.Fprintf(a.stdout, "queue %s: %s, max in flight %s, lease %s, agent lease %s, %s, per key %s\n", c.Queue, state, limit, lease, agentLease, rate, perKey)
 }

@@ -161,10 +161,13 @@ var expiredOnce = regexp.MustCompile(`^added claimed( lease_expired claimed)+$`)
 // TestAgentLeaseExpiryRecordedOnceAcrossServers: two `trellis serve`
 // processes share one NATS (the second attached with --nats-url), and
 // the CLI's requests go to either. Six agents claim with a 1 s lease and
-// vanish; then four agents claim concurrently through both servers until
-// every task is theirs. Each task's history holds exactly one
-// lease_expired before each claim after the first, whichever server took
-// up the redelivery.
+// vanish, and a seventh on a task with one attempt. While nobody works
+// the queue, the servers' sweepers record the expiries: the board lists
+// the six tasks queued again and the seventh dead (before the sweeper
+// they stayed claimed until the queue was next worked). Then four agents
+// claim concurrently through both servers until every task is theirs.
+// Each task's history holds exactly one lease_expired before each claim
+// after the first, whichever server recorded it.
 func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 	t.Parallel()
 	dataA := t.TempDir()
@@ -185,6 +188,41 @@ func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("claim %d: exit %d %s", i, code, errs)
 		}
+	}
+	once := cliTask(t, append(via, "queue", "add", "--queue", "single", "--objective", "one attempt", "--max-attempts", "1")...)
+	if got := cliTask(t, append(via, "queue", "next", "--queue", "single", "--worker", "gone-once", "--lease", "1s")...); got.TaskID != once.TaskID {
+		t.Fatalf("the one-attempt task's claim: %+v", got)
+	}
+	// Nobody works the queue: the sweepers record the expiries.
+	var board string
+	defer func() {
+		if t.Failed() {
+			t.Logf("the board last seen: %s", board)
+		}
+	}()
+	waitFor(t, 60*time.Second, "the board never showed the abandoned claims expired", func() bool {
+		code, out, _ := cli(t, append(via, "queue", "list", "--json")...)
+		if code != 0 {
+			return false
+		}
+		board = out
+		var l trellis.TaskList
+		mustJSON(t, out, &l)
+		want := map[string]trellis.Status{once.TaskID: trellis.StatusDead}
+		for _, id := range ids {
+			want[id] = trellis.StatusQueued
+		}
+		n := 0
+		for _, r := range l.Tasks {
+			if s, ok := want[r.TaskID]; ok && r.Status == s && (s != trellis.StatusQueued || r.ClaimedBy == "") {
+				n++
+			}
+		}
+		return n == len(want)
+	})
+	code, out, errs := cli(t, append(via, "audit", once.TaskID, "--json")...)
+	if code != 0 || strings.Count(out, `"dead"`) != 1 || strings.Contains(out, `"lease_expired"`) {
+		t.Fatalf("audit of the one-attempt task: exit %d %s\n%s; want one dead event", code, errs, out)
 	}
 	var mu sync.Mutex
 	taken := map[string]string{}
@@ -249,6 +287,82 @@ func TestAgentLeaseExpiryRecordedOnceAcrossServers(t *testing.T) {
 		}
 	}
 	if code, out, errs := cli(t, append(via, "audit", "verify")...); code != 0 {
+		t.Fatalf("audit verify: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestQueueAgentLeaseCLI: an operator sets a queue's agent lease with
+// `queue lease Q D --agent` against a `trellis serve --auth` process; an
+// agent's `queue next` without --lease then holds that lease, with
+// --lease its own; `queue controls` shows it; 0 restores the default.
+// Bad values, a malformed queue and a worker's token are refused, and
+// the setting is unchanged by them.
+func TestQueueAgentLeaseCLI(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	_, _, serve := serveProc(t, data, "--auth")
+	raw, err := os.ReadFile(filepath.Join(data, "auth", "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := []string{"--data", data, "--token", strings.TrimSpace(string(raw))}
+	code, out, errs := cli(t, append(admin, "token", "create", "--name", "agent-1", "--role", "worker", "--queue", "agents", "--json")...)
+	if code != 0 {
+		t.Fatalf("token create: exit %d %s", code, errs)
+	}
+	var created map[string]string
+	mustJSON(t, out, &created)
+	agent := []string{"--data", data, "--token", created["token"]}
+
+	if code, out, errs := cli(t, append(admin, "queue", "lease", "agents", "90s", "--agent")...); code != 0 || !strings.Contains(out, "agent lease 1m30s") {
+		t.Fatalf("queue lease --agent: exit %d %s%s", code, out, errs)
+	}
+	for i := 0; i < 2; i++ {
+		cliTask(t, append(admin, "queue", "add", "--queue", "agents", "--objective", fmt.Sprint("step ", i))...)
+	}
+	if got := cliTask(t, append(agent, "queue", "next", "--queue", "agents")...); got.Lease == nil || got.Lease.LeaseMS != 90000 {
+		t.Fatalf("queue next without --lease: %+v; want the queue's 90 s lease", got.Lease)
+	}
+	if got := cliTask(t, append(agent, "queue", "next", "--queue", "agents", "--lease", "5s")...); got.Lease == nil || got.Lease.LeaseMS != 5000 {
+		t.Fatalf("queue next --lease 5s: %+v; want 5 s", got.Lease)
+	}
+	refused := []struct {
+		args []string
+		code int
+		says string
+	}{
+		{append(admin, "queue", "lease", "--agent", "agents", "--", "-1s"), 2, "lease_seconds"},
+		{append(admin, "queue", "lease", "agents", "500ms", "--agent"), 2, "lease_seconds"},
+		{append(admin, "queue", "lease", "agents", "100000h", "--agent"), 2, "lease_seconds"},
+		{append(admin, "queue", "lease", "agents", "soon", "--agent"), 2, "duration"},
+		{append(admin, "queue", "lease", "no/such", "1m", "--agent"), 2, "queue"},
+		{append(agent, "queue", "lease", "agents", "1s", "--agent"), 6, ""},
+	}
+	for _, r := range refused {
+		code, out, errs := cli(t, r.args...)
+		if code != r.code || !strings.Contains(errs, r.says) {
+			t.Errorf("%v: exit %d %s%s; want %d naming %q", r.args[3:], code, out, errs, r.code, r.says)
+		}
+	}
+	var c trellis.QueueControls
+	code, out, errs = cli(t, append(admin, "queue", "controls", "agents", "--json")...)
+	if code != 0 {
+		t.Fatalf("controls: exit %d %s", code, errs)
+	}
+	mustJSON(t, out, &c)
+	if c.AgentLeaseSeconds != 90 {
+		t.Fatalf("after the refusals: %+v; want the 90 s kept", c)
+	}
+	if code, out, errs := cli(t, append(admin, "queue", "lease", "agents", "0", "--agent")...); code != 0 || !strings.Contains(out, "agent lease 10m0s (default)") {
+		t.Fatalf("queue lease 0 --agent: exit %d %s%s", code, out, errs)
+	}
+	cliTask(t, append(admin, "queue", "add", "--queue", "agents", "--objective", "after the reset")...)
+	if got := cliTask(t, append(agent, "queue", "next", "--queue", "agents")...); got.Lease == nil || got.Lease.LeaseMS != trellis.DefaultAgentLease.Milliseconds() {
+		t.Fatalf("queue next after the reset: %+v; want the default lease", got.Lease)
+	}
+	_ = serve.Process.Signal(syscall.SIGTERM)
+	_, _ = serve.Process.Wait()
+	if code, out, errs := cli(t, "--data", data, "audit", "verify"); code != 0 {
 		t.Fatalf("audit verify: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -23,7 +23,8 @@ func (a *app) queueCommand() *cobra.Command {
 		a.queueRetry(), a.queueCancel(), a.queueHeartbeat(), a.queueRelease(), a.queueControls(), a.queueLimit(),
 		a.queueControl("pause", "Pause a queue cluster-wide: no worker claims from it until resumed", "  trellis queue pause default --reason maintenance"),
 		a.queueControl("resume", "Resume a paused queue", "  trellis queue resume default"),
-		a.queueControl("lease", "Set the queue's lease for every pool: how long a claim survives without a heartbeat (a shorter lease waits until every pool heartbeats for it)", "  trellis queue lease default 2m"))
+		a.queueControl("lease", "Set the queue's lease for every pool: how long a claim survives without a heartbeat (a shorter lease waits until every pool heartbeats for it); with --agent, the default lease of queue next claims",
+			"  trellis queue lease default 2m\n  trellis queue lease agents 1h --agent     # queue next claims without --lease hold 1h (0 restores 10m)"))
 	return c
 }
 
@@ -117,7 +118,7 @@ func (a *app) queueNext() *cobra.Command {
 		Use:   "next --worker W [--lease 10m]",
 		Short: "Claim the oldest queued task and print it; prints null when nothing is queued",
 		Long: "Claim the oldest queued task and print it; prints null when nothing is queued.\n\n" +
-			"The claim holds a lease (--lease, default 10m): keep it with `trellis queue heartbeat TASK_ID --worker W` " +
+			"The claim holds a lease (--lease, default the queue's agent lease: 10m unless set with `trellis queue lease QUEUE D --agent`): keep it with `trellis queue heartbeat TASK_ID --worker W` " +
 			"before it runs out, or the task is given to another worker (a lease_expired event, which counts as an attempt). " +
 			"See docs/queue.md.",
 		Example: "  trellis queue next --worker agent-1 --json\n  trellis queue next --worker agent-1 --lease 30m",
@@ -146,7 +147,7 @@ func (a *app) queueNext() *cobra.Command {
 	}
 	c.Flags().StringVar(&req.Queue, "queue", trellis.DefaultQueue, "queue name")
 	c.Flags().StringVar(&req.Worker, "worker", "", "worker id (required)")
-	c.Flags().DurationVar(&lease, "lease", 0, "how long the claim holds without a heartbeat (0: 10m; 1s to 24h)")
+	c.Flags().DurationVar(&lease, "lease", 0, "how long the claim holds without a heartbeat (0: the queue's agent lease, 10m unless set; 1s to 24h)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

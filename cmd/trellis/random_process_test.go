@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,10 +29,13 @@ import (
 // (local pools and a token pool, with different leases), a driver adding
 // tasks (single and bulk, priorities, delays, prerequisites, unique keys,
 // flaky tasks), cancelling, pausing and resuming, killing a worker and the
-// serve with SIGKILL and stopping the serve for a while (SIGSTOP). The checker reads only the log and the ledger
-// the handlers append to. A run is reproduced by its number (printed on
-// failure): the driver's choices follow from it (the processes' timing
-// does not).
+// serve with SIGKILL and stopping the serve for a while (SIGSTOP), and
+// queue next agents (CLI processes with short leases) that vanish (exit
+// without finishing, or killed with SIGKILL while they claim) or
+// heartbeat and finish. The checker reads only the log and the ledger
+// the handlers and agents append to. A run is reproduced by its number
+// (printed on failure): the driver's choices follow from it (the
+// processes' timing does not).
 var (
 	randomNumber   = flag.Uint64("trellis.random.number", 0, "run number of TestRandomizedProcesses (0: a new one; also TRELLIS_RANDOM_NUMBER)")
 	randomDuration = flag.Duration("trellis.random.duration", 0, "how long TestRandomizedProcesses drives its processes (default 6s)")
@@ -39,6 +46,30 @@ type randomWorker struct {
 	args []string
 	p    *proc
 }
+
+// randomRun is what the driver of a randomized run tells the checker.
+type randomRun struct {
+	order []string // acknowledged task ids, in add order
+	// plain: tasks added with no delay and no prerequisite, which are
+	// claimed in add order within their priority (see claimOrderProblems).
+	plain    map[string]bool
+	priority map[string]int
+	// serveKills are when serve was killed (SIGKILL).
+	serveKills []time.Time
+	// slots is how many slots each worker pool has, by worker id; token
+	// pools are the ones whose claims the server makes.
+	slots map[string]int
+	token map[string]bool
+}
+
+// Agents of the randomized run: CLI processes claiming with queue next.
+const (
+	// goneAgent prefixes the worker id of agents that vanish: their
+	// claims must end in lease_expired (or dead, or cancelled).
+	goneAgent = "gone-"
+	// maxAgents is how many agents run at once.
+	maxAgents = 2
+)
 
 func TestRandomizedProcesses(t *testing.T) {
 	t.Parallel()
@@ -87,6 +118,8 @@ func TestRandomizedProcesses(t *testing.T) {
 		// makes the worker go through the server's API.
 		{args: workerArgs(url, queue, "wt", "--concurrency", "2", "--token", "random-pool", "--exec", handler)},
 	}
+	rr := &randomRun{plain: map[string]bool{}, priority: map[string]int{},
+		slots: map[string]int{"wa": 2, "wb": 1, "wt": 2}, token: map[string]bool{"wt": true}}
 	for _, w := range workers {
 		w.p = startProc(t, w.args...)
 	}
@@ -151,6 +184,8 @@ func TestRandomizedProcesses(t *testing.T) {
 		if !acked[task.TaskID] {
 			acked[task.TaskID] = true
 			order = append(order, task.TaskID)
+			rr.plain[task.TaskID] = r.Delay == "" && len(r.After) == 0
+			rr.priority[task.TaskID] = r.Priority
 		}
 		if r.UniqueKey != "" {
 			depended[task.TaskID] = true // a key's task may be returned to a later add
@@ -172,6 +207,68 @@ func TestRandomizedProcesses(t *testing.T) {
 			fault{at: time.Duration(rng.Int64N(int64(dur))), kind: "pause", pause: time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))})
 	}
 	sort.Slice(faults, func(a, b int) bool { return faults[a].at < faults[b].at })
+
+	// Agents: each a `queue next` process with a short lease. "vanish"
+	// claims and exits without finishing; "killed" is killed (SIGKILL)
+	// while it claims (its claim may or may not be made); "finish"
+	// records its run in the ledger, heartbeats twice and finishes. At
+	// most maxAgents run at once (another one is skipped).
+	bin := trellisBinary(t)
+	agentSlots := make(chan struct{}, maxAgents)
+	var agentsRunning sync.WaitGroup
+	agents, agentN := map[string]int{}, 0
+	agent := func(kind, worker, lease string, killAfter time.Duration) {
+		select {
+		case agentSlots <- struct{}{}:
+		default:
+			return
+		}
+		agents[kind]++
+		agentsRunning.Add(1)
+		go func() {
+			defer agentsRunning.Done()
+			defer func() { <-agentSlots }()
+			actx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			call := func(args ...string) *exec.Cmd {
+				c := exec.CommandContext(actx, bin, append(args, "--nats-url", url)...)
+				c.Stdout = &bytes.Buffer{}
+				return c
+			}
+			next := call("queue", "next", "--queue", queue, "--worker", worker, "--lease", lease, "--json")
+			if err := next.Start(); err != nil {
+				t.Errorf("agent %s: %v", worker, err)
+				return
+			}
+			if kind == "killed" {
+				time.Sleep(killAfter)
+				_ = next.Process.Signal(syscall.SIGKILL)
+				_ = next.Wait()
+				return
+			}
+			if next.Wait() != nil {
+				return // no server answering (killed, stopped): the agent gives up
+			}
+			var task trellis.Task
+			if json.Unmarshal(next.Stdout.(*bytes.Buffer).Bytes(), &task) != nil || task.TaskID == "" || kind == "vanish" {
+				return
+			}
+			f, err := os.OpenFile(ledger, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+			if err != nil {
+				t.Errorf("agent %s: %v", worker, err)
+				return
+			}
+			_, _ = fmt.Fprintf(f, "%s %.9f %d\n", task.TaskID, float64(time.Now().UnixNano())/1e9, task.Attempts)
+			_ = f.Close()
+			for hb := 0; hb < 2; hb++ {
+				time.Sleep(300 * time.Millisecond)
+				if call("queue", "heartbeat", task.TaskID, "--worker", worker).Run() != nil {
+					return // lost its claim (a server stopped past its lease): it stops
+				}
+			}
+			_ = call("queue", "done", task.TaskID, "--worker", worker, "--what-was-done", "an agent did it").Run()
+		}()
+	}
 	paused := false
 	phase("workers started")
 	start := time.Now()
@@ -182,6 +279,7 @@ func TestRandomizedProcesses(t *testing.T) {
 			switch f.kind {
 			case "serve":
 				t.Logf("%s: SIGKILL serve", time.Since(start).Round(time.Millisecond))
+				rr.serveKills = append(rr.serveKills, time.Now())
 				_ = serve.cmd.Process.Signal(syscall.SIGKILL)
 				_ = serve.wait(t, 30*time.Second)
 				serve = serveAt(t, data, addr)
@@ -243,16 +341,26 @@ func TestRandomizedProcesses(t *testing.T) {
 				return err
 			})
 			paused = !paused
+		case op < 87:
+			agentN++
+			switch kind := []string{"vanish", "killed", "finish"}[rng.IntN(3)]; kind {
+			case "finish":
+				agent(kind, fmt.Sprint("agent-", agentN), "3s", 0)
+			default:
+				agent(kind, fmt.Sprint(goneAgent, agentN), []string{"1s", "2s"}[rng.IntN(2)], time.Duration(rng.IntN(400))*time.Millisecond)
+			}
 		}
 		time.Sleep(time.Duration(10+rng.IntN(60)) * time.Millisecond)
 	}
+	agentsRunning.Wait()
 	if paused {
 		retry("resume", func() error {
 			_, err := client.Control(ctx, trellis.ControlRequest{Queue: queue, Action: "resume"})
 			return err
 		})
 	}
-	phase(fmt.Sprintf("driven: %d tasks acknowledged (%d add requests, %d of them failing their first attempt)", len(order), n, flaky))
+	rr.order = order
+	phase(fmt.Sprintf("driven: %d tasks acknowledged (%d add requests, %d of them failing their first attempt); agents %v", len(order), n, flaky, agents))
 
 	// Every acknowledged add ends.
 	waitFor(t, 180*time.Second, "acknowledged tasks did not all end", func() bool {
@@ -266,7 +374,7 @@ func TestRandomizedProcesses(t *testing.T) {
 	})
 
 	phase("every task ended")
-	checkRandomRun(t, nc, order, ledger)
+	checkRandomRun(t, nc, rr, ledger)
 	phase("log and ledger checked")
 
 	// audit verify OK.
@@ -325,9 +433,13 @@ func mapsEqual(a, b map[string]string) bool {
 // every acknowledged add is on the log and ended exactly once (one
 // terminal event, at most one completion); no claim was made while
 // another was live (a new claim follows the last one's end: an outcome, a
-// release or its lease expired); no handler started after its task's
-// cancel was recorded; every completed task ran.
-func checkRandomRun(t *testing.T, nc *nats.Conn, order []string, ledgerPath string) {
+// release or its lease expired); every claim of a vanished agent ended in
+// lease_expired (or dead, or cancelled: its expiry decided so); no
+// handler started after its task's cancel was recorded; every completed
+// task ran; plain tasks were claimed in add order within their priority
+// (see claimOrderProblems).
+func checkRandomRun(t *testing.T, nc *nats.Conn, rr *randomRun, ledgerPath string) {
+	order := rr.order
 	t.Helper()
 	store, err := events.NewStore(nc, events.StoreConfig{})
 	if err != nil {
@@ -361,22 +473,49 @@ func checkRandomRun(t *testing.T, nc *nats.Conn, order []string, ledgerPath stri
 	// is recorded: see taskqueue.Hold).
 	const startSlack = 5.0
 	var problems []string
-	for _, id := range order {
+	var claims []firstClaim
+	skipped := map[string]int{} // first claims left out of the order check, by why
+	vanished := 0
+	for index, id := range order {
 		recs := byTask[id]
 		if len(recs) == 0 || recs[0].Type != taskqueue.Added {
 			problems = append(problems, id+": acknowledged but not added on the log")
 			continue
 		}
 		terminal, completed := 0, 0
-		claimedBy := ""
+		claimedBy, gone := "", false
 		cancelAt := 0.0
+		first := true
 		for _, r := range taskqueue.ExpandClaims(recs) {
+			if gone && endsClaim(r.Type) {
+				// A vanished agent's claim ends: only its expiry may end it.
+				if r.Type != taskqueue.LeaseExpired && r.Type != taskqueue.Dead && r.Type != taskqueue.Cancelled {
+					problems = append(problems, fmt.Sprintf("%s: the claim of vanished agent %s ended in %s (seq %d), not in its lease's expiry", id, claimedBy, r.Type, r.Seq))
+				}
+				gone = false
+			}
 			switch r.Type {
 			case taskqueue.Claimed:
 				if claimedBy != "" {
 					problems = append(problems, fmt.Sprintf("%s: claimed by %s while %s's claim was live (seq %d)", id, r.Actor, claimedBy, r.Seq))
 				}
 				claimedBy = r.Actor + "@" + strconv.FormatUint(r.Seq, 10)
+				if gone = strings.HasPrefix(r.Actor, goneAgent); gone {
+					vanished++
+				}
+				if first {
+					c, why := orderedClaim(r, recs[0], rr)
+					if why == "" && straddles(recs[0].Time, c.at, rr.serveKills) {
+						why = "added before a serve kill, claimed after"
+					}
+					if why == "" {
+						c.task, c.index = id, index
+						claims = append(claims, c)
+					} else {
+						skipped[why]++
+					}
+					first = false
+				}
 			case taskqueue.LeaseExpired, taskqueue.Released, taskqueue.AttemptFailed, taskqueue.Requeued:
 				claimedBy = ""
 			case taskqueue.Completed, taskqueue.Failed, taskqueue.Dead, taskqueue.Cancelled:
@@ -409,13 +548,76 @@ func checkRandomRun(t *testing.T, nc *nats.Conn, order []string, ledgerPath stri
 			again++
 		}
 	}
-	t.Logf("%d executions; %d tasks ran more than once (failed first attempts, expired leases, lost outcomes: at least once)", executions, again)
+	t.Logf("%d executions; %d tasks ran more than once (failed first attempts, expired leases, lost outcomes: at least once); %d claims of vanished agents, each ended by its lease's expiry",
+		executions, again, vanished)
+	// Claims in add order: a slot of a local pool claims in add order; a
+	// token pool's slot may have one claim made late; across all of them
+	// a claim waits at most for what every claimant holds ahead of it.
+	globalBound := maxAgents
+	for pool, n := range rr.slots {
+		globalBound += n
+		if !rr.token[pool] {
+			globalBound += max(n, 32) // what a local pool fetches ahead at most (workers.fetchAhead)
+		}
+	}
+	slotBound := func(slot string) int {
+		if pool, _, ok := strings.Cut(slot, "/"); ok && rr.token[pool] {
+			return 1
+		}
+		return 0
+	}
+	orderProblems := claimOrderProblems(claims, slotBound, globalBound)
+	t.Logf("claim order: %d first claims checked, %d out of order; left out: %v", len(claims), len(orderProblems), skipped)
+	problems = append(problems, orderProblems...)
 	if len(problems) > 0 {
 		if len(problems) > 20 {
 			problems = append(problems[:20], fmt.Sprintf("... %d more", len(problems)-20))
 		}
 		t.Fatalf("%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
 	}
+}
+
+// orderedClaim reads a task's first claim r for the order check, or
+// says why it is left out: only a plain task claimed through its add's
+// first delivery counts.
+func orderedClaim(r, added events.Recorded, rr *randomRun) (firstClaim, string) {
+	var p taskqueue.ClaimedPayload
+	switch err := r.DecodePayload(&p); {
+	case err != nil:
+		return firstClaim{}, "undecodable"
+	case !rr.plain[r.AggregateID]:
+		return firstClaim{}, "delayed or with a prerequisite"
+	case p.DispatchSeq != added.Seq:
+		return firstClaim{}, "dispatched by another event"
+	case p.Delivery != 1:
+		return firstClaim{}, "redelivered"
+	}
+	at := r.Time
+	if p.At != nil {
+		at = *p.At
+	}
+	return firstClaim{priority: rr.priority[r.AggregateID], by: p.Worker, at: at}, ""
+}
+
+// endsClaim reports whether an event of type typ ends a claim.
+func endsClaim(typ string) bool {
+	switch typ {
+	case taskqueue.LeaseExpired, taskqueue.Released, taskqueue.AttemptFailed, taskqueue.Requeued,
+		taskqueue.Completed, taskqueue.Failed, taskqueue.Dead, taskqueue.Cancelled:
+		return true
+	}
+	return false
+}
+
+// straddles reports whether a serve was killed between a task's add and
+// its claim.
+func straddles(added, claimed time.Time, kills []time.Time) bool {
+	for _, k := range kills {
+		if k.After(added) && k.Before(claimed) {
+			return true
+		}
+	}
+	return false
 }
 
 // dumpQueueLog logs the queue stream's messages with the headers audit

@@ -184,7 +184,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 			Description: "Claim the oldest queued task and return its task packet: task_id, objective, inputs, acceptance and budget. " +
 				"Work on exactly this one task, within its budget; then record a checkpoint with queue_done (finished) or queue_fail (cannot finish), and stop. " +
 				"The claim belongs to the worker (default: this client's identity, named in the result); only that worker may finish the task. " +
-				fmt.Sprintf("The claim holds a lease (lease_seconds, default %d): call queue_heartbeat before it runs out (lease.expires_at in the result) "+
+				fmt.Sprintf("The claim holds a lease (lease_seconds, default the queue's agent lease, %d unless an operator set another): call queue_heartbeat before it runs out (lease.expires_at in the result) "+
 					"while you work, or the task is given to another worker. ", int(trellis.DefaultAgentLease.Seconds())) +
 				"When no task is queued the result says so and carries no packet: there is nothing to do.",
 			Annotations: &mcp.ToolAnnotations{Title: "Claim the next task", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
@@ -194,7 +194,7 @@ func registerTools(srv *mcp.Server, svc trellis.QueueService, who identity) {
 		params: []param{
 			{name: "queue", desc: descQueue},
 			{name: "worker", desc: descWorker},
-			{name: "lease_seconds", desc: fmt.Sprintf("How long the claim holds without a heartbeat, in seconds (default %d; %d to %d).",
+			{name: "lease_seconds", desc: fmt.Sprintf("How long the claim holds without a heartbeat, in seconds (default: the queue's agent lease, %d unless set; %d to %d).",
 				int(trellis.DefaultAgentLease.Seconds()), int(trellis.MinAgentLease.Seconds()), int(trellis.MaxAgentLease.Seconds())),
 				refine: between(0, int(trellis.MaxAgentLease.Seconds()))},
 		},
