@@ -4,6 +4,9 @@
 // `trellis audit verify --file`), and appends a prune record that
 // accounts for every sequence it removes, so `trellis audit verify` on the
 // live log stays OK while a removal nobody recorded is still a finding.
+// Loop runs Prune periodically (`trellis serve --retention --archive`);
+// the prunes of several servers exclude each other through the record's
+// check.
 //
 // This first slice prunes finished aggregates only (queue tasks that are
 // done, failed, dead or cancelled). Open aggregates (queued, claimed,

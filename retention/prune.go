@@ -209,10 +209,13 @@ func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Strea
 	}
 	acks, err := store.AppendAtomic(ctx, ps)
 	if err != nil {
-		_ = os.Remove(a.path) // no record: the archive prunes nothing
 		if errors.Is(err, events.ErrWrongLastSequence) {
+			_ = os.Remove(a.path) // refused: no record, the archive prunes nothing
 			return nil, err
 		}
+		// Any other error (a timeout, a cancelled prune) leaves the batch
+		// in doubt: it may be stored, its record naming this archive, so
+		// the archive stays (unnamed, it prunes nothing).
 		return nil, command.StoreError("prune: append the prune record", err)
 	}
 	log.lastSeq, log.lastHash, log.last = acks[0].Seq, events.Hash(rec), &p
