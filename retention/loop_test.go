@@ -151,3 +151,55 @@ func TestShowOfCachedTaskAfterPrune(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyDuringUnfinishedPrune: a prune whose record is appended and
+// whose removal stopped after the tasks' events but before their
+// tombstones (as its finish removes them: events first) leaves tombstones
+// chaining to events that are gone; audit verify, run then (by an
+// operator while a server's retention prunes), counts them as pruned, not
+// removed. The next prune finishes the removal; verify stays OK.
+func TestVerifyDuringUnfinishedPrune(t *testing.T) {
+	t.Parallel()
+	store := eventstest.Start(t).Store
+	q := taskqueue.New(store, taskqueue.Config{})
+	ids := cancelled(t, q, "unfinished", 4)
+	// Another task after them, so that the pruned events are not the
+	// stream's whole head.
+	if _, err := q.Add(ctxT(t), trellis.AddTaskRequest{Queue: "unfinished", Objective: "stays open"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	_, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later, AfterRecord: cancel})
+	if err == nil {
+		t.Fatal("a prune stopped after its record reported no error")
+	}
+	recs, _, err := store.Load(ctxT(t), events.StreamQueue, events.RetentionFilter)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records: %d %v", len(recs), err)
+	}
+	var p events.PrunedPayload
+	if err := recs[0].DecodePayload(&p); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := store.JetStream().Stream(ctxT(t), events.StreamQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Removed {
+		for s := r[0]; s <= r[1]; s++ {
+			if err := stream.DeleteMsg(ctxT(t), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if fs := verifyLog(t, store); len(fs) > 0 {
+		t.Fatalf("verify while the tombstones of a recorded prune remain: %v", fs)
+	}
+	res, err := retention.Prune(ctxT(t), store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later})
+	if err != nil || res.Completed != len(ids) {
+		t.Fatalf("the next prune: %+v %v; want it to remove the %d tombstones", res, err, len(ids))
+	}
+	if fs := verifyLog(t, store); len(fs) > 0 {
+		t.Fatalf("verify after the next prune: %v", fs)
+	}
+}

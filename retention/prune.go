@@ -45,6 +45,10 @@ type Options struct {
 	// AfterArchive, when set, is called once each archive is durable,
 	// before its record is appended (tests stop a prune there).
 	AfterArchive func(path string)
+	// AfterRecord, when set, is called once a batch's record and
+	// tombstones are appended, before its events are removed (tests stop a
+	// prune there).
+	AfterRecord func()
 }
 
 // ArchiveResult is one archive a prune wrote, with its record.
@@ -217,6 +221,9 @@ func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Strea
 		// in doubt: it may be stored, its record naming this archive, so
 		// the archive stays (unnamed, it prunes nothing).
 		return nil, command.StoreError("prune: append the prune record", err)
+	}
+	if opts.AfterRecord != nil {
+		opts.AfterRecord()
 	}
 	log.lastSeq, log.lastHash, log.last = acks[0].Seq, events.Hash(rec), &p
 	log.pruned.Add(acks[0].Seq+1, acks[0].Seq+uint64(len(batch)))
