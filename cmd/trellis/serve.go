@@ -105,7 +105,7 @@ func (a *app) serveCommand() *cobra.Command {
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow listening on a non-loopback address without --auth (warns on every start)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "serve NATS and HTTP over TLS with this certificate (PEM; with --tls-key)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "the private key of --tls-cert (PEM)")
-	f.StringVar(&retain, "retention", "", "prune finished queue tasks whose events were all stored longer ago than this (720h, 30d), periodically, as `trellis prune` does; needs --archive")
+	f.StringVar(&retain, "retention", "", "prune finished queue tasks whose events were all stored longer ago than this `duration` (720h, 30d), periodically, as trellis prune does; needs --archive")
 	f.StringVar(&archive, "archive", "", "with --retention: the directory pruned events are archived to first (created when missing; outside the data directory's jetstream/)")
 	f.DurationVar(&cfg.PruneEvery, "prune-every", 0, "with --retention: the time between two prunes (default a tenth of --retention, between 1m and 1h)")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "opt out of fsync-per-write on the embedded server: sync every interval instead (faster; a power loss can lose acknowledged events)")
