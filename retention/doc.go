@@ -4,6 +4,9 @@
 // `trellis audit verify --file`), and appends a prune record that
 // accounts for every sequence it removes, so `trellis audit verify` on the
 // live log stays OK while a removal nobody recorded is still a finding.
+// Loop runs Prune periodically (`trellis serve --retention --archive`);
+// the prunes of several servers exclude each other through the record's
+// check.
 //
 // It prunes finished aggregates (queue tasks that are done, failed, dead
 // or cancelled) and cuts open gates and open tasks at a snapshot (see

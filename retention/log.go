@@ -83,6 +83,11 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 		return 0, err
 	}
 	head := info.State.FirstSeq
+	// The stream's last message stays (a tombstone, then: verify counts it
+	// as pruned, the board drops its task): projections catch up to the
+	// stream's last sequence, and a deleted one is never delivered to a
+	// projection that had not read it yet (a new server's, a replay's).
+	tail := info.State.LastSeq
 	if rs := l.pruned.Ranges(); len(rs) > 0 && rs[0][0] <= head && rs[0][1] >= head {
 		end := min(rs[0][1], l.lastSeq-1)
 		if err := stream.Purge(ctx, jetstream.WithPurgeSequence(end+1)); err != nil {
@@ -114,6 +119,9 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 		go func() {
 			defer wg.Done()
 			for s := range next {
+				if s == tail {
+					continue
+				}
 				err := stream.DeleteMsg(ctx, s)
 				mu.Lock()
 				switch {

@@ -49,6 +49,10 @@ type Options struct {
 	// gates is appended, before their cut events are removed (tests stop
 	// a prune there).
 	AfterGateRecord func()
+	// AfterRecord, when set, is called once a batch's record and
+	// tombstones are appended, before its events are removed (tests stop a
+	// prune there).
+	AfterRecord func()
 }
 
 // ArchiveResult is one archive a prune wrote, with its record.
@@ -240,11 +244,17 @@ func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Strea
 	}
 	acks, err := store.AppendAtomic(ctx, ps)
 	if err != nil {
-		_ = os.Remove(a.path) // no record: the archive prunes nothing
 		if errors.Is(err, events.ErrWrongLastSequence) {
+			_ = os.Remove(a.path) // refused: no record, the archive prunes nothing
 			return nil, err
 		}
+		// Any other error (a timeout, a cancelled prune) leaves the batch
+		// in doubt: it may be stored, its record naming this archive, so
+		// the archive stays (unnamed, it prunes nothing).
 		return nil, command.StoreError("prune: append the prune record", err)
+	}
+	if opts.AfterRecord != nil {
+		opts.AfterRecord()
 	}
 	log.lastSeq, log.lastHash, log.last = acks[0].Seq, events.Hash(rec), &p
 	log.pruned.Add(acks[0].Seq+1, acks[0].Seq+uint64(len(batch)))

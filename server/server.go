@@ -29,6 +29,7 @@ import (
 	"github.com/trellis/trellis/handlers/httpapi"
 	"github.com/trellis/trellis/handlers/mcpapi"
 	"github.com/trellis/trellis/handlers/natsapi"
+	"github.com/trellis/trellis/retention"
 	"github.com/trellis/trellis/vinegraph"
 	"github.com/trellis/trellis/web"
 )
@@ -96,6 +97,15 @@ type Config struct {
 	// NATSCreds is a NATS credentials file for NATSURL (a cluster with
 	// accounts: the Trellis servers' user).
 	NATSCreds string
+
+	// Retention > 0 prunes the log periodically (see retention.Loop):
+	// finished queue tasks whose events were all stored longer ago than
+	// Retention are archived to Archive (required with it) and removed,
+	// every PruneEvery (default retention.DefaultEvery(Retention)). The
+	// prune records are keyed with the data directory's audit key.
+	Retention  time.Duration
+	Archive    string
+	PruneEvery time.Duration
 }
 
 // Server is a running Trellis.
@@ -109,6 +119,7 @@ type Server struct {
 	mu        sync.Mutex // guards responder (see quorum.go)
 	responder *natsapi.Responder
 	quorum    *quorumWatch
+	retention *retention.Loop
 	httpSrv   *http.Server
 	httpLn    net.Listener
 	registry  *prometheus.Registry
@@ -162,6 +173,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, trellis.FieldError("tls_cert", "cannot load the certificate %s and key %s: %v", cfg.TLSCert, cfg.TLSKey, err)
 		}
 		s.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	rcfg, err := retentionConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
@@ -273,6 +288,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			s.watchQuorum(scfg)
 		}
 	}
+	if rcfg != nil {
+		if err = s.startRetention(rcfg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.WriteInfo {
 		if err = writeInfo(cfg.DataDir, s.info); err != nil {
 			return nil, err
@@ -367,6 +387,7 @@ func (s *Server) Info() Info { return s.info }
 // bounded catch-up so checkpoints of the last events are written), NATS,
 // and the data directory lock.
 func (s *Server) Close() {
+	s.retention.Close()
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.httpSrv.Shutdown(ctx)

@@ -64,6 +64,7 @@ func Vocabulary() []Definition {
 		{GroupVine, vineSteps()},
 		{GroupMemory, memorySteps()},
 		{GroupWorkflows, workflowSteps()},
+		{GroupRetention, retentionSteps()},
 		{GroupTime, timeSteps()},
 		{GroupLog, logSteps()},
 	}

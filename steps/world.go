@@ -102,6 +102,7 @@ type World struct {
 	closers  []func()
 	undefSet map[string]bool
 	wf       workflowState
+	retain   retentionState
 }
 
 // Register adds the Trellis vocabulary to a scenario and returns the

@@ -189,7 +189,18 @@ func (q *Handler) Show(ctx context.Context, taskID string) (*trellis.Task, error
 	if err := trellis.ValidateTaskID("task_id", taskID); err != nil {
 		return nil, err
 	}
+	if st, ok := q.tasks.Cached(taskID); ok && (st.Value == nil || IsFinished(st.Value.Status)) {
+		// A finished task cached here may have been pruned since (by
+		// `trellis prune` or a server's retention, anywhere): catching up
+		// from the cache would not notice its events are gone. Fold it
+		// from the log.
+		q.tasks.Forget(taskID)
+	}
 	st, err := q.loadState(ctx, taskID)
+	if err == nil && st.Value == nil { // its tombstone: pruned
+		q.tasks.Forget(taskID)
+		return nil, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist (it was pruned)", taskID)
+	}
 	return st.Value, err
 }
 

@@ -37,7 +37,7 @@ func (a *app) pruneCommand() *cobra.Command {
   trellis prune --older-than 30d --archive ./archive --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			age, err := parseAge(olderThan)
+			age, err := parseAge("older-than", olderThan)
 			if err != nil {
 				return err
 			}
@@ -79,27 +79,27 @@ func (a *app) pruneCommand() *cobra.Command {
 	return c
 }
 
-// parseAge parses --older-than: a Go duration or a whole number of days
-// ("30d"), positive.
-func parseAge(s string) (time.Duration, error) {
+// parseAge parses an age flag (--older-than, serve's --retention): a Go
+// duration or a whole number of days ("30d"), positive; field names it.
+func parseAge(field, s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, trellis.FieldError("older-than", "is required: a duration such as 720h or 30d")
+		return 0, trellis.FieldError(field, "is required: a duration such as 720h or 30d")
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
 		if err != nil {
-			return 0, trellis.FieldError("older-than", "%q is not a duration (e.g. 720h, 90m, 30d)", s)
+			return 0, trellis.FieldError(field, "%q is not a duration (e.g. 720h, 90m, 30d)", s)
 		}
 		if n <= 0 {
-			return 0, trellis.FieldError("older-than", "must be positive, got %s", s)
+			return 0, trellis.FieldError(field, "must be positive, got %s", s)
 		}
 		if n > int(maxPruneAge/(24*time.Hour)) {
-			return 0, trellis.FieldError("older-than", "is %s; at most %s allowed", s, maxPruneAge)
+			return 0, trellis.FieldError(field, "is %s; at most %s allowed", s, maxPruneAge)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
-	return trellis.ParseDuration("older-than", s, 0, maxPruneAge)
+	return trellis.ParseDuration(field, s, 0, maxPruneAge)
 }
 
 // archiveOutsideLog refuses an archive directory inside the data

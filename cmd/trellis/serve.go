@@ -9,12 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trellis/trellis/retention"
 	"github.com/trellis/trellis/server"
 )
 
 func (a *app) serveCommand() *cobra.Command {
 	var cfg server.Config
 	var syncInterval time.Duration
+	var retain, archive string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run Trellis: embedded NATS JetStream (or --nats-url), projections, NATS API, HTTP API, MCP",
@@ -26,6 +28,9 @@ func (a *app) serveCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.DataDir, cfg.NATSURL, cfg.Workspaces = a.dataDir, a.natsURL, a.workspaces
 			cfg.SyncInterval = syncInterval
+			if err := a.retentionFlags(&cfg, retain, archive); err != nil {
+				return err
+			}
 			cfg.ServeAPI, cfg.WriteInfo = true, true
 			cfg.TLSCA, cfg.NATSCreds = a.tlsCA, a.natsCreds
 			if cfg.Auth {
@@ -61,6 +66,13 @@ func (a *app) serveCommand() *cobra.Command {
 				fmt.Fprintf(a.stdout, "  metrics: %s/metrics\n", info.HTTPURL)
 			}
 			fmt.Fprintf(a.stdout, "  workspace: %s (VINE files must lie here; relative paths resolve against the first)\n", strings.Join(info.Workspaces, ", "))
+			if cfg.Retention > 0 {
+				every := cfg.PruneEvery
+				if every == 0 {
+					every = retention.DefaultEvery(cfg.Retention)
+				}
+				fmt.Fprintf(a.stdout, "  retention: finished tasks older than %s pruned every %s, archived to %s\n", cfg.Retention, every, cfg.Archive)
+			}
 			if code.Embedder != nil {
 				fmt.Fprintf(a.stdout, "  embeddings: %s (hybrid search)\n", code.Embedder.Model())
 			}
@@ -93,6 +105,28 @@ func (a *app) serveCommand() *cobra.Command {
 	f.BoolVar(&cfg.Insecure, "insecure", false, "allow listening on a non-loopback address without --auth (warns on every start)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "serve NATS and HTTP over TLS with this certificate (PEM; with --tls-key)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "the private key of --tls-cert (PEM)")
+	f.StringVar(&retain, "retention", "", "prune finished queue tasks whose events were all stored longer ago than this `duration` (720h, 30d), periodically, as trellis prune does; needs --archive")
+	f.StringVar(&archive, "archive", "", "with --retention: the directory pruned events are archived to first (created when missing; outside the data directory's jetstream/)")
+	f.DurationVar(&cfg.PruneEvery, "prune-every", 0, "with --retention: the time between two prunes (default a tenth of --retention, between 1m and 1h)")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "opt out of fsync-per-write on the embedded server: sync every interval instead (faster; a power loss can lose acknowledged events)")
 	return c
+}
+
+// retentionFlags checks serve's --retention and --archive into cfg
+// (server.Start checks the rest: --archive without --retention, an
+// archive directory that cannot be written, --prune-every's bounds).
+func (a *app) retentionFlags(cfg *server.Config, retain, archive string) error {
+	cfg.Archive = archive
+	if retain == "" {
+		return nil
+	}
+	age, err := parseAge("retention", retain)
+	if err != nil {
+		return err
+	}
+	cfg.Retention = age
+	if archive != "" {
+		return a.archiveOutsideLog(archive)
+	}
+	return nil
 }

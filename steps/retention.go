@@ -1,0 +1,365 @@
+package steps
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/retention"
+	"github.com/trellis/trellis/server"
+	"github.com/trellis/trellis/taskqueue"
+)
+
+// GroupRetention is the group of the retention steps.
+const GroupRetention = "Retention"
+
+// retentionState is what the retention steps remember: the last prune's
+// result.
+type retentionState struct {
+	last *retention.Result
+}
+
+func retentionSteps() []Definition {
+	return []Definition{
+		{
+			Pattern: `^a Trellis server that prunes finished tasks older than (\S+) every (\S+) into the archive "([^"]*)"$`,
+			Example: `Given a Trellis server that prunes finished tasks older than 1ms every 1s into the archive "nightly"`,
+			Doc: "Starts the scenario's Trellis as \"a Trellis server\" does, with retention on, as `trellis serve --retention D " +
+				"--prune-every E --archive DIR` does: a prune at start, then one every E. The archive is a directory of that name " +
+				"in the scenario's scratch directory. Durations: 1ms, 90s, 720h, or whole days (30d).",
+			run: func(w *World) any { return w.startRetainingServer },
+		},
+		{
+			Pattern: `^an operator prunes finished tasks older than (\S+) into the archive "([^"]*)"$`,
+			Example: `When an operator prunes finished tasks older than 1ms into the archive "nightly"`,
+			Doc: "Runs `trellis prune --older-than D --archive DIR` on the scenario's log (keyed with the server's audit key): " +
+				"finished tasks whose events were all stored before now - D are archived to DIR (a directory of that name in the " +
+				"scenario's scratch directory), recorded, and removed from the log. Open tasks stay.",
+			run: func(w *World) any { return w.prune },
+		},
+		{
+			Pattern: `^the prune removed (\d+) tasks? and kept (\d+) open tasks?$`,
+			Example: `Then the prune removed 5 tasks and kept 2 open tasks`,
+			Doc:     "Checks the last prune an operator ran: how many tasks it removed, how many it kept because they are open.",
+			Check:   true,
+			run:     func(w *World) any { return w.pruneRemoved },
+		},
+		{
+			Pattern: `^the server's retention has pruned (\d+) tasks?$`,
+			Example: `Then the server's retention has pruned 5 tasks`,
+			Doc:     "Checks how many tasks the server's periodic prunes removed so far (wait on it with \"wait up to N seconds until\").",
+			Check:   true,
+			run:     func(w *World) any { return w.retentionPruned },
+		},
+		{
+			Pattern: `^the archive "([^"]*)" verifies and holds (\d+) tasks?$`,
+			Example: `Then the archive "nightly" verifies and holds 5 tasks`,
+			Doc: "Checks every archive file in the directory as `trellis audit verify --file` does (no finding, the digest its " +
+				"prune record carries) and counts the tasks whose events they hold.",
+			Check: true,
+			run:   func(w *World) any { return w.archiveVerifies },
+		},
+		{
+			Pattern: `^the live log verifies$`,
+			Example: `Then the live log verifies`,
+			Doc: "Runs `trellis audit verify` on the scenario's log with the server's audit key: no removed, altered or " +
+				"reordered event (a prune's removals are accounted for by its records).",
+			Check: true,
+			run:   func(w *World) any { return w.liveLogVerifies },
+		},
+		{
+			Pattern: `^an edit to the archive "([^"]*)" is found$`,
+			Example: `Then an edit to the archive "nightly" is found`,
+			Doc: "Changes one character of an event in a copy of the first archive file and checks that `audit verify --file` " +
+				"reports it. The archive itself is left as it is.",
+			Check: true,
+			run:   func(w *World) any { return w.archiveEditFound },
+		},
+		{
+			Pattern: `^task "([^"]*)" is no longer in the log$`,
+			Example: `Then task "export" is no longer in the log`,
+			Doc:     "Checks that a task named when it was added was pruned: the log holds no event of it and showing it is not_found.",
+			Check:   true,
+			run:     func(w *World) any { return w.taskPruned },
+		},
+	}
+}
+
+// parseAge reads a step's duration: a Go duration or whole days ("30d").
+func parseAge(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("%q is not a positive number of days", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration (1ms, 90s, 720h, 30d)", s)
+	}
+	return d, nil
+}
+
+// archiveDir is the archive directory name in the scenario's scratch
+// directory.
+func (w *World) archiveDir(name string) (string, error) {
+	if err := checkArchiveName(name); err != nil {
+		return "", err
+	}
+	if w.dir == "" {
+		return "", errNoServer
+	}
+	return filepath.Join(w.dir, name), nil
+}
+
+// checkArchiveName refuses an archive name that is not a plain
+// directory name (a path would leave the scratch directory).
+func checkArchiveName(name string) error {
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return fmt.Errorf("archive %q: give a plain directory name (it lies in the scenario's scratch directory)", name)
+	}
+	return nil
+}
+
+func (w *World) startRetainingServer(ctx context.Context, age, every, name string) error {
+	if err := checkArchiveName(name); err != nil {
+		return err
+	}
+	retain, err := parseAge(age)
+	if err != nil {
+		return err
+	}
+	interval, err := parseAge(every)
+	if err != nil {
+		return err
+	}
+	return w.StartServer(ctx, func(c *server.Config) {
+		c.Retention, c.PruneEvery = retain, interval
+		c.Archive = filepath.Join(filepath.Dir(c.DataDir), name)
+	})
+}
+
+func (w *World) prune(ctx context.Context, age, name string) error {
+	d, err := parseAge(age)
+	if err != nil {
+		return err
+	}
+	dir, err := w.archiveDir(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	key, err := audit.AnchorKey(w.srv.Info().DataDir, true)
+	if err != nil {
+		return err
+	}
+	res, err := retention.Prune(ctx, w.srv.Store(), retention.Options{OlderThan: d, Archive: dir, Key: key})
+	if err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	w.retain.last = res
+	return nil
+}
+
+func (w *World) pruneRemoved(_ context.Context, tasks, open int) error {
+	res := w.retain.last
+	if res == nil {
+		return errors.New("no prune ran yet: use `an operator prunes finished tasks older than ...` first")
+	}
+	if res.Tasks != tasks || res.Kept["open"] != open {
+		return fmt.Errorf("the prune removed %d task(s) and kept %d open (kept: %v); expected %d and %d open", res.Tasks, res.Kept["open"], res.Kept, tasks, open)
+	}
+	return nil
+}
+
+func (w *World) retentionPruned(_ context.Context, n int) error {
+	if w.srv == nil {
+		return errNoServer
+	}
+	st, ok := w.srv.Retention()
+	if !ok {
+		return errors.New("the scenario's server does not prune: start it with `a Trellis server that prunes finished tasks ...`")
+	}
+	if st.Tasks != n {
+		return fmt.Errorf("the server's retention pruned %d task(s) in %d prune(s) (last error: %q); expected %d", st.Tasks, st.Runs, st.LastErr, n)
+	}
+	return nil
+}
+
+// archiveFiles lists an archive directory's files.
+func (w *World) archiveFiles(name string) ([]string, error) {
+	dir, err := w.archiveDir(name)
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "prune-*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("the archive %q holds no archive file", name)
+	}
+	return files, nil
+}
+
+func (w *World) archiveVerifies(ctx context.Context, name string, n int) error {
+	files, err := w.archiveFiles(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	recs, _, err := w.srv.Store().Load(ctx, events.StreamQueue, events.RetentionFilter)
+	if err != nil && !errors.Is(err, events.ErrNotFound) {
+		return fmt.Errorf("read the prune records: %w", err)
+	}
+	digests := map[string]string{}
+	for _, r := range recs {
+		var p events.PrunedPayload
+		if r.DecodePayload(&p) == nil {
+			digests[p.Archive] = p.Digest
+		}
+	}
+	tasks := map[string]bool{}
+	for _, f := range files {
+		var findings []string
+		rep, err := audit.VerifyFile(ctx, f, func(x audit.Finding) error { findings = append(findings, x.String()); return nil })
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", filepath.Base(f), err)
+		}
+		if len(findings) > 0 {
+			return fmt.Errorf("archive %s: %s", filepath.Base(f), strings.Join(findings, "; "))
+		}
+		if want, ok := digests[filepath.Base(f)]; !ok || want != rep.Digest {
+			return fmt.Errorf("archive %s has digest %s; its prune record says %q", filepath.Base(f), rep.Digest, want)
+		}
+		if err := archivedTasks(f, tasks); err != nil {
+			return err
+		}
+	}
+	if len(tasks) != n {
+		return fmt.Errorf("the archive %q holds %d task(s); expected %d", name, len(tasks), n)
+	}
+	return nil
+}
+
+// archivedTasks adds the task ids of an archive's events to tasks.
+func archivedTasks(path string, tasks map[string]bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var l audit.ExportLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Event != nil && taskqueue.IsTaskSubject(l.Subject) {
+			tasks[l.Event.AggregateID] = true
+		}
+	}
+	return sc.Err()
+}
+
+func (w *World) liveLogVerifies(ctx context.Context) error {
+	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	key, err := audit.AnchorKey(w.srv.Info().DataDir, true)
+	if err != nil {
+		return err
+	}
+	var findings []string
+	if _, err := audit.Verify(ctx, w.srv.Store(), audit.VerifyOptions{AnchorKey: key}, func(f audit.Finding) error {
+		findings = append(findings, f.String())
+		return nil
+	}); err != nil {
+		return fmt.Errorf("audit verify: %w", err)
+	}
+	if len(findings) > 0 {
+		return fmt.Errorf("audit verify found %d problem(s): %s", len(findings), strings.Join(findings, "; "))
+	}
+	return nil
+}
+
+func (w *World) archiveEditFound(ctx context.Context, name string) error {
+	files, err := w.archiveFiles(name)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		return err
+	}
+	// Change the first event's objective (or any payload) by a letter.
+	i := strings.Index(string(data), `"objective":"`)
+	if i < 0 {
+		return fmt.Errorf("archive %s holds no task objective to edit", filepath.Base(files[0]))
+	}
+	i += len(`"objective":"`)
+	edited := []byte(string(data))
+	if edited[i] == 'X' {
+		edited[i] = 'Y'
+	} else {
+		edited[i] = 'X'
+	}
+	dir, err := os.MkdirTemp(w.dir, "edited-archive-")
+	if err != nil {
+		return err
+	}
+	copyPath := filepath.Join(dir, filepath.Base(files[0]))
+	if err := os.WriteFile(copyPath, edited, 0o600); err != nil {
+		return err
+	}
+	found := 0
+	if _, err := audit.VerifyFile(ctx, copyPath, func(audit.Finding) error { found++; return nil }); err != nil {
+		return fmt.Errorf("verify the edited copy: %w", err)
+	}
+	if found == 0 {
+		return fmt.Errorf("audit verify --file found nothing in a copy of %s with an edited objective", filepath.Base(files[0]))
+	}
+	return nil
+}
+
+func (w *World) taskPruned(ctx context.Context, name string) error {
+	t, err := w.named1(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	recs, _, err := w.srv.Store().Load(ctx, events.StreamQueue, taskqueue.Filter(t.TaskID))
+	if err != nil && !errors.Is(err, events.ErrNotFound) {
+		return fmt.Errorf("read the events of %s: %w", t.TaskID, err)
+	}
+	if len(recs) > 0 {
+		return fmt.Errorf("the log still holds %d event(s) of task %q (%s)", len(recs), name, t.TaskID)
+	}
+	if _, err := w.queue.Show(ctx, t.TaskID); trellis.ErrorCode(err) != trellis.CodeNotFound {
+		return fmt.Errorf("showing the pruned task %q answers %v; expected not_found", name, err)
+	}
+	return nil
+}
