@@ -207,14 +207,6 @@ func (r *Runner[S]) Load(ctx context.Context, id string) (State[S], error) {
 	return r.catchUp(ctx, st)
 }
 
-// CatchUp folds into st, a state this process built another way (from a
-// dispatch message, say), the events the log holds after st.Seq: the
-// aggregate as the log has it, read from st.Seq on instead of from its
-// first event.
-func (r *Runner[S]) CatchUp(ctx context.Context, st State[S]) (State[S], error) {
-	return r.catchUp(ctx, st)
-}
-
 // catchUp folds the events after st.Seq into st.
 func (r *Runner[S]) catchUp(ctx context.Context, st State[S]) (State[S], error) {
 	if st.Seq == 0 && r.kind.Snapshot != nil {

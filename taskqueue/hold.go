@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/trellis/trellis/command"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -74,13 +73,9 @@ func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker 
 		// a worker process, say): the task may have been cancelled while
 		// it waited, and a hold appends nothing that the log could refuse
 		// before the handler runs. Decide on the task as the log has it.
-		// The dispatch is the add, the task's first event: only what
-		// followed it is read (usually nothing, and one request says so).
-		st, err := q.tasks.CatchUp(ctx, d.st)
-		if err != nil {
-			return nil, command.StoreError("load task", err)
+		if d.st, err = q.loadState(ctx, d.st.ID); err != nil {
+			return nil, err
 		}
-		d.st = st
 		d.unread = false
 	}
 	if t := d.st.Value; holdable(d, t) {
