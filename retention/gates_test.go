@@ -328,3 +328,41 @@ func TestPruneGateStoppedAfterRecord(t *testing.T) {
 		t.Fatalf("the gate keeps %d events; want its snapshot and the 10 after it", len(recs))
 	}
 }
+
+// TestPruneCancelledKeepsGateArchive: a gate batch whose record append is
+// in doubt (the prune is cancelled once its archive is durable) keeps its
+// archive, as a task batch does: the record may be stored and name it,
+// and the next prune would then remove the events only it holds.
+func TestPruneCancelledKeepsGateArchive(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := ctxT(t)
+	q := taskqueue.New(b.Store, taskqueue.Config{})
+	if _, err := q.SetRate(ctx, "cq", "ops", "100000/s", 100000); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < taskqueue.GateSnapshotEvery+10; i++ {
+		if _, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "cq", Objective: "gated"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := q.Next(ctx, trellis.NextRequest{Queue: "cq", Worker: "w"}); err != nil || got == nil {
+			t.Fatalf("claim %d: %+v, %v", i, got, err)
+		}
+	}
+	stopped, stop := context.WithCancel(ctx)
+	var written string
+	_, err := retention.Prune(stopped, b.Store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later,
+		AfterArchive: func(path string) { written = path; stop() }})
+	if err == nil || written == "" {
+		t.Fatalf("a prune cancelled after its gate archive: %v (archive %q)", err, written)
+	}
+	if _, err := os.Stat(written); err != nil {
+		t.Fatalf("the archive of a gate batch in doubt was removed: %v", err)
+	}
+	if _, err := retention.Prune(ctx, b.Store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later}); err != nil {
+		t.Fatal(err)
+	}
+	if fs := verifyLog(t, b.Store); len(fs) > 0 {
+		t.Fatalf("verify: %v", fs)
+	}
+}

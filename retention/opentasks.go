@@ -189,11 +189,17 @@ func pruneOpenBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	rec.ID, rec.Prev = recordID, log.lastHash
 	ack, err := store.Append(ctx, events.RetentionSubjectPrefix+events.PrunedType, rec, events.Expect{Filter: events.RetentionFilter, LastSeq: log.lastSeq}, "")
 	if err != nil {
-		_ = os.Remove(a.path) // no record: the archive prunes nothing
 		if errors.Is(err, events.ErrWrongLastSequence) {
+			_ = os.Remove(a.path) // refused: no record, the archive prunes nothing
 			return nil, moved, trellis.Errorf(trellis.CodeConflict, "another prune ran while this one did (the retention log moved on): run it again")
 		}
+		// Any other error (a timeout, a cancelled prune) leaves the batch
+		// in doubt: its record may be stored, naming this archive, so the
+		// archive stays (unnamed, it prunes nothing).
 		return nil, moved, command.StoreError("prune: append the prune record", err)
+	}
+	if opts.AfterRecord != nil {
+		opts.AfterRecord()
 	}
 	log.lastSeq, log.lastHash, log.last = ack.Seq, events.Hash(rec), &p
 	for _, r := range p.Removed {
