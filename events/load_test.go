@@ -31,7 +31,7 @@ func appendTaskEvents(t testing.TB, store *events.Store, id string, n int, last 
 
 // TestLoadFromReadsExactlyTheAggregate: loads stop at the aggregate's last
 // event however many events of others lie between and after its own, for
-// aggregates shorter and longer than the single-get phase of a load.
+// aggregates of one event and of many.
 func TestLoadFromReadsExactlyTheAggregate(t *testing.T) {
 	bundle := eventstest.Start(t)
 	ctx := context.Background()

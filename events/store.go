@@ -387,21 +387,15 @@ func (s *Store) LoadFrom(ctx context.Context, stream, filter string, from uint64
 	case last.Seq < from:
 		// Nothing after from: no read of the stream past it.
 		return nil, 0, nil
-	default:
-		bounded, next, done, err := s.loadBounded(ctx, stream, filter, from, last)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = bounded
-		if done {
-			return s.loaded(ctx, out)
-		}
-		from = next
+	case last.Seq == from:
+		// The only new event is the last one, which the probe brought.
+		return s.loaded(ctx, []Recorded{last})
 	}
-	// Past the single gets, the first round trip asks for one event: the
-	// server answers with how many more match, and the next asks for
-	// exactly those (a batch asking for more than match makes the server
-	// look for the rest through every message to the stream's end).
+	// The first round trip asks for one event: the server answers with how
+	// many more match, and the next asks for exactly those. A batch asking
+	// for more than match makes the server look for the rest through every
+	// message to the stream's end (a wildcard filter, as every aggregate's
+	// is, is matched message by message there).
 	want := 1
 	for {
 		batch, pending, err := s.directBatch(ctx, stream, filter, from, want)
