@@ -123,7 +123,8 @@ type Store struct {
 	mu         sync.Mutex
 	committers map[string]*committer
 	traits     map[string]streamTraits
-	bucket     jetstream.ObjectStore // the blob bucket, once known
+	bucket     jetstream.ObjectStore  // the blob bucket, once known
+	heads      map[string]*headReader // gathered last-event reads (see LastSeqOf)
 }
 
 // streamTraits is what the group commit needs to know of a stream.

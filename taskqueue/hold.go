@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 )
 
@@ -73,10 +74,9 @@ func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker 
 		// a worker process, say): the task may have been cancelled while
 		// it waited, and a hold appends nothing that the log could refuse
 		// before the handler runs. Decide on the task as the log has it.
-		if d.st, err = q.loadState(ctx, d.st.ID); err != nil {
+		if err := q.readHeld(ctx, d); err != nil {
 			return nil, err
 		}
-		d.unread = false
 	}
 	if t := d.st.Value; holdable(d, t) {
 		if d.leaseSpent() {
@@ -94,6 +94,28 @@ func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker 
 		return nil, err
 	}
 	return &Hold{Task: task, recorded: true}, nil
+}
+
+// readHeld makes d, a first delivery of an add built from the dispatch
+// alone, the task as the log has it. It asks for the task's last event,
+// together with the other holds reading at the same moment (one request
+// for all: see events.Store.LastSeqOf): when that is the add the
+// dispatch carries, nothing followed it and the dispatch's state is the
+// log's. Anything else (an event after it: a cancel, a claim; no event
+// at all: a prune removed the task, or a lagging replica answered) folds
+// the task from its first event, as every load does.
+func (q *Handler) readHeld(ctx context.Context, d *dispatch) error {
+	last, err := q.store.LastSeqOf(ctx, events.StreamQueue, FilterIn(d.st.Value.Queue, d.st.ID))
+	if err != nil {
+		return command.StoreError("load task", err)
+	}
+	if last != d.rec.Seq {
+		if d.st, err = q.loadState(ctx, d.st.ID); err != nil {
+			return err
+		}
+	}
+	d.unread = false
+	return nil
 }
 
 // holdable reports whether a dispatch's claim may stay unrecorded (see

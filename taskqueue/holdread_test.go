@@ -1,0 +1,189 @@
+package taskqueue_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/taskqueue"
+)
+
+// TestHoldsReadTogetherWhatTheirDispatchesCannotTell: a worker process
+// (a handler that never saw the tasks) holds many dispatches at once,
+// which read the tasks' last events together. Of tasks whose dispatches
+// it fetched before they changed, none is held: a task cancelled while
+// its dispatch sat in the pool's buffer, a task cancelled and then pruned
+// (its events removed from the log: its dispatch reads as nothing after
+// the add, and only folding from the first event finds it gone), a task
+// claimed by another worker meanwhile. The tasks nothing happened to are
+// held unrecorded, and their outcomes carry their claims.
+func TestHoldsReadTogetherWhatTheirDispatchesCannotTell(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := ctxT(t)
+	adder := taskqueue.New(b.Store, taskqueue.Config{})
+	// The worker process: its own connection, store and task cache.
+	nc, err := nats.Connect(b.Server.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := taskqueue.New(store, taskqueue.Config{})
+
+	const queue, n = "heldread", 40
+	var ids []string
+	for i := 0; i < n; i++ {
+		task, err := adder.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: fmt.Sprintf("task %d", i), MaxAttempts: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.TaskID)
+	}
+	// The pool fetches every dispatch ahead of its slots.
+	lanes, err := worker.Lanes(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := map[string]jetstream.Msg{}
+	for deadline := time.Now().Add(60 * time.Second); len(msgs) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("fetched %d dispatches of %d", len(msgs), n)
+		}
+		for _, lane := range lanes {
+			batch, err := lane.Fetch(n, jetstream.FetchMaxWait(200*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for m := range batch.Messages() {
+				msgs[strings.Split(m.Subject(), ".")[3]] = m
+			}
+		}
+	}
+	// Meanwhile, elsewhere: cancels, a prune, a claim by another worker.
+	cancelled, pruned, claimed, untouched := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	stream, err := b.Store.JetStream().Stream(ctx, events.StreamQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		switch i % 4 {
+		case 0:
+			cancelled[id] = true
+		case 1:
+			pruned[id] = true
+		case 2:
+			claimed[id] = true
+			continue
+		default:
+			untouched[id] = true
+			continue
+		}
+		if _, err := adder.Cancel(ctx, trellis.CancelRequest{TaskID: id, Reason: "not needed"}); err != nil {
+			t.Fatal(err)
+		}
+		if !pruned[id] {
+			continue
+		}
+		recs, _, err := b.Store.Load(ctx, events.StreamQueue, taskqueue.Filter(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if err := stream.DeleteMsg(ctx, r.Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id := range claimed {
+		// Another process's claim of the same dispatch, recorded (one
+		// that stalled and whose write was stored late, say): the
+		// dispatch's delivery cannot tell.
+		recs, last, err := b.Store.Load(ctx, events.StreamQueue, taskqueue.Filter(id))
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("load %s: %d events, %v", id, len(recs), err)
+		}
+		at := time.Now().UTC()
+		payload, err := json.Marshal(taskqueue.ClaimedPayload{Worker: "other/0", Attempt: 1, Leased: true, DispatchSeq: last, Delivery: 1, At: &at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := events.Envelope{ID: events.NewID(at), Type: taskqueue.Claimed, AggregateID: id, Actor: "other/0", Time: at,
+			Schema: taskqueue.Schema, Payload: payload, Prev: events.Hash(recs[0].Envelope)}
+		if _, err := b.Store.Append(ctx, taskqueue.Subject(queue, id, taskqueue.Claimed), env, events.Expect{Filter: taskqueue.FilterIn(queue, id), LastSeq: last}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The stream's last message is another task's (a prune keeps the
+	// stream's last message).
+	if _, err := adder.Add(ctx, trellis.AddTaskRequest{Queue: "elsewhere", Objective: "last"}); err != nil {
+		t.Fatal(err)
+	}
+
+	holds := map[string]*taskqueue.Hold{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for id, m := range msgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := worker.HoldDispatched(ctx, m, "pool/"+id)
+			if err != nil && trellis.ErrorCode(err) != trellis.CodeNotFound {
+				t.Errorf("hold %s: %v", id, err)
+			}
+			if h != nil {
+				mu.Lock()
+				holds[id] = h
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		h := holds[id]
+		switch {
+		case untouched[id] && (h == nil || h.Recorded()):
+			t.Errorf("untouched task %s: hold %+v; want an unrecorded hold", id, h)
+		case cancelled[id] && h != nil:
+			t.Errorf("task %s cancelled while its dispatch waited would run", id)
+		case pruned[id] && h != nil:
+			t.Errorf("task %s pruned while its dispatch waited would run", id)
+		case claimed[id] && h != nil:
+			t.Errorf("task %s claimed by another worker would run again", id)
+		}
+	}
+	for id, h := range holds {
+		if _, err := worker.DoneHeld(ctx, h, trellis.DoneRequest{TaskID: id, Worker: "pool/" + id, WhatWasDone: "ran"}); err != nil {
+			t.Fatalf("done %s: %v", id, err)
+		}
+		recs, err := adder.History(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, r := range recs {
+			types = append(types, r.Type)
+		}
+		if h := strings.Join(types, ","); h != "added,completed" {
+			t.Errorf("task %s: history %s; want added,completed (its claim carried)", id, h)
+		}
+	}
+	for id := range cancelled {
+		task, err := adder.Show(ctx, id)
+		if err != nil || task.Status != trellis.StatusCancelled || task.Attempts != 0 {
+			t.Errorf("cancelled task %s: %+v, %v", id, task, err)
+		}
+	}
+}
