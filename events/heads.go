@@ -30,7 +30,8 @@ import (
 // headsBatch bounds the filters of one gathered read. The server answers
 // at most 1,024 subjects per request (each filter may match several: an
 // aggregate's event types are subjects of their own); a request it
-// refuses as too large is read filter by filter.
+// refuses as too large, or as one it does not know (a server older than
+// multi_last), is read filter by filter.
 const headsBatch = 32
 
 // maxDirectAnswers is the most messages the server sends for one
@@ -131,7 +132,7 @@ func (s *Store) readHeadGroup(stream string, group []*headRead) {
 		}
 	}
 	last, err := s.multiLast(ctx, stream, filters)
-	if errors.Is(err, errTooManyResults) {
+	if errors.Is(err, errNotGathered) {
 		for _, r := range group {
 			rec, ok, err := s.lastMatching(ctx, stream, r.filter)
 			if ok {
@@ -146,9 +147,10 @@ func (s *Store) readHeadGroup(stream string, group []*headRead) {
 	}
 }
 
-// errTooManyResults: a multi_last read matched more subjects than the
-// server answers in one request.
-var errTooManyResults = errors.New("too many results")
+// errNotGathered: the server refused a multi_last read as too large (it
+// matched more subjects than one answer holds) or as a request it does
+// not know.
+var errNotGathered = errors.New("multi_last read refused")
 
 // multiLast asks for the last message of every subject matching filters
 // and returns, per filter, the highest sequence among them (absent: none
@@ -194,8 +196,8 @@ func (s *Store) multiLastOnce(ctx context.Context, stream string, filters []stri
 				return out, nil
 			case "404": // no subject matched any filter
 				return out, nil
-			case "413":
-				return nil, errTooManyResults
+			case "413", "408":
+				return nil, fmt.Errorf("%w: %s %s", errNotGathered, st, msg.Header.Get("Description"))
 			case "503":
 				return nil, fmt.Errorf("last of %d aggregates on %s: %w", len(filters), stream, nats.ErrNoResponders)
 			default:
