@@ -38,6 +38,8 @@ type SnapshotPayload struct {
 	Gate *Gate `json:"gate,omitempty"`
 	// Task is the state of an open queue task (see TaskSnapshot).
 	Task *trellis.Task `json:"task,omitempty"`
+	// Schedule is the state of a schedule (see ScheduleSnapshotEvery).
+	Schedule *trellis.Schedule `json:"schedule,omitempty"`
 }
 
 // gateSnapshotSubject is the subject of a gate's snapshots.
