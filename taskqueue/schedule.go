@@ -90,8 +90,8 @@ func scheduleSubject(queue, name, typ string) string {
 func TickSubjects() []string { return []string{"trellis.queue.*._schedule.*." + Tick} }
 
 var scheduleKind = command.Kind[*trellis.Schedule]{
-	Name:   "schedule",
-	Stream: events.StreamQueue,
+	Name:     "schedule",
+	Stream:   events.StreamQueue,
 	Filter:   ScheduleFilter,
 	Fold:     foldScheduleEvent,
 	Clone:    (*trellis.Schedule).Clone,
