@@ -31,10 +31,12 @@ import (
 // are interleaved with the tasks': about a removed range each).
 const maxGateEvents = 4096
 
-// gateHistory is one gate's events in the live log, in stream order.
+// gateHistory is one gate's events in the live log, in stream order (or
+// a schedule's: see schedules.go).
 type gateHistory struct {
-	filter string
-	msgs   []events.Message
+	filter   string
+	msgs     []events.Message
+	schedule bool
 }
 
 // gateSegment is the part of a gate one batch cuts: msgs, the events
@@ -43,6 +45,10 @@ type gateSegment struct {
 	filter string
 	msgs   []events.Message
 	snap   events.Message
+	// schedule: the segment is a schedule's, whose fired timers (timers)
+	// it archives with their ticks.
+	schedule bool
+	timers   []uint64
 }
 
 // scanGates reads every gate of the queue stream and returns what a prune
@@ -51,15 +57,19 @@ type gateSegment struct {
 func scanGates(ctx context.Context, store *events.Store, cut time.Time, continued map[uint64]string, kept map[string]int) ([][]gateSegment, error) {
 	gates := map[string]*gateHistory{}
 	var order []string
-	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>"} {
+	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>", "trellis.queue.*._schedule.*.>"} {
 		err := store.Scan(ctx, events.StreamQueue, events.ScanRange{Filter: filter}, func(m events.Message) error {
-			if !taskqueue.IsGateSubject(m.Subject) {
+			schedule := taskqueue.IsScheduleSubject(m.Subject)
+			if !schedule && !taskqueue.IsGateSubject(m.Subject) {
 				return nil
 			}
 			f := m.Subject[:strings.LastIndexByte(m.Subject, '.')] + ".>"
+			if schedule {
+				f = taskqueue.ScheduleFilter(strings.Split(m.Subject, ".")[4]) // whatever its queue
+			}
 			g := gates[f]
 			if g == nil {
-				g = &gateHistory{filter: f}
+				g = &gateHistory{filter: f, schedule: schedule}
 				gates[f] = g
 				order = append(order, f)
 			}
@@ -117,9 +127,14 @@ func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]ga
 				end = i
 			}
 		}
-		seg := gateSegment{filter: g.filter, msgs: g.msgs[start:end], snap: g.msgs[end]}
+		seg := gateSegment{filter: g.filter, msgs: g.msgs[start:end], snap: g.msgs[end], schedule: g.schedule}
 		if !seg.matches() {
 			return nil, "a snapshot of it does not match the events it replaces"
+		}
+		if g.schedule {
+			if why := seg.findTimers(); why != "" {
+				return nil, why
+			}
 		}
 		segs = append(segs, seg)
 		start = end
@@ -131,6 +146,9 @@ func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]ga
 // event) and the one it ends at carry the fold of the events before them
 // and chain to the last of those.
 func (s gateSegment) matches() bool {
+	if s.schedule {
+		return s.matchesSchedule()
+	}
 	var g *taskqueue.Gate
 	all := append(append([]events.Message(nil), s.msgs...), s.snap)
 	for i, m := range all {
@@ -174,7 +192,8 @@ func pruneGates(ctx context.Context, store *events.Store, stream jetstream.Strea
 			return err
 		}
 		res.Archives = append(res.Archives, ar.ArchiveResult)
-		res.GateEvents += ar.Events
+		res.GateEvents += ar.Events - ar.scheduleEvents
+		res.ScheduleEvents += ar.scheduleEvents
 		res.Sequences += ar.sequences
 	}
 	return nil
@@ -188,7 +207,7 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	name := "prune-" + recordID + ".jsonl"
 	cands := make([]*candidate, len(batch))
 	for i, s := range batch {
-		cands[i] = &candidate{id: s.filter, msgs: s.msgs}
+		cands[i] = &candidate{id: s.filter, msgs: s.msgs, timers: s.timers}
 	}
 	a, err := writeArchive(opts.Archive, name, firstSeq, cands)
 	if err != nil {
@@ -236,6 +255,15 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	for _, r := range p.Removed {
 		seqs += int(r[1] - r[0] + 1)
 	}
-	return &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, Gates: len(batch), Events: a.events, Bytes: a.bytes,
-		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}, nil
+	out := &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, Events: a.events, Bytes: a.bytes,
+		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}
+	for _, s := range batch {
+		if s.schedule {
+			out.Schedules++
+			out.scheduleEvents += len(s.msgs)
+		} else {
+			out.Gates++
+		}
+	}
+	return out, nil
 }

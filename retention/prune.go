@@ -70,8 +70,10 @@ type ArchiveResult struct {
 	RecordSeq uint64 `json:"record_seq"`
 
 	// Gates counts the open gates whose events before a snapshot it
-	// holds (see scanGates), OpenTasks the open tasks (see chooseOpen).
+	// holds (see scanGates), Schedules the schedules (see schedules.go),
+	// OpenTasks the open tasks (see chooseOpen).
 	Gates     int `json:"gates,omitempty"`
+	Schedules int `json:"schedules,omitempty"`
 	OpenTasks int `json:"open_tasks,omitempty"`
 }
 
@@ -98,8 +100,11 @@ type Result struct {
 	// scanGates): not in Events, which counts the tasks'. GatesKept
 	// counts the gates kept whole by reason (none: a gate without a
 	// snapshot before the cut is not counted).
-	GateEvents int            `json:"gate_events,omitempty"`
-	GatesKept  map[string]int `json:"gates_kept,omitempty"`
+	GateEvents int `json:"gate_events,omitempty"`
+	// ScheduleEvents counts the events of schedules cut at a snapshot
+	// (ticks and the events they fired; see schedules.go).
+	ScheduleEvents int            `json:"schedule_events,omitempty"`
+	GatesKept      map[string]int `json:"gates_kept,omitempty"`
 	// OpenTasks counts the open tasks cut at a snapshot and OpenEvents
 	// their events removed (see chooseOpen; not in Tasks and Events).
 	OpenTasks  int `json:"open_tasks,omitempty"`
@@ -205,7 +210,8 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 // batchResult is one pruned batch.
 type batchResult struct {
 	ArchiveResult
-	sequences int
+	sequences      int
+	scheduleEvents int
 }
 
 // pruneBatch archives, records and purges one batch of tasks.
