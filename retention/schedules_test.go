@@ -192,3 +192,67 @@ func TestPruneCutsSchedules(t *testing.T) {
 		t.Fatal("verify --file found nothing in the altered archive")
 	}
 }
+
+// TestPruneScheduleStoppedAfterRecord: a prune stopped after it recorded a
+// schedule's cut, in the middle of removing the cut events (the first
+// three gone, its context cancelled there, as a kill would stop it),
+// leaves the log verifiable and the schedule's state as it was, and the
+// next prune finishes the removal: the schedule then starts at its
+// snapshot. A prune stopped once its archive is durable, before its
+// record, leaves the log whole.
+func TestPruneScheduleStoppedAfterRecord(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := ctxT(t)
+	before := tickingSchedule(t, b, "sq", "beat", 5)
+	all := scheduleEvents(t, b.Store, "beat")
+	check := func(when string) []events.Recorded {
+		t.Helper()
+		if fs := verifyLog(t, b.Store); len(fs) > 0 {
+			t.Fatalf("verify %s: %v", when, fs)
+		}
+		got, err := taskqueue.New(b.Store, taskqueue.Config{}).Schedule(ctx, "beat")
+		if err != nil || !taskqueue.SameSchedule(got, before) {
+			t.Fatalf("schedule %s: %+v, %v; before %+v", when, got, err, before)
+		}
+		return scheduleEvents(t, b.Store, "beat")
+	}
+	dir := t.TempDir()
+	beforeRecord, stop := context.WithCancel(ctx)
+	_, err := retention.Prune(beforeRecord, b.Store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later,
+		AfterArchive: func(string) { stop() }})
+	if err == nil {
+		t.Fatal("a prune stopped before its record reported success")
+	}
+	if live := check("after a prune stopped before its record"); len(live) != len(all) {
+		t.Fatalf("the schedule keeps %d of its %d events after a prune stopped before its record", len(live), len(all))
+	}
+	stopped, stop := context.WithCancel(ctx)
+	partly := func() {
+		stream, err := b.Store.JetStream().Stream(ctx, events.StreamQueue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range scheduleEvents(t, b.Store, "beat")[:3] {
+			if err := stream.DeleteMsg(ctx, r.Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop()
+	}
+	_, err = retention.Prune(stopped, b.Store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, AfterGateRecord: partly})
+	if err == nil {
+		t.Fatal("a prune stopped after its schedule record reported success")
+	}
+	check("after the stopped prune")
+	res, err := retention.Prune(ctx, b.Store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed == 0 {
+		t.Fatalf("the next prune finished nothing of the stopped one: %+v", res)
+	}
+	if live := check("after the next prune"); live[0].Type != taskqueue.Snapshot || len(live) > scheduleSnapEvery+3 {
+		t.Fatalf("the schedule keeps %d events from a %s; want at most %d from its snapshot", len(live), live[0].Type, scheduleSnapEvery+3)
+	}
+}
