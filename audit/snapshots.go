@@ -34,11 +34,13 @@ func newSnapshotCheck(store *events.Store, stream string, continued map[uint64]e
 	return &snapshotCheck{store: store, stream: stream, last: map[string]uint64{}, continued: continued}
 }
 
-// check checks m when it is the snapshot of a gate, a task or a schedule.
+// check checks m when it is the snapshot of a gate, a task, a schedule or
+// a queue's controls.
 func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding, error) {
 	isTask := taskqueue.IsTaskSubject(m.Subject)
 	isSchedule := taskqueue.IsScheduleSubject(m.Subject)
-	if m.Bad != nil || m.Type != taskqueue.Snapshot || !(isTask || isSchedule || taskqueue.IsGateSubject(m.Subject)) {
+	isControls := !isTask && taskqueue.IsControlSubject(m.Subject)
+	if m.Bad != nil || m.Type != taskqueue.Snapshot || !(isTask || isSchedule || isControls || taskqueue.IsGateSubject(m.Subject)) {
 		return nil, nil
 	}
 	ref, ok := aggregateOf(m.Subject)
@@ -61,6 +63,8 @@ func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding,
 		err = boolErr(p.Task != nil && p.Task.TaskID == m.AggregateID)
 	case isSchedule:
 		err = boolErr(p.Schedule != nil && p.Schedule.Name == m.AggregateID)
+	case isControls:
+		err = boolErr(p.Controls != nil && p.Controls.Queue == m.AggregateID)
 	default:
 		err = boolErr(p.Gate != nil)
 	}
@@ -100,6 +104,13 @@ func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding,
 			return out, nil
 		}
 		same = taskqueue.SameSchedule(want, p.Schedule)
+	case isControls:
+		want, err := taskqueue.FoldControls(recs)
+		if err != nil {
+			altered("the events the snapshot replaces do not fold: %v", err)
+			return out, nil
+		}
+		same = taskqueue.SameControls(want, p.Controls)
 	case isTask:
 		want, err := taskqueue.Fold(recs)
 		if err != nil {

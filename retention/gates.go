@@ -37,6 +37,7 @@ type gateHistory struct {
 	filter   string
 	msgs     []events.Message
 	schedule bool
+	controls bool // a queue's controls (see schedules.go)
 }
 
 // gateSegment is the part of a gate one batch cuts: msgs, the events
@@ -49,6 +50,7 @@ type gateSegment struct {
 	// it archives with their ticks.
 	schedule bool
 	timers   []uint64
+	controls bool
 }
 
 // scanGates reads every gate of the queue stream and returns what a prune
@@ -57,10 +59,11 @@ type gateSegment struct {
 func scanGates(ctx context.Context, store *events.Store, cut time.Time, continued map[uint64]string, kept map[string]int) ([][]gateSegment, error) {
 	gates := map[string]*gateHistory{}
 	var order []string
-	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>", "trellis.queue.*._schedule.*.>"} {
+	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>", "trellis.queue.*._schedule.*.>", "trellis.queue.*." + taskqueue.ControlID + ".>"} {
 		err := store.Scan(ctx, events.StreamQueue, events.ScanRange{Filter: filter}, func(m events.Message) error {
 			schedule := taskqueue.IsScheduleSubject(m.Subject)
-			if !schedule && !taskqueue.IsGateSubject(m.Subject) {
+			controls := !schedule && taskqueue.IsControlSubject(m.Subject)
+			if !schedule && !controls && !taskqueue.IsGateSubject(m.Subject) {
 				return nil
 			}
 			f := m.Subject[:strings.LastIndexByte(m.Subject, '.')] + ".>"
@@ -69,7 +72,7 @@ func scanGates(ctx context.Context, store *events.Store, cut time.Time, continue
 			}
 			g := gates[f]
 			if g == nil {
-				g = &gateHistory{filter: f, schedule: schedule}
+				g = &gateHistory{filter: f, schedule: schedule, controls: controls}
 				gates[f] = g
 				order = append(order, f)
 			}
@@ -127,7 +130,7 @@ func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]ga
 				end = i
 			}
 		}
-		seg := gateSegment{filter: g.filter, msgs: g.msgs[start:end], snap: g.msgs[end], schedule: g.schedule}
+		seg := gateSegment{filter: g.filter, msgs: g.msgs[start:end], snap: g.msgs[end], schedule: g.schedule, controls: g.controls}
 		if !seg.matches() {
 			return nil, "a snapshot of it does not match the events it replaces"
 		}
@@ -148,6 +151,9 @@ func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]ga
 func (s gateSegment) matches() bool {
 	if s.schedule {
 		return s.matchesSchedule()
+	}
+	if s.controls {
+		return s.matchesControls()
 	}
 	var g *taskqueue.Gate
 	all := append(append([]events.Message(nil), s.msgs...), s.snap)
@@ -192,8 +198,9 @@ func pruneGates(ctx context.Context, store *events.Store, stream jetstream.Strea
 			return err
 		}
 		res.Archives = append(res.Archives, ar.ArchiveResult)
-		res.GateEvents += ar.Events - ar.scheduleEvents
+		res.GateEvents += ar.Events - ar.scheduleEvents - ar.controlEvents
 		res.ScheduleEvents += ar.scheduleEvents
+		res.ControlEvents += ar.controlEvents
 		res.Sequences += ar.sequences
 	}
 	return nil
@@ -258,10 +265,14 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	out := &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, Events: a.events, Bytes: a.bytes,
 		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}
 	for _, s := range batch {
-		if s.schedule {
+		switch {
+		case s.schedule:
 			out.Schedules++
 			out.scheduleEvents += len(s.msgs)
-		} else {
+		case s.controls:
+			out.Controls++
+			out.controlEvents += len(s.msgs)
+		default:
 			out.Gates++
 		}
 	}

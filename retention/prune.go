@@ -70,10 +70,12 @@ type ArchiveResult struct {
 	RecordSeq uint64 `json:"record_seq"`
 
 	// Gates counts the open gates whose events before a snapshot it
-	// holds (see scanGates), Schedules the schedules (see schedules.go),
-	// OpenTasks the open tasks (see chooseOpen).
+	// holds (see scanGates), Schedules the schedules and Controls the
+	// queues' controls (see schedules.go), OpenTasks the open tasks (see
+	// chooseOpen).
 	Gates     int `json:"gates,omitempty"`
 	Schedules int `json:"schedules,omitempty"`
+	Controls  int `json:"controls,omitempty"`
 	OpenTasks int `json:"open_tasks,omitempty"`
 }
 
@@ -103,8 +105,11 @@ type Result struct {
 	GateEvents int `json:"gate_events,omitempty"`
 	// ScheduleEvents counts the events of schedules cut at a snapshot
 	// (ticks and the events they fired; see schedules.go).
-	ScheduleEvents int            `json:"schedule_events,omitempty"`
-	GatesKept      map[string]int `json:"gates_kept,omitempty"`
+	ScheduleEvents int `json:"schedule_events,omitempty"`
+	// ControlEvents counts the events of queues' controls cut at a
+	// snapshot.
+	ControlEvents int            `json:"control_events,omitempty"`
+	GatesKept     map[string]int `json:"gates_kept,omitempty"`
 	// OpenTasks counts the open tasks cut at a snapshot and OpenEvents
 	// their events removed (see chooseOpen; not in Tasks and Events).
 	OpenTasks  int `json:"open_tasks,omitempty"`
@@ -212,6 +217,7 @@ type batchResult struct {
 	ArchiveResult
 	sequences      int
 	scheduleEvents int
+	controlEvents  int
 }
 
 // pruneBatch archives, records and purges one batch of tasks.

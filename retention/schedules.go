@@ -24,17 +24,35 @@ import (
 // first event) and the one it ends at carry the fold of the events before
 // them and chain to the last of those.
 func (s gateSegment) matchesSchedule() bool {
-	var st *trellis.Schedule
+	return matchFold(s, taskqueue.ApplySchedule, func(st *trellis.Schedule, p taskqueue.SnapshotPayload) bool {
+		return p.Schedule != nil && taskqueue.SameSchedule(st, p.Schedule)
+	})
+}
+
+// matchesControls is matchesSchedule for a queue's controls (which arm no
+// timers: a queue's controls change only by commands, and snapshot
+// themselves every taskqueue.ControlSnapshotEvery events).
+func (s gateSegment) matchesControls() bool {
+	return matchFold(s, taskqueue.ApplyControls, func(c *trellis.QueueControls, p taskqueue.SnapshotPayload) bool {
+		return p.Controls != nil && taskqueue.SameControls(c, p.Controls)
+	})
+}
+
+// matchFold folds the segment's events and its snapshot with apply and
+// reports whether each snapshot after the first event carries the state
+// folded before it (same) and chains to the event before it.
+func matchFold[S any](s gateSegment, apply func(S, events.Recorded) (S, error), same func(S, taskqueue.SnapshotPayload) bool) bool {
+	var st S
 	all := append(append([]events.Message(nil), s.msgs...), s.snap)
 	for i, m := range all {
 		if i > 0 && m.Type == taskqueue.Snapshot {
 			var p taskqueue.SnapshotPayload
 			prev := events.Hash(all[i-1].Envelope)
-			if m.DecodePayload(&p) != nil || p.Schedule == nil || !taskqueue.SameSchedule(st, p.Schedule) || p.Replaces != prev || m.Prev != prev {
+			if m.DecodePayload(&p) != nil || !same(st, p) || p.Replaces != prev || m.Prev != prev {
 				return false
 			}
 		}
-		next, err := taskqueue.ApplySchedule(st, m.Recorded)
+		next, err := apply(st, m.Recorded)
 		if err != nil {
 			return false
 		}

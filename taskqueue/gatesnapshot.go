@@ -40,6 +40,9 @@ type SnapshotPayload struct {
 	Task *trellis.Task `json:"task,omitempty"`
 	// Schedule is the state of a schedule (see ScheduleSnapshotEvery).
 	Schedule *trellis.Schedule `json:"schedule,omitempty"`
+	// Controls is the state of a queue's controls (see
+	// ControlSnapshotEvery).
+	Controls *trellis.QueueControls `json:"controls,omitempty"`
 }
 
 // gateSnapshotSubject is the subject of a gate's snapshots.
