@@ -178,3 +178,57 @@ func TestVerifyChecksScheduleSnapshots(t *testing.T) {
 		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
 	}
 }
+
+// TestVerifyChecksControlSnapshots: the snapshots a queue's controls
+// append every ControlSnapshotEvery changes verify OK; a snapshot
+// appended with NATS credentials alone, chained right, carrying the
+// queue resumed while its events leave it paused, is an altered finding.
+func TestVerifyChecksControlSnapshots(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := context.Background()
+	q := taskqueue.New(b.Store, taskqueue.Config{})
+	for i := 0; i < taskqueue.ControlSnapshotEvery+1; i++ { // ends paused
+		var err error
+		if i%2 == 0 {
+			_, err = q.Pause(ctx, "k", "ops", "x")
+		} else {
+			_, err = q.Resume(ctx, "k", "ops")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
+	if len(fs) > 0 {
+		t.Fatalf("verify with the controls' snapshot: %v", fs)
+	}
+	if n := streamReport(rep, events.StreamQueue).Snapshots; n != 1 {
+		t.Fatalf("verify checked %d snapshots; want the controls' 1", n)
+	}
+	filter := taskqueue.ControlFilter("k")
+	recs, last, err := b.Store.Load(ctx, events.StreamQueue, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := taskqueue.FoldControls(recs)
+	if err != nil || !c.Paused {
+		t.Fatalf("controls %+v, %v; want paused", c, err)
+	}
+	c.Paused = false
+	head := events.Hash(recs[len(recs)-1].Envelope)
+	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, "k", "trellis", taskqueue.Schema,
+		taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Controls: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Prev = head
+	ack, err := b.Store.Append(ctx, taskqueue.ControlSubject("k", taskqueue.Snapshot), env, events.Expect{Filter: filter, LastSeq: last}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
+	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, ack.Seq, "") || len(fs) != 1 {
+		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
+	}
+}
