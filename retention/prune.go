@@ -49,6 +49,9 @@ type Options struct {
 	// gates is appended, before their cut events are removed (tests stop
 	// a prune there).
 	AfterGateRecord func()
+	// BeforeOpenSnapshots, when set, is called before a batch of open
+	// tasks is snapshotted (tests move a task there).
+	BeforeOpenSnapshots func()
 	// AfterRecord, when set, is called once a batch's record and
 	// tombstones are appended, before its events are removed (tests stop a
 	// prune there).
