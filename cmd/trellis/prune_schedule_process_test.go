@@ -16,8 +16,8 @@ import (
 
 // TestPruneProcessKilledCuttingSchedules: a schedule that ticked every
 // second (snapshotting itself every 2 events), then removed, and a queue
-// paused and
-// resumed 150 times (its controls snapshotting every 64) are pruned by a
+// paused and resumed 150 times (its controls snapshotting every 64) are
+// pruned by a
 // `trellis prune` process killed with SIGKILL once its first archive is
 // written: the log is left whole or continued, never with a gap (audit
 // verify OK, the schedule and the controls as they were, each first live
