@@ -232,3 +232,51 @@ func TestVerifyChecksControlSnapshots(t *testing.T) {
 		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
 	}
 }
+
+// TestVerifyChecksUniqueSnapshots: the snapshot a unique key appends after
+// UniqueSnapshotEvery adds verifies OK; one appended with NATS credentials
+// alone, chained right, naming another holder (so a second task could take
+// the key) is an altered finding.
+func TestVerifyChecksUniqueSnapshots(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := context.Background()
+	q := taskqueue.New(b.Store, taskqueue.Config{})
+	for i := 0; i < taskqueue.UniqueSnapshotEvery; i++ {
+		task, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "u", Objective: "x", UniqueKey: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Cancel(ctx, trellis.CancelRequest{TaskID: task.TaskID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
+	if len(fs) > 0 {
+		t.Fatalf("verify with the key's snapshot: %v", fs)
+	}
+	if n := streamReport(rep, events.StreamQueue).Snapshots; n != 1 {
+		t.Fatalf("verify checked %d snapshots; want the key's 1", n)
+	}
+	id := taskqueue.UniqueID("u", "k")
+	filter := "trellis.queue." + id + ".>"
+	recs, last, err := b.Store.Load(ctx, events.StreamQueue, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := events.Hash(recs[len(recs)-1].Envelope)
+	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, id, "trellis", taskqueue.Schema,
+		taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Unique: &taskqueue.UniqueHold{TaskID: "01ARZ3NDEKTSV4RRFFQ69G5FAV"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Prev = head
+	ack, err := b.Store.Append(ctx, "trellis.queue."+id+"."+taskqueue.Snapshot, env, events.Expect{Filter: filter, LastSeq: last}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
+	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, ack.Seq, "") || len(fs) != 1 {
+		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
+	}
+}

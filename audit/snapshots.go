@@ -34,13 +34,14 @@ func newSnapshotCheck(store *events.Store, stream string, continued map[uint64]e
 	return &snapshotCheck{store: store, stream: stream, last: map[string]uint64{}, continued: continued}
 }
 
-// check checks m when it is the snapshot of a gate, a task, a schedule or
-// a queue's controls.
+// check checks m when it is the snapshot of a gate, a task, a schedule, a
+// queue's controls or a unique key.
 func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding, error) {
 	isTask := taskqueue.IsTaskSubject(m.Subject)
 	isSchedule := taskqueue.IsScheduleSubject(m.Subject)
 	isControls := !isTask && taskqueue.IsControlSubject(m.Subject)
-	if m.Bad != nil || m.Type != taskqueue.Snapshot || !(isTask || isSchedule || isControls || taskqueue.IsGateSubject(m.Subject)) {
+	isUnique := taskqueue.IsUniqueSubject(m.Subject)
+	if m.Bad != nil || m.Type != taskqueue.Snapshot || !(isTask || isSchedule || isControls || isUnique || taskqueue.IsGateSubject(m.Subject)) {
 		return nil, nil
 	}
 	ref, ok := aggregateOf(m.Subject)
@@ -65,6 +66,8 @@ func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding,
 		err = boolErr(p.Schedule != nil && p.Schedule.Name == m.AggregateID)
 	case isControls:
 		err = boolErr(p.Controls != nil && p.Controls.Queue == m.AggregateID)
+	case isUnique:
+		err = boolErr(p.Unique != nil)
 	default:
 		err = boolErr(p.Gate != nil)
 	}
@@ -111,6 +114,13 @@ func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding,
 			return out, nil
 		}
 		same = taskqueue.SameControls(want, p.Controls)
+	case isUnique:
+		want, err := taskqueue.FoldUnique(recs)
+		if err != nil {
+			altered("the events the snapshot replaces do not fold: %v", err)
+			return out, nil
+		}
+		same = taskqueue.SameUnique(want, p.Unique)
 	case isTask:
 		want, err := taskqueue.Fold(recs)
 		if err != nil {

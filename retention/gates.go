@@ -38,6 +38,7 @@ type gateHistory struct {
 	msgs     []events.Message
 	schedule bool
 	controls bool // a queue's controls (see schedules.go)
+	unique   bool // a unique key (see schedules.go)
 }
 
 // gateSegment is the part of a gate one batch cuts: msgs, the events
@@ -51,19 +52,21 @@ type gateSegment struct {
 	schedule bool
 	timers   []uint64
 	controls bool
+	unique   bool
 }
 
 // scanGates reads every gate of the queue stream and returns what a prune
 // at cut removes of each, in order (a gate's later segments follow its
 // earlier ones), counting the gates it keeps whole by reason in kept.
-func scanGates(ctx context.Context, store *events.Store, cut time.Time, continued map[uint64]string, kept map[string]int) ([][]gateSegment, error) {
+func scanGates(ctx context.Context, store *events.Store, cut time.Time, continued map[uint64]string, delayed map[string]bool, kept map[string]int) ([][]gateSegment, error) {
 	gates := map[string]*gateHistory{}
 	var order []string
-	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>", "trellis.queue.*._schedule.*.>", "trellis.queue.*." + taskqueue.ControlID + ".>"} {
+	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>", "trellis.queue.*._schedule.*.>", "trellis.queue.*." + taskqueue.ControlID + ".>", "trellis.queue.*._unique.*.>"} {
 		err := store.Scan(ctx, events.StreamQueue, events.ScanRange{Filter: filter}, func(m events.Message) error {
 			schedule := taskqueue.IsScheduleSubject(m.Subject)
 			controls := !schedule && taskqueue.IsControlSubject(m.Subject)
-			if !schedule && !controls && !taskqueue.IsGateSubject(m.Subject) {
+			unique := taskqueue.IsUniqueSubject(m.Subject)
+			if !schedule && !controls && !unique && !taskqueue.IsGateSubject(m.Subject) {
 				return nil
 			}
 			f := m.Subject[:strings.LastIndexByte(m.Subject, '.')] + ".>"
@@ -72,7 +75,7 @@ func scanGates(ctx context.Context, store *events.Store, cut time.Time, continue
 			}
 			g := gates[f]
 			if g == nil {
-				g = &gateHistory{filter: f, schedule: schedule, controls: controls}
+				g = &gateHistory{filter: f, schedule: schedule, controls: controls, unique: unique}
 				gates[f] = g
 				order = append(order, f)
 			}
@@ -85,7 +88,7 @@ func scanGates(ctx context.Context, store *events.Store, cut time.Time, continue
 	}
 	var out [][]gateSegment
 	for _, f := range order {
-		segs, why := gates[f].segments(cut, continued)
+		segs, why := gates[f].segments(cut, continued, delayed)
 		if why != "" {
 			kept[why]++
 			continue
@@ -101,7 +104,7 @@ func scanGates(ctx context.Context, store *events.Store, cut time.Time, continue
 // before cut into segments of at most maxGateEvents events (or up to its
 // next snapshot), each ending right before a snapshot. It returns why the
 // gate is kept whole, if it is.
-func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]gateSegment, string) {
+func (g *gateHistory) segments(cut time.Time, continued map[uint64]string, delayed map[string]bool) ([]gateSegment, string) {
 	last := -1
 	for i, m := range g.msgs {
 		if m.Bad != nil {
@@ -130,12 +133,17 @@ func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]ga
 				end = i
 			}
 		}
-		seg := gateSegment{filter: g.filter, msgs: g.msgs[start:end], snap: g.msgs[end], schedule: g.schedule, controls: g.controls}
+		seg := gateSegment{filter: g.filter, msgs: g.msgs[start:end], snap: g.msgs[end], schedule: g.schedule, controls: g.controls, unique: g.unique}
 		if !seg.matches() {
 			return nil, "a snapshot of it does not match the events it replaces"
 		}
 		if g.schedule {
 			if why := seg.findTimers(); why != "" {
+				return nil, why
+			}
+		}
+		if g.unique {
+			if why := seg.heldByDelayed(delayed); why != "" {
 				return nil, why
 			}
 		}
@@ -154,6 +162,9 @@ func (s gateSegment) matches() bool {
 	}
 	if s.controls {
 		return s.matchesControls()
+	}
+	if s.unique {
+		return s.matchesUnique()
 	}
 	var g *taskqueue.Gate
 	all := append(append([]events.Message(nil), s.msgs...), s.snap)
@@ -198,7 +209,8 @@ func pruneGates(ctx context.Context, store *events.Store, stream jetstream.Strea
 			return err
 		}
 		res.Archives = append(res.Archives, ar.ArchiveResult)
-		res.GateEvents += ar.Events - ar.scheduleEvents - ar.controlEvents
+		res.GateEvents += ar.Events - ar.scheduleEvents - ar.controlEvents - ar.uniqueEvents
+		res.UniqueEvents += ar.uniqueEvents
 		res.ScheduleEvents += ar.scheduleEvents
 		res.ControlEvents += ar.controlEvents
 		res.Sequences += ar.sequences
@@ -272,6 +284,9 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 		case s.controls:
 			out.Controls++
 			out.controlEvents += len(s.msgs)
+		case s.unique:
+			out.Uniques++
+			out.uniqueEvents += len(s.msgs)
 		default:
 			out.Gates++
 		}

@@ -79,6 +79,7 @@ type ArchiveResult struct {
 	Gates     int `json:"gates,omitempty"`
 	Schedules int `json:"schedules,omitempty"`
 	Controls  int `json:"controls,omitempty"`
+	Uniques   int `json:"unique_keys,omitempty"`
 	OpenTasks int `json:"open_tasks,omitempty"`
 }
 
@@ -111,8 +112,10 @@ type Result struct {
 	ScheduleEvents int `json:"schedule_events,omitempty"`
 	// ControlEvents counts the events of queues' controls cut at a
 	// snapshot.
-	ControlEvents int            `json:"control_events,omitempty"`
-	GatesKept     map[string]int `json:"gates_kept,omitempty"`
+	ControlEvents int `json:"control_events,omitempty"`
+	// UniqueEvents counts the events of unique keys cut at a snapshot.
+	UniqueEvents int            `json:"unique_events,omitempty"`
+	GatesKept    map[string]int `json:"gates_kept,omitempty"`
 	// OpenTasks counts the open tasks cut at a snapshot and OpenEvents
 	// their events removed (see chooseOpen; not in Tasks and Events).
 	OpenTasks  int `json:"open_tasks,omitempty"`
@@ -204,7 +207,7 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 		return res, err
 	}
 	res.GatesKept = map[string]int{}
-	gates, err := scanGates(ctx, store, res.Cut, log.continued, res.GatesKept)
+	gates, err := scanGates(ctx, store, res.Cut, log.continued, delayedTasks(scan), res.GatesKept)
 	if err != nil {
 		return res, command.StoreError("prune: read the gates", err)
 	}
@@ -221,6 +224,7 @@ type batchResult struct {
 	sequences      int
 	scheduleEvents int
 	controlEvents  int
+	uniqueEvents   int
 }
 
 // pruneBatch archives, records and purges one batch of tasks.

@@ -38,6 +38,14 @@ func (s gateSegment) matchesControls() bool {
 	})
 }
 
+// matchesUnique is matchesSchedule for a unique key, whose held events
+// the adds of its tasks append (see taskqueue.UniqueSnapshotEvery).
+func (s gateSegment) matchesUnique() bool {
+	return matchFold(s, taskqueue.ApplyUnique, func(u *taskqueue.UniqueHold, p taskqueue.SnapshotPayload) bool {
+		return p.Unique != nil && taskqueue.SameUnique(u, p.Unique)
+	})
+}
+
 // matchFold folds the segment's events and its snapshot with apply and
 // reports whether each snapshot after the first event carries the state
 // folded before it (same) and chains to the event before it.
@@ -100,4 +108,44 @@ func (s *gateSegment) findTimers() string {
 		}
 	}
 	return ""
+}
+
+// heldByDelayed returns why a unique key's segment must stay whole: a
+// task it names was added delayed. Its add's batch holds the task's
+// event, the key's held event and then the task's timer, whose sequence
+// the server deletes when it fires: audit verify explains that deleted
+// sequence by the event stored right before it, the held event, which
+// must therefore stay.
+func (s gateSegment) heldByDelayed(delayed map[string]bool) string {
+	for _, m := range s.msgs {
+		if m.Type != taskqueue.Held {
+			continue
+		}
+		var p taskqueue.HeldPayload
+		if err := m.DecodePayload(&p); err != nil {
+			return "an event of it does not decode: " + err.Error()
+		}
+		if delayed[p.TaskID] {
+			return "a task added delayed holds it (its timer follows the key's event)"
+		}
+	}
+	return ""
+}
+
+// delayedTasks returns the tasks of the scan whose add armed a timer (a
+// delayed task: its timer is in the add's batch).
+func delayedTasks(scan *scanResult) map[string]bool {
+	out := map[string]bool{}
+	for id, c := range scan.tasks {
+		if c.task != nil && c.task.RunAt != nil {
+			out[id] = true
+			continue
+		}
+		for _, m := range c.msgs {
+			if m.Scheduler != "" && len(c.msgs) > 0 && m.BatchID != "" && m.BatchID == c.msgs[0].BatchID {
+				out[id] = true
+			}
+		}
+	}
+	return out
 }

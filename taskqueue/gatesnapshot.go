@@ -43,6 +43,8 @@ type SnapshotPayload struct {
 	// Controls is the state of a queue's controls (see
 	// ControlSnapshotEvery).
 	Controls *trellis.QueueControls `json:"controls,omitempty"`
+	// Unique is the state of a unique key (see UniqueSnapshotEvery).
+	Unique *UniqueHold `json:"unique,omitempty"`
 }
 
 // gateSnapshotSubject is the subject of a gate's snapshots.

@@ -125,6 +125,9 @@ func (a *app) archiveOutsideLog(dir string) error {
 func printPrune(a *app, res *retention.Result) {
 	w := a.stdout
 	fmt.Fprintf(w, "pruned %d task(s), %d event(s) stored before %s\n", res.Tasks, res.Events, res.Cut.Format(time.RFC3339))
+	if res.UniqueEvents > 0 {
+		fmt.Fprintf(w, "cut %d event(s) of unique keys at their snapshots\n", res.UniqueEvents)
+	}
 	if res.ControlEvents > 0 {
 		fmt.Fprintf(w, "cut %d event(s) of queue controls at their snapshots\n", res.ControlEvents)
 	}
