@@ -29,9 +29,9 @@ func (a *app) pruneCommand() *cobra.Command {
 			"(synced; `trellis audit verify --file ARCHIVE` checks it), then a prune record naming the removed sequences and\n" +
 			"the archive's digest is appended to the log, then the events are removed: `trellis audit verify` stays OK, and\n" +
 			"a removal without a record is still a finding. Open tasks (queued, claimed, waiting, scheduled), the queues'\n" +
-			"gates and controls, and schedules are cut at a snapshot that continues their chain: the events it replaces\n" +
-			"(for a task, those after its last dispatch; for a schedule, its ticks with their timers) are archived and\n" +
-			"removed the same way. Unique keys, VINE graphs, agent tasks and workflow runs are kept whole. One prune runs\n" +
+			"gates and controls, schedules and unique keys are cut at a snapshot that continues their chain: the events it\n" +
+			"replaces (for a task, those after its last dispatch; for a schedule, its ticks with their timers) are archived\n" +
+			"and removed the same way. VINE graphs, agent tasks and workflow runs are kept whole. One prune runs\n" +
 			"at a time; a second one\n" +
 			"stops with a conflict. See docs/retention.md for what queries can answer afterwards.",
 		Example: `  trellis prune --older-than 720h --archive /var/backups/trellis
