@@ -109,8 +109,8 @@ func TestPruneCutsSchedules(t *testing.T) {
 	if res.ScheduleEvents == 0 || res.Tasks == 0 || len(live)+res.ScheduleEvents != len(all) {
 		t.Fatalf("prune cut %d schedule events and %d tasks; the schedule keeps %d of %d (gates kept %v)", res.ScheduleEvents, res.Tasks, len(live), len(all), res.GatesKept)
 	}
-	if live[0].Type != taskqueue.Snapshot || len(live) > scheduleSnapEvery+3 {
-		t.Fatalf("the schedule keeps %d events from a %s; want at most %d from its snapshot", len(live), live[0].Type, scheduleSnapEvery+3)
+	if live[0].Type != taskqueue.Snapshot || len(live) > 2*scheduleSnapEvery+3 {
+		t.Fatalf("the schedule keeps %d events from a %s; want at most %d from its snapshot", len(live), live[0].Type, 2*scheduleSnapEvery+3)
 	}
 	verifyKeyed := func(when string) {
 		t.Helper()
@@ -252,7 +252,7 @@ func TestPruneScheduleStoppedAfterRecord(t *testing.T) {
 	if res.Completed == 0 {
 		t.Fatalf("the next prune finished nothing of the stopped one: %+v", res)
 	}
-	if live := check("after the next prune"); live[0].Type != taskqueue.Snapshot || len(live) > scheduleSnapEvery+3 {
-		t.Fatalf("the schedule keeps %d events from a %s; want at most %d from its snapshot", len(live), live[0].Type, scheduleSnapEvery+3)
+	if live := check("after the next prune"); live[0].Type != taskqueue.Snapshot || len(live) > 2*scheduleSnapEvery+3 {
+		t.Fatalf("the schedule keeps %d events from a %s; want at most %d from its snapshot", len(live), live[0].Type, 2*scheduleSnapEvery+3)
 	}
 }

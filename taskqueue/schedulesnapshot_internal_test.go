@@ -14,8 +14,9 @@ import (
 
 // TestScheduleSnapshotBoundsColdStart: a schedule records two events per
 // tick for as long as it runs; with a snapshot every 4 events, after 7
-// ticks a process starting cold folds at most 4+3 of its events (counted,
-// not timed), gets the state a replay of the whole history gets, and the
+// ticks a process starting cold folds at most 2*4+3 of its events
+// (counted, not timed; a snapshot whose append lost a race to the next
+// tick is appended at the tick after), gets the state a replay of the whole history gets, and the
 // schedule goes on firing from it (the next tick chains to the snapshot
 // and adds its task).
 func TestScheduleSnapshotBoundsColdStart(t *testing.T) {
@@ -62,8 +63,8 @@ func TestScheduleSnapshotBoundsColdStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *n > every+3 {
-		t.Fatalf("a cold load folded %d of the schedule's %d events; want at most %d", *n, len(recs), every+3)
+	if *n > 2*every+3 {
+		t.Fatalf("a cold load folded %d of the schedule's %d events; want at most %d", *n, len(recs), 2*every+3)
 	}
 	// The replay may have folded events stored after the cold load's.
 	if st.Seq == recs[len(recs)-1].Seq && !SameSchedule(st.Value, whole) {

@@ -163,7 +163,7 @@ func TestPruneProcessKilledCuttingSchedules(t *testing.T) {
 		t.Fatalf("prune again: %v\n%s", err, out)
 	}
 	s, c := check("after the prune ran again")
-	if s[0].Type != taskqueue.Snapshot || len(s) > 2+3 || c[0].Type != taskqueue.Snapshot || len(c) > taskqueue.ControlSnapshotEvery+1 {
+	if s[0].Type != taskqueue.Snapshot || len(s) > 2*2+3 || c[0].Type != taskqueue.Snapshot || len(c) > taskqueue.ControlSnapshotEvery+1 {
 		t.Fatalf("after the prune ran again the schedule keeps %d events from a %s and the controls %d from a %s; want each from its snapshot",
 			len(s), s[0].Type, len(c), c[0].Type)
 	}
