@@ -259,6 +259,11 @@ type QueueControls struct {
 	// PerKey caps the tasks running at once per concurrency key (0: no
 	// limit).
 	PerKey int `json:"per_key,omitempty"`
+	// Folded counts the events folded into this state since the
+	// controls' last snapshot (or their first event): when it reaches a
+	// bound, the controls snapshot themselves. Not part of the controls as
+	// the API shows them.
+	Folded int `json:"-"`
 }
 
 // DefaultBurst is the burst of a rate set without one: one second's worth

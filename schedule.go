@@ -202,6 +202,11 @@ type Schedule struct {
 	Generation string     `json:"generation"`
 	Removed    bool       `json:"removed,omitempty"`
 	RemovedAt  *time.Time `json:"removed_at,omitempty"`
+	// Folded counts the events folded into this state since the
+	// schedule's last snapshot (or its first event): when it reaches a
+	// bound, the schedule snapshots itself. Not part of the schedule as
+	// the API shows it.
+	Folded int `json:"-"`
 }
 
 // MissedTicks reports ticks that no task was added for.

@@ -102,3 +102,181 @@ func TestVerifyChecksGateSnapshots(t *testing.T) {
 		t.Fatalf("findings %v; want the two forged snapshots only", fs)
 	}
 }
+
+// TestVerifyChecksScheduleSnapshots: the snapshots a schedule appends as
+// its ticks are taken up verify OK (each checked against the fold of the
+// events it replaces, ticks included); a snapshot appended with NATS
+// credentials alone, chained right, but carrying a forged state (ticks
+// never fired) is an altered finding at its sequence.
+func TestVerifyChecksScheduleSnapshots(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	q := taskqueue.New(b.Store, taskqueue.Config{ScheduleSnapshotEvery: 2})
+	r, err := q.StartReactor(ctx, taskqueue.ReactorConfig{AckWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	if _, err := q.AddSchedule(ctx, trellis.ScheduleRequest{Name: "beat", Every: "1s", AddTaskRequest: trellis.AddTaskRequest{Queue: "c", Objective: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for s, err := q.Schedule(ctx, "beat"); err != nil || s.Fired < 4; s, err = q.Schedule(ctx, "beat") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the schedule did not fire 4 ticks: %+v, %v", s, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := q.RemoveSchedule(ctx, trellis.RemoveScheduleRequest{Name: "beat"}); err != nil {
+		t.Fatal(err)
+	}
+	// The timer armed before the removal fires once more; then the
+	// schedule is still.
+	filter := taskqueue.ScheduleFilter("beat")
+	var recs []events.Recorded
+	var last uint64
+	for {
+		recs, last, err = b.Store.Load(ctx, events.StreamQueue, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(recs); n > 1 && recs[n-1].Type == taskqueue.Tick && recs[n-2].Type == taskqueue.ScheduleRemoved {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pending tick after the removal did not come")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
+	if len(fs) > 0 {
+		t.Fatalf("verify with the schedule's snapshots: %v", fs)
+	}
+	if n := streamReport(rep, events.StreamQueue).Snapshots; n < 1 {
+		t.Fatalf("verify checked %d snapshots; want the schedule's", n)
+	}
+	s, err := taskqueue.FoldSchedule(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Fired = 1000
+	head := events.Hash(recs[len(recs)-1].Envelope)
+	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, "beat", "trellis", taskqueue.Schema,
+		taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Schedule: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Prev = head
+	ack, err := b.Store.Append(ctx, "trellis.queue.c._schedule.beat."+taskqueue.Snapshot, env, events.Expect{Filter: filter, LastSeq: last}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
+	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, ack.Seq, "") || len(fs) != 1 {
+		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
+	}
+}
+
+// TestVerifyChecksControlSnapshots: the snapshots a queue's controls
+// append every ControlSnapshotEvery changes verify OK; a snapshot
+// appended with NATS credentials alone, chained right, carrying the
+// queue resumed while its events leave it paused, is an altered finding.
+func TestVerifyChecksControlSnapshots(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := context.Background()
+	q := taskqueue.New(b.Store, taskqueue.Config{})
+	for i := 0; i < taskqueue.ControlSnapshotEvery+1; i++ { // ends paused
+		var err error
+		if i%2 == 0 {
+			_, err = q.Pause(ctx, "k", "ops", "x")
+		} else {
+			_, err = q.Resume(ctx, "k", "ops")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
+	if len(fs) > 0 {
+		t.Fatalf("verify with the controls' snapshot: %v", fs)
+	}
+	if n := streamReport(rep, events.StreamQueue).Snapshots; n != 1 {
+		t.Fatalf("verify checked %d snapshots; want the controls' 1", n)
+	}
+	filter := taskqueue.ControlFilter("k")
+	recs, last, err := b.Store.Load(ctx, events.StreamQueue, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := taskqueue.FoldControls(recs)
+	if err != nil || !c.Paused {
+		t.Fatalf("controls %+v, %v; want paused", c, err)
+	}
+	c.Paused = false
+	head := events.Hash(recs[len(recs)-1].Envelope)
+	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, "k", "trellis", taskqueue.Schema,
+		taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Controls: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Prev = head
+	ack, err := b.Store.Append(ctx, taskqueue.ControlSubject("k", taskqueue.Snapshot), env, events.Expect{Filter: filter, LastSeq: last}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
+	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, ack.Seq, "") || len(fs) != 1 {
+		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
+	}
+}
+
+// TestVerifyChecksUniqueSnapshots: the snapshot a unique key appends after
+// UniqueSnapshotEvery adds verifies OK; one appended with NATS credentials
+// alone, chained right, naming another holder (so a second task could take
+// the key) is an altered finding.
+func TestVerifyChecksUniqueSnapshots(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := context.Background()
+	q := taskqueue.New(b.Store, taskqueue.Config{})
+	for i := 0; i < taskqueue.UniqueSnapshotEvery; i++ {
+		task, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "u", Objective: "x", UniqueKey: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Cancel(ctx, trellis.CancelRequest{TaskID: task.TaskID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
+	if len(fs) > 0 {
+		t.Fatalf("verify with the key's snapshot: %v", fs)
+	}
+	if n := streamReport(rep, events.StreamQueue).Snapshots; n != 1 {
+		t.Fatalf("verify checked %d snapshots; want the key's 1", n)
+	}
+	id := taskqueue.UniqueID("u", "k")
+	filter := "trellis.queue." + id + ".>"
+	recs, last, err := b.Store.Load(ctx, events.StreamQueue, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := events.Hash(recs[len(recs)-1].Envelope)
+	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, id, "trellis", taskqueue.Schema,
+		taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Unique: &taskqueue.UniqueHold{TaskID: "01ARZ3NDEKTSV4RRFFQ69G5FAV"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Prev = head
+	ack, err := b.Store.Append(ctx, "trellis.queue."+id+"."+taskqueue.Snapshot, env, events.Expect{Filter: filter, LastSeq: last}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
+	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, ack.Seq, "") || len(fs) != 1 {
+		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
+	}
+}

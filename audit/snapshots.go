@@ -34,10 +34,14 @@ func newSnapshotCheck(store *events.Store, stream string, continued map[uint64]e
 	return &snapshotCheck{store: store, stream: stream, last: map[string]uint64{}, continued: continued}
 }
 
-// check checks m when it is a gate's snapshot.
+// check checks m when it is the snapshot of a gate, a task, a schedule, a
+// queue's controls or a unique key.
 func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding, error) {
 	isTask := taskqueue.IsTaskSubject(m.Subject)
-	if m.Bad != nil || m.Type != taskqueue.Snapshot || !(isTask || taskqueue.IsGateSubject(m.Subject)) {
+	isSchedule := taskqueue.IsScheduleSubject(m.Subject)
+	isControls := !isTask && taskqueue.IsControlSubject(m.Subject)
+	isUnique := taskqueue.IsUniqueSubject(m.Subject)
+	if m.Bad != nil || m.Type != taskqueue.Snapshot || !(isTask || isSchedule || isControls || isUnique || taskqueue.IsGateSubject(m.Subject)) {
 		return nil, nil
 	}
 	ref, ok := aggregateOf(m.Subject)
@@ -53,7 +57,21 @@ func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding,
 	s.last[ref.key] = m.Seq
 	s.checked++
 	var p taskqueue.SnapshotPayload
-	if err := m.DecodePayload(&p); err != nil || (!isTask && p.Gate == nil) || (isTask && (p.Task == nil || p.Task.TaskID != m.AggregateID)) {
+	err := m.DecodePayload(&p)
+	switch {
+	case err != nil:
+	case isTask:
+		err = boolErr(p.Task != nil && p.Task.TaskID == m.AggregateID)
+	case isSchedule:
+		err = boolErr(p.Schedule != nil && p.Schedule.Name == m.AggregateID)
+	case isControls:
+		err = boolErr(p.Controls != nil && p.Controls.Queue == m.AggregateID)
+	case isUnique:
+		err = boolErr(p.Unique != nil)
+	default:
+		err = boolErr(p.Gate != nil)
+	}
+	if err != nil {
 		altered("a snapshot that carries no state of its aggregate")
 		return out, nil
 	}
@@ -64,27 +82,53 @@ func (s *snapshotCheck) check(ctx context.Context, m events.Message) ([]Finding,
 		return out, nil // a prune cut what it replaces; its record names it
 	}
 	var recs []events.Recorded
-	err := s.store.Scan(ctx, s.stream, events.ScanRange{Filter: ref.read, From: max(from, 1), To: m.Seq - 1}, func(x events.Message) error {
+	read := ref.read
+	if isSchedule {
+		read = ref.key // a schedule's earlier generations may be on other queues
+	}
+	err = s.store.Scan(ctx, s.stream, events.ScanRange{Filter: read, From: max(from, 1), To: m.Seq - 1}, func(x events.Message) error {
 		if x.Bad == nil {
 			recs = append(recs, x.Recorded)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read back %s: %w", ref.read, err)
+		return nil, fmt.Errorf("read back %s: %w", read, err)
 	}
 	if len(recs) > 0 && recs[0].Prev != "" && recs[0].Type != taskqueue.Snapshot {
 		return out, nil // its history is gone: the chain check reports that
 	}
 	var same bool
-	if isTask {
+	switch {
+	case isSchedule:
+		want, err := taskqueue.FoldSchedule(recs)
+		if err != nil {
+			altered("the events the snapshot replaces do not fold: %v", err)
+			return out, nil
+		}
+		same = taskqueue.SameSchedule(want, p.Schedule)
+	case isControls:
+		want, err := taskqueue.FoldControls(recs)
+		if err != nil {
+			altered("the events the snapshot replaces do not fold: %v", err)
+			return out, nil
+		}
+		same = taskqueue.SameControls(want, p.Controls)
+	case isUnique:
+		want, err := taskqueue.FoldUnique(recs)
+		if err != nil {
+			altered("the events the snapshot replaces do not fold: %v", err)
+			return out, nil
+		}
+		same = taskqueue.SameUnique(want, p.Unique)
+	case isTask:
 		want, err := taskqueue.Fold(recs)
 		if err != nil {
 			altered("the events the snapshot replaces do not fold: %v", err)
 			return out, nil
 		}
 		same = taskqueue.SameTask(want, p.Task)
-	} else {
+	default:
 		want, err := taskqueue.FoldGate(recs)
 		if err != nil {
 			altered("the events the snapshot replaces do not fold: %v", err)
@@ -141,4 +185,15 @@ func readContinued(ctx context.Context, store *events.Store, key []byte) (map[st
 func (c *chainCheck) continues(it chainItem) bool {
 	cont, ok := c.continued[it.Seq]
 	return ok && it.Line == 0 && cont.Hash == it.Hash && cont.Prev == it.Prev && it.Prev != ""
+}
+
+// errNoState is a snapshot's missing or foreign state.
+var errNoState = errors.New("no state of its aggregate")
+
+// boolErr is errNoState unless ok.
+func boolErr(ok bool) error {
+	if ok {
+		return nil
+	}
+	return errNoState
 }

@@ -31,10 +31,14 @@ import (
 // are interleaved with the tasks': about a removed range each).
 const maxGateEvents = 4096
 
-// gateHistory is one gate's events in the live log, in stream order.
+// gateHistory is one gate's events in the live log, in stream order (or
+// a schedule's: see schedules.go).
 type gateHistory struct {
-	filter string
-	msgs   []events.Message
+	filter   string
+	msgs     []events.Message
+	schedule bool
+	controls bool // a queue's controls (see schedules.go)
+	unique   bool // a unique key (see schedules.go)
 }
 
 // gateSegment is the part of a gate one batch cuts: msgs, the events
@@ -43,23 +47,35 @@ type gateSegment struct {
 	filter string
 	msgs   []events.Message
 	snap   events.Message
+	// schedule: the segment is a schedule's, whose fired timers (timers)
+	// it archives with their ticks.
+	schedule bool
+	timers   []uint64
+	controls bool
+	unique   bool
 }
 
 // scanGates reads every gate of the queue stream and returns what a prune
 // at cut removes of each, in order (a gate's later segments follow its
 // earlier ones), counting the gates it keeps whole by reason in kept.
-func scanGates(ctx context.Context, store *events.Store, cut time.Time, continued map[uint64]string, kept map[string]int) ([][]gateSegment, error) {
+func scanGates(ctx context.Context, store *events.Store, cut time.Time, continued map[uint64]string, delayed map[string]bool, kept map[string]int) ([][]gateSegment, error) {
 	gates := map[string]*gateHistory{}
 	var order []string
-	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>"} {
+	for _, filter := range []string{"trellis.queue.*._gate.>", "trellis.queue.*._key.*.>", "trellis.queue.*._schedule.*.>", "trellis.queue.*." + taskqueue.ControlID + ".>", "trellis.queue.*._unique.*.>"} {
 		err := store.Scan(ctx, events.StreamQueue, events.ScanRange{Filter: filter}, func(m events.Message) error {
-			if !taskqueue.IsGateSubject(m.Subject) {
+			schedule := taskqueue.IsScheduleSubject(m.Subject)
+			controls := !schedule && taskqueue.IsControlSubject(m.Subject)
+			unique := taskqueue.IsUniqueSubject(m.Subject)
+			if !schedule && !controls && !unique && !taskqueue.IsGateSubject(m.Subject) {
 				return nil
 			}
 			f := m.Subject[:strings.LastIndexByte(m.Subject, '.')] + ".>"
+			if schedule {
+				f = taskqueue.ScheduleFilter(strings.Split(m.Subject, ".")[4]) // whatever its queue
+			}
 			g := gates[f]
 			if g == nil {
-				g = &gateHistory{filter: f}
+				g = &gateHistory{filter: f, schedule: schedule, controls: controls, unique: unique}
 				gates[f] = g
 				order = append(order, f)
 			}
@@ -72,7 +88,7 @@ func scanGates(ctx context.Context, store *events.Store, cut time.Time, continue
 	}
 	var out [][]gateSegment
 	for _, f := range order {
-		segs, why := gates[f].segments(cut, continued)
+		segs, why := gates[f].segments(cut, continued, delayed)
 		if why != "" {
 			kept[why]++
 			continue
@@ -88,7 +104,7 @@ func scanGates(ctx context.Context, store *events.Store, cut time.Time, continue
 // before cut into segments of at most maxGateEvents events (or up to its
 // next snapshot), each ending right before a snapshot. It returns why the
 // gate is kept whole, if it is.
-func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]gateSegment, string) {
+func (g *gateHistory) segments(cut time.Time, continued map[uint64]string, delayed map[string]bool) ([]gateSegment, string) {
 	last := -1
 	for i, m := range g.msgs {
 		if m.Bad != nil {
@@ -117,9 +133,19 @@ func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]ga
 				end = i
 			}
 		}
-		seg := gateSegment{filter: g.filter, msgs: g.msgs[start:end], snap: g.msgs[end]}
+		seg := gateSegment{filter: g.filter, msgs: g.msgs[start:end], snap: g.msgs[end], schedule: g.schedule, controls: g.controls, unique: g.unique}
 		if !seg.matches() {
 			return nil, "a snapshot of it does not match the events it replaces"
+		}
+		if g.schedule {
+			if why := seg.findTimers(); why != "" {
+				return nil, why
+			}
+		}
+		if g.unique {
+			if why := seg.heldByDelayed(delayed); why != "" {
+				return nil, why
+			}
 		}
 		segs = append(segs, seg)
 		start = end
@@ -131,6 +157,15 @@ func (g *gateHistory) segments(cut time.Time, continued map[uint64]string) ([]ga
 // event) and the one it ends at carry the fold of the events before them
 // and chain to the last of those.
 func (s gateSegment) matches() bool {
+	if s.schedule {
+		return s.matchesSchedule()
+	}
+	if s.controls {
+		return s.matchesControls()
+	}
+	if s.unique {
+		return s.matchesUnique()
+	}
 	var g *taskqueue.Gate
 	all := append(append([]events.Message(nil), s.msgs...), s.snap)
 	for i, m := range all {
@@ -174,7 +209,10 @@ func pruneGates(ctx context.Context, store *events.Store, stream jetstream.Strea
 			return err
 		}
 		res.Archives = append(res.Archives, ar.ArchiveResult)
-		res.GateEvents += ar.Events
+		res.GateEvents += ar.Events - ar.scheduleEvents - ar.controlEvents - ar.uniqueEvents
+		res.UniqueEvents += ar.uniqueEvents
+		res.ScheduleEvents += ar.scheduleEvents
+		res.ControlEvents += ar.controlEvents
 		res.Sequences += ar.sequences
 	}
 	return nil
@@ -188,7 +226,7 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	name := "prune-" + recordID + ".jsonl"
 	cands := make([]*candidate, len(batch))
 	for i, s := range batch {
-		cands[i] = &candidate{id: s.filter, msgs: s.msgs}
+		cands[i] = &candidate{id: s.filter, msgs: s.msgs, timers: s.timers}
 	}
 	a, err := writeArchive(opts.Archive, name, firstSeq, cands)
 	if err != nil {
@@ -236,6 +274,22 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	for _, r := range p.Removed {
 		seqs += int(r[1] - r[0] + 1)
 	}
-	return &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, Gates: len(batch), Events: a.events, Bytes: a.bytes,
-		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}, nil
+	out := &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, Events: a.events, Bytes: a.bytes,
+		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}
+	for _, s := range batch {
+		switch {
+		case s.schedule:
+			out.Schedules++
+			out.scheduleEvents += len(s.msgs)
+		case s.controls:
+			out.Controls++
+			out.controlEvents += len(s.msgs)
+		case s.unique:
+			out.Uniques++
+			out.uniqueEvents += len(s.msgs)
+		default:
+			out.Gates++
+		}
+	}
+	return out, nil
 }

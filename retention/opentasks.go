@@ -44,7 +44,7 @@ func chooseOpen(scan *scanResult, cut time.Time, log *retentionLog) []*openCut {
 	var out []*openCut
 	for _, id := range scan.order {
 		c := scan.tasks[id]
-		if c.task == nil || taskqueue.IsFinished(c.task.Status) || c.keep != "" || !c.stored.Before(cut) {
+		if c.task == nil || taskqueue.IsFinished(c.task.Status) || c.keep != "" {
 			continue
 		}
 		var keepTo uint64 // the last dispatch, or event the server published from a timer
@@ -62,7 +62,16 @@ func chooseOpen(scan *scanResult, cut time.Time, log *retentionLog) []*openCut {
 				oc.cut = append(oc.cut, m)
 			}
 		}
-		if len(oc.cut) < minOpenCut {
+		// A task an agent keeps heartbeating has a last event after any
+		// cut: it is cut when enough of its events after the dispatch
+		// were stored before the cut (the snapshot replaces them all).
+		old := 0
+		for _, m := range oc.cut {
+			if m.Stored.Before(cut) {
+				old++
+			}
+		}
+		if old < minOpenCut {
 			continue
 		}
 		explained := true
@@ -146,12 +155,20 @@ func pruneOpenBatch(ctx context.Context, store *events.Store, stream jetstream.S
 		ps[i] = events.Pending{Subject: taskqueue.TaskSnapshotSubject(c.queue, c.id), Envelope: env,
 			Expect: events.Expect{Filter: taskqueue.FilterIn(c.queue, c.id), LastSeq: c.lastSeq}}
 	}
+	if opts.BeforeOpenSnapshots != nil {
+		opts.BeforeOpenSnapshots()
+	}
 	var done []*openCut
 	moved := 0
 	for i, r := range store.AppendAll(ctx, ps) {
+		if errors.Is(r.Err, events.ErrWrongLastSequence) {
+			// It changed since the scan: an agent heartbeating it, say.
+			// Caught up with what followed, it is snapshotted again.
+			r.Seq, r.Err = snapshotMoved(ctx, store, batch[i], at, opts.Actor)
+		}
 		switch {
-		case errors.Is(r.Err, events.ErrWrongLastSequence):
-			moved++ // it changed since the scan: the next prune takes it
+		case errors.Is(r.Err, events.ErrWrongLastSequence) || errors.Is(r.Err, errMovedOn):
+			moved++ // the next prune takes it
 		case r.Err != nil:
 			return nil, moved, command.StoreError("prune: snapshot an open task", r.Err)
 		default:
@@ -217,4 +234,66 @@ func pruneOpenBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	}
 	return &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, OpenTasks: len(done), Events: a.events, Bytes: a.bytes,
 		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}, moved, nil
+}
+
+// errMovedOn reports an open task that moved on in a way a prune does not
+// follow (a new dispatch, a timer, an end): the next prune decides again.
+var errMovedOn = errors.New("the task moved on since the scan")
+
+// snapshotRetries bounds how often a prune catches a moving task up and
+// appends its snapshot again.
+const snapshotRetries = 3
+
+// snapshotMoved catches an open task whose snapshot failed its check up
+// with the events stored since the scan, when they only extend its lease
+// (an agent heartbeating a long task more often than the retention age;
+// a heartbeat arms no timer), and appends its snapshot again,
+// checked against its new last event; it returns the snapshot's sequence.
+// The cut then also takes the events caught up: the snapshot replaces
+// every event after the dispatch.
+func snapshotMoved(ctx context.Context, store *events.Store, oc *openCut, at time.Time, actor string) (uint64, error) {
+	c := oc.c
+	for attempt := 0; attempt < snapshotRetries; attempt++ {
+		var fresh []events.Message
+		err := store.Scan(ctx, events.StreamQueue, events.ScanRange{Filter: taskqueue.FilterIn(c.queue, c.id), From: c.lastSeq + 1}, func(m events.Message) error {
+			fresh = append(fresh, m)
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range fresh {
+			switch {
+			case m.Bad != nil || m.Scheduler != "":
+				return 0, errMovedOn
+			case m.Type != taskqueue.LeaseExtended || m.BatchID != "":
+				return 0, errMovedOn
+			}
+			next, err := taskqueue.Apply(c.task, m.Recorded)
+			if err != nil || taskqueue.IsFinished(next.Status) {
+				return 0, errMovedOn
+			}
+			c.task = next
+			c.msgs = append(c.msgs, m)
+			oc.cut = append(oc.cut, m)
+			c.lastSeq, c.lastHash, c.stored = m.Seq, events.Hash(m.Envelope), m.Stored
+		}
+		env, err := events.NewEnvelope(at, taskqueue.Snapshot, c.id, actor, taskqueue.Schema,
+			taskqueue.SnapshotPayload{Replaces: c.lastHash, ReplacesSeq: c.lastSeq, Events: len(oc.cut), Task: c.task})
+		if err != nil {
+			return 0, err
+		}
+		env.Prev = c.lastHash
+		ack, err := store.Append(ctx, taskqueue.TaskSnapshotSubject(c.queue, c.id), env,
+			events.Expect{Filter: taskqueue.FilterIn(c.queue, c.id), LastSeq: c.lastSeq}, "")
+		if errors.Is(err, events.ErrWrongLastSequence) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		oc.snap = env
+		return ack.Seq, nil
+	}
+	return 0, events.ErrWrongLastSequence
 }

@@ -49,6 +49,9 @@ type Options struct {
 	// gates is appended, before their cut events are removed (tests stop
 	// a prune there).
 	AfterGateRecord func()
+	// BeforeOpenSnapshots, when set, is called before a batch of open
+	// tasks is snapshotted (tests move a task there).
+	BeforeOpenSnapshots func()
 	// AfterRecord, when set, is called once a batch's record and
 	// tombstones are appended, before its events are removed (tests stop a
 	// prune there).
@@ -70,8 +73,13 @@ type ArchiveResult struct {
 	RecordSeq uint64 `json:"record_seq"`
 
 	// Gates counts the open gates whose events before a snapshot it
-	// holds (see scanGates), OpenTasks the open tasks (see chooseOpen).
+	// holds (see scanGates), Schedules the schedules and Controls the
+	// queues' controls (see schedules.go), OpenTasks the open tasks (see
+	// chooseOpen).
 	Gates     int `json:"gates,omitempty"`
+	Schedules int `json:"schedules,omitempty"`
+	Controls  int `json:"controls,omitempty"`
+	Uniques   int `json:"unique_keys,omitempty"`
 	OpenTasks int `json:"open_tasks,omitempty"`
 }
 
@@ -98,8 +106,16 @@ type Result struct {
 	// scanGates): not in Events, which counts the tasks'. GatesKept
 	// counts the gates kept whole by reason (none: a gate without a
 	// snapshot before the cut is not counted).
-	GateEvents int            `json:"gate_events,omitempty"`
-	GatesKept  map[string]int `json:"gates_kept,omitempty"`
+	GateEvents int `json:"gate_events,omitempty"`
+	// ScheduleEvents counts the events of schedules cut at a snapshot
+	// (ticks and the events they fired; see schedules.go).
+	ScheduleEvents int `json:"schedule_events,omitempty"`
+	// ControlEvents counts the events of queues' controls cut at a
+	// snapshot.
+	ControlEvents int `json:"control_events,omitempty"`
+	// UniqueEvents counts the events of unique keys cut at a snapshot.
+	UniqueEvents int            `json:"unique_events,omitempty"`
+	GatesKept    map[string]int `json:"gates_kept,omitempty"`
 	// OpenTasks counts the open tasks cut at a snapshot and OpenEvents
 	// their events removed (see chooseOpen; not in Tasks and Events).
 	OpenTasks  int `json:"open_tasks,omitempty"`
@@ -191,7 +207,7 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 		return res, err
 	}
 	res.GatesKept = map[string]int{}
-	gates, err := scanGates(ctx, store, res.Cut, log.continued, res.GatesKept)
+	gates, err := scanGates(ctx, store, res.Cut, log.continued, delayedTasks(scan), res.GatesKept)
 	if err != nil {
 		return res, command.StoreError("prune: read the gates", err)
 	}
@@ -205,7 +221,10 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 // batchResult is one pruned batch.
 type batchResult struct {
 	ArchiveResult
-	sequences int
+	sequences      int
+	scheduleEvents int
+	controlEvents  int
+	uniqueEvents   int
 }
 
 // pruneBatch archives, records and purges one batch of tasks.

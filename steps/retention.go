@@ -168,6 +168,9 @@ func (w *World) prune(ctx context.Context, age, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := settle(ctx, w.srv.Store(), d); err != nil {
+		return err
+	}
 	res, err := retention.Prune(ctx, w.srv.Store(), retention.Options{OlderThan: d, Archive: dir, Key: key})
 	if err != nil {
 		return fmt.Errorf("prune: %w", err)
@@ -363,3 +366,28 @@ func (w *World) taskPruned(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// settle waits, for a short age (at most settleMax), until every event
+// the queue stream holds is older than age: a prune "older than 1ms" right
+// after a task finished then removes that task on any machine, however
+// fast the step follows the event (the cut is taken after the wait).
+func settle(ctx context.Context, store *events.Store, age time.Duration) error {
+	if age > settleMax {
+		return nil
+	}
+	info, err := store.StreamInfo(ctx, events.StreamQueue)
+	if err != nil {
+		return fmt.Errorf("read the queue stream: %w", err)
+	}
+	for !time.Now().After(info.State.LastTime.Add(age)) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// settleMax bounds the ages settle waits for.
+const settleMax = 10 * time.Second

@@ -268,8 +268,10 @@ func (q *Handler) addAtomic(ctx context.Context, req trellis.AddTaskRequest, a a
 		}
 	}
 	if uniqueAt >= 0 {
-		if _, err := q.uniques.Appended(uniqueSt, ps[uniqueAt], acks[uniqueAt].Seq); err != nil {
+		if st, err := q.uniques.Appended(uniqueSt, ps[uniqueAt], acks[uniqueAt].Seq); err != nil {
 			q.uniques.Forget(uniqueSt.ID)
+		} else {
+			q.maybeSnapshotUnique(ctx, st)
 		}
 	}
 	return st.Value.Clone(), nil

@@ -20,18 +20,13 @@ const defaultMaxAckPending = 100000
 // controlKind is a queue's control aggregate (pause, resume, limit) on
 // trellis.queue.<queue>._control.>; its id is the queue name.
 var controlKind = command.Kind[*trellis.QueueControls]{
-	Name:   "queue controls",
-	Stream: events.StreamQueue,
-	Filter: ControlFilter,
-	Fold:   foldControls,
-	Clone: func(c *trellis.QueueControls) *trellis.QueueControls {
-		if c == nil {
-			return nil
-		}
-		cp := *c
-		return &cp
-	},
-	Schema: Schema,
+	Name:     "queue controls",
+	Stream:   events.StreamQueue,
+	Filter:   ControlFilter,
+	Fold:     foldControlEvent,
+	Snapshot: controlSnapshotSubject,
+	Clone:    cloneControls,
+	Schema:   Schema,
 }
 
 // foldControls applies one control event.
@@ -280,6 +275,7 @@ func (q *Handler) control(ctx context.Context, queue, actor, typ string, payload
 	if err != nil {
 		return nil, command.StoreError("append "+typ, err)
 	}
+	q.maybeSnapshotControls(ctx, st)
 	if _, err := q.EnsureConsumer(ctx, queue, 0); err != nil {
 		return nil, err
 	}

@@ -87,6 +87,9 @@ type HeldPayload struct {
 type UniqueHold struct {
 	TaskID string     `json:"task_id"`
 	Until  *time.Time `json:"until,omitempty"`
+	// since counts the events folded since the key's last snapshot (see
+	// UniqueSnapshotEvery).
+	since int
 }
 
 // keyHash is the subject token of a key: 32 hex of its SHA-256, so any key
@@ -157,16 +160,7 @@ var uniqueKind = command.Kind[*UniqueHold]{
 	Name:   "unique key",
 	Stream: events.StreamQueue,
 	Filter: infraFilter,
-	Fold: func(u *UniqueHold, rec events.Recorded) (*UniqueHold, error) {
-		if rec.Type != Held {
-			return u, nil
-		}
-		var p HeldPayload
-		if err := rec.DecodePayload(&p); err != nil {
-			return u, err
-		}
-		return &UniqueHold{TaskID: p.TaskID, Until: utcPtr(p.Until)}, nil
-	},
+	Fold:   foldUniqueEvent,
 	Clone: func(u *UniqueHold) *UniqueHold {
 		if u == nil {
 			return nil
@@ -175,7 +169,8 @@ var uniqueKind = command.Kind[*UniqueHold]{
 		c.Until = utcPtr(u.Until)
 		return &c
 	},
-	Schema: Schema,
+	Schema:   Schema,
+	Snapshot: uniqueSnapshotSubject,
 }
 
 // flowCache keeps each queue's controls as this process last read them.

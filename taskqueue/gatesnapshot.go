@@ -38,6 +38,13 @@ type SnapshotPayload struct {
 	Gate *Gate `json:"gate,omitempty"`
 	// Task is the state of an open queue task (see TaskSnapshot).
 	Task *trellis.Task `json:"task,omitempty"`
+	// Schedule is the state of a schedule (see ScheduleSnapshotEvery).
+	Schedule *trellis.Schedule `json:"schedule,omitempty"`
+	// Controls is the state of a queue's controls (see
+	// ControlSnapshotEvery).
+	Controls *trellis.QueueControls `json:"controls,omitempty"`
+	// Unique is the state of a unique key (see UniqueSnapshotEvery).
+	Unique *UniqueHold `json:"unique,omitempty"`
 }
 
 // gateSnapshotSubject is the subject of a gate's snapshots.

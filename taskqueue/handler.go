@@ -41,6 +41,10 @@ type Config struct {
 	// its task (default trellis.DefaultTickGrace); a later tick is reported
 	// as missed.
 	TickGrace time.Duration
+	// ScheduleSnapshotEvery is how many events a schedule folds after its
+	// last snapshot before it snapshots itself (default
+	// ScheduleSnapshotEvery).
+	ScheduleSnapshotEvery int
 }
 
 func (c Config) withDefaults() Config {
@@ -61,6 +65,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TickGrace <= 0 {
 		c.TickGrace = trellis.DefaultTickGrace
+	}
+	if c.ScheduleSnapshotEvery <= 0 {
+		c.ScheduleSnapshotEvery = ScheduleSnapshotEvery
 	}
 	return c
 }

@@ -90,12 +90,13 @@ func scheduleSubject(queue, name, typ string) string {
 func TickSubjects() []string { return []string{"trellis.queue.*._schedule.*." + Tick} }
 
 var scheduleKind = command.Kind[*trellis.Schedule]{
-	Name:   "schedule",
-	Stream: events.StreamQueue,
-	Filter: ScheduleFilter,
-	Fold:   foldSchedule,
-	Clone:  (*trellis.Schedule).Clone,
-	Schema: Schema,
+	Name:     "schedule",
+	Stream:   events.StreamQueue,
+	Filter:   ScheduleFilter,
+	Fold:     foldScheduleEvent,
+	Clone:    (*trellis.Schedule).Clone,
+	Schema:   Schema,
+	Snapshot: scheduleSnapshotFilter,
 }
 
 func foldSchedule(s *trellis.Schedule, rec events.Recorded) (*trellis.Schedule, error) {
@@ -259,7 +260,7 @@ func (q *Handler) Schedule(ctx context.Context, name string) (*trellis.Schedule,
 // Schedules lists the schedules that are not removed, by name.
 func (q *Handler) Schedules(ctx context.Context) ([]*trellis.Schedule, error) {
 	names := map[string]bool{}
-	err := q.store.LastHeadersPerSubject(ctx, events.StreamQueue, []string{"trellis.queue.*._schedule.*." + ScheduleCreated}, func(h events.HeaderRecord) error {
+	err := q.store.LastHeadersPerSubject(ctx, events.StreamQueue, []string{"trellis.queue.*._schedule.*." + ScheduleCreated, "trellis.queue.*._schedule.*." + Snapshot}, func(h events.HeaderRecord) error {
 		parts := strings.Split(h.Subject, ".")
 		if len(parts) == 6 {
 			names[parts[4]] = true
@@ -303,6 +304,7 @@ func (q *Handler) TakeTick(ctx context.Context, name string, p TickPayload) (*tr
 	if stale(s, p.Generation, tick) {
 		return nil, nil
 	}
+	q.maybeSnapshotSchedule(ctx, name)
 	period, err := s.Period()
 	if err != nil {
 		return nil, trellis.Errorf(trellis.CodeInternal, "schedule %s: %w", name, err)

@@ -28,10 +28,11 @@ func (a *app) pruneCommand() *cobra.Command {
 			"stored more than --older-than ago. Their events are first written to --archive in the audit export format\n" +
 			"(synced; `trellis audit verify --file ARCHIVE` checks it), then a prune record naming the removed sequences and\n" +
 			"the archive's digest is appended to the log, then the events are removed: `trellis audit verify` stays OK, and\n" +
-			"a removal without a record is still a finding. Open tasks (queued, claimed, waiting, scheduled) and the queues'\n" +
-			"gates are cut at a snapshot that continues their chain: the events it replaces (for a task, those after its\n" +
-			"last dispatch) are archived and removed the same way. Schedules, VINE graphs, agent tasks and workflow runs are\n" +
-			"kept whole. One prune runs at a time; a second one\n" +
+			"a removal without a record is still a finding. Open tasks (queued, claimed, waiting, scheduled), the queues'\n" +
+			"gates and controls, schedules and unique keys are cut at a snapshot that continues their chain: the events it\n" +
+			"replaces (for a task, those after its last dispatch; for a schedule, its ticks with their timers) are archived\n" +
+			"and removed the same way. VINE graphs, agent tasks and workflow runs are kept whole. One prune runs\n" +
+			"at a time; a second one\n" +
 			"stops with a conflict. See docs/retention.md for what queries can answer afterwards.",
 		Example: `  trellis prune --older-than 720h --archive /var/backups/trellis
   trellis prune --older-than 30d --archive ./archive --json`,
@@ -124,6 +125,15 @@ func (a *app) archiveOutsideLog(dir string) error {
 func printPrune(a *app, res *retention.Result) {
 	w := a.stdout
 	fmt.Fprintf(w, "pruned %d task(s), %d event(s) stored before %s\n", res.Tasks, res.Events, res.Cut.Format(time.RFC3339))
+	if res.UniqueEvents > 0 {
+		fmt.Fprintf(w, "cut %d event(s) of unique keys at their snapshots\n", res.UniqueEvents)
+	}
+	if res.ControlEvents > 0 {
+		fmt.Fprintf(w, "cut %d event(s) of queue controls at their snapshots\n", res.ControlEvents)
+	}
+	if res.ScheduleEvents > 0 {
+		fmt.Fprintf(w, "cut %d event(s) of schedules at their snapshots\n", res.ScheduleEvents)
+	}
 	if res.GateEvents > 0 {
 		fmt.Fprintf(w, "cut %d event(s) of open gates at their snapshots\n", res.GateEvents)
 	}
