@@ -191,6 +191,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	ch.Verify = verifyLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
 	if evs == nil && lastErr != nil {
+		logf("kept for diagnosis: %s", strings.Join(c.diagnose(ctx), ", "))
 		ch.Unreadable = true
 		ch.Examples = append([]string{"log unreadable: " + lastErr.Error()}, ch.Examples...)
 	}
