@@ -124,6 +124,7 @@ type Store struct {
 	committers map[string]*committer
 	traits     map[string]streamTraits
 	bucket     jetstream.ObjectStore // the blob bucket, once known
+	leaders    leaderWatch
 }
 
 // streamTraits is what the group commit needs to know of a stream.
@@ -277,8 +278,9 @@ func (s *Store) AppendWithHeaders(ctx context.Context, subject string, env Envel
 func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 	backoff := 50 * time.Millisecond
 	for {
-		actx, acancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
+		actx, acancel := s.attemptContext(ctx, r.stream)
 		ack, err := s.js.PublishMsg(actx, r.message())
+		err = attemptErr(actx, err)
 		acancel()
 		if err == nil {
 			return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
