@@ -45,7 +45,8 @@ type StoreConfig struct {
 	// leader just cut off or paused — is sent again after it (its message
 	// ids make a repeat of a stored attempt harmless), so an append goes
 	// on within AttemptTimeout of a new leader's election instead of
-	// RequestTimeout.
+	// RequestTimeout — at once when the store hears JetStream's advisory
+	// of the election (see leaderWatch).
 	AttemptTimeout time.Duration
 	// AppendTimeout bounds an append and its retries when the caller's
 	// context has no deadline (default 30 s).
