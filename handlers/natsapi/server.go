@@ -303,8 +303,9 @@ func withDeadline(ctx context.Context, m *nats.Msg) (context.Context, func(), er
 // answers, so a reconnect within that flush's 10 s subscribed it again on
 // the server, where it stayed a dead member of the API's queue group that
 // swallowed its share of the requests (TestStopWhileReconnectingLeavesNoGhost).
-// A connection that is down holds no interest on any server, and nothing
-// can arrive to drain.
+// A connection that is down holds no interest on any server and receives
+// nothing more; a request received before and not yet handled is dropped
+// (its caller sees no answer, as with any server that went away).
 func (r *Responder) Stop() {
 	drain := r.nc == nil || r.nc.IsConnected()
 	for _, s := range r.subs {
