@@ -28,7 +28,7 @@ func Regressions() []Regression {
 			// the reconnect falls within the drain's 10 s flush.
 			Name: "API requests unanswered after a whole-cluster outage", Fault: "power-loss-all",
 			Heal: 8 * time.Second, Duration: 14 * time.Second, Number: 41, Runs: 1,
-			Test: "TestStopWhileReconnectingLeavesNoGhost (handlers/natsapi)",
+			Test: "TestStopWhileReconnectingLeavesNoGhost (handlers/natsapi), TestAPIAnswersAfterWholeClusterOutage (server)",
 		},
 		{
 			// A pool's claim append reported failed while the stream
