@@ -11,7 +11,9 @@ COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --q
 LDFLAGS := -X main.commit=$(COMMIT) $(if $(VERSION),-X github.com/trellis/trellis/server.Version=$(VERSION))
 
 # chaos: the fault-injection matrix (chaos/; needs root). FAULTS is all,
-# mixed or a comma-separated list (kill-leader,isolate-leader,...); NUMBER
+# mixed, regressions (the runs that once found a defect, each with its own
+# number, heal and runs) or a comma-separated list
+# (kill-leader,isolate-leader,...); NUMBER
 # decides what each fault picks (the same number repeats a run); DURATION
 # is how long producers add after a fault starts, HEAL how long a fault
 # lasts, RUNS the runs per fault; NODES the nats-server nodes (3 or 5),

@@ -17,9 +17,10 @@ import (
 // loses power, its unsynced writes dropped by the power-loss filesystem
 // under each node's store. From the log and the ledger alone:
 // no acknowledged add may be lost, no task completed twice, and `trellis
-// audit verify` must pass. Tasks left unfinished are logged (a known
-// defect, see README, Reliability); resume times are logged, never
-// asserted.
+// audit verify` must pass. Tasks still unfinished 90 s past lease and
+// heal are logged, not failed on here (`make chaos` fails on them; the
+// isolated-leader defect that left tasks undispatched is fixed, see
+// docs/reliability.md); resume times are logged, never asserted.
 func TestChaosSlice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster of processes in network namespaces")
@@ -65,10 +66,11 @@ func TestChaosSlice(t *testing.T) {
 		t.Errorf("%d acknowledged adds lost, %d tasks completed twice (of %d acknowledged): %v", c.Lost, c.CompletedTwice, c.Acked, c.Examples)
 	}
 	if c.Stuck > 0 {
-		// Known defect (README, Reliability): after an isolated leader a
-		// few added tasks can stay queued, never dispatched. Reported
-		// here, not failed on, until it is fixed: make chaos fails on it.
-		t.Logf("KNOWN DEFECT: %d acknowledged adds in the log but never completed: %v", c.Stuck, c.Examples)
+		// Reported, not failed on: the slice promises no loss and no
+		// double completion; make chaos fails on stuck tasks. (An
+		// isolated leader once left added tasks never dispatched: fixed,
+		// TestClaimFindsItsOwnLateStoredClaim in taskqueue/.)
+		t.Logf("%d acknowledged adds in the log but not completed 90 s past lease and heal: %v", c.Stuck, c.Examples)
 	}
 	if c.Verify != "ok" {
 		t.Errorf("audit verify: %s", c.Verify)
@@ -100,6 +102,9 @@ func TestCheckerFindsBrokenPromises(t *testing.T) {
 	c.Verify = "ok"
 	if !c.Failed() {
 		t.Error("a run with a lost add does not fail")
+	}
+	if !(Check{Verify: "ok", Unanswered: 1}).Failed() {
+		t.Error("a run with an unanswered API ping does not fail")
 	}
 	if d := resumeAfter(evs, at.Add(2*time.Second), time.Time{}); d != time.Second {
 		t.Errorf("resume = %v, want 1s (from the fault to the first completion)", d)

@@ -28,13 +28,17 @@ type Check struct {
 	// Unreadable: the log could not be read at all (every acknowledged
 	// add then counts as lost: nothing shows it is there).
 	Unreadable bool
+	// Unanswered is how many of the API pings sent once the cluster was
+	// whole again got no answer (see pingAPI): each should have.
+	Unanswered int
 	Examples   []string // a few offending task ids, for the report
 }
 
 // Failed reports whether the run broke a promise: an acknowledged add
-// lost, a task completed twice, a task stuck, or the log failing verify.
+// lost, a task completed twice, a task stuck, the log failing verify, or
+// an API request left unanswered after the repair.
 func (c Check) Failed() bool {
-	return c.Lost > 0 || c.CompletedTwice > 0 || c.Stuck > 0 || c.Verify != "ok"
+	return c.Lost > 0 || c.CompletedTwice > 0 || c.Stuck > 0 || c.Verify != "ok" || c.Unanswered > 0
 }
 
 // logEvent is the part of an audit line the checker reads.

@@ -48,6 +48,7 @@ const Queue = "chaos"
 const nodeConfig = `server_name: %s
 logtime_utc: true
 listen: 0.0.0.0:4222
+http: 0.0.0.0:8222
 jetstream { store_dir: %q, sync_interval: %s }
 cluster { name: chaos, listen: 0.0.0.0:6222, routes: [%s] }
 `

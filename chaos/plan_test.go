@@ -148,3 +148,16 @@ func TestTableSaysUnreadable(t *testing.T) {
 		t.Errorf("table:\n%s\nwant the row %s", b.String(), want)
 	}
 }
+
+// TestRegressionsNameFaults: every kept regression names a fault the
+// harness knows and a heal within its duration.
+func TestRegressionsNameFaults(t *testing.T) {
+	for _, r := range Regressions() {
+		if _, err := FaultByName(r.Fault); err != nil {
+			t.Errorf("regression %q: %v", r.Name, err)
+		}
+		if r.Runs < 1 || r.Heal <= 0 || r.Duration < r.Heal || r.Test == "" {
+			t.Errorf("regression %q: runs %d, heal %s, duration %s, test %q", r.Name, r.Runs, r.Heal, r.Duration, r.Test)
+		}
+	}
+}

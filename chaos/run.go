@@ -172,11 +172,22 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		// acknowledged add counts as lost, and verify still runs.
 		logf("the log cannot be read: %v", lastErr)
 	}
+	unanswered, err := pingAPI(ctx, c.URLs())
+	if err != nil {
+		return nil, err
+	}
+	if unanswered > 0 {
+		logf("%d of %d API pings unanswered", unanswered, apiPings)
+	}
 	ledger, err := readLines(c.Ledger)
 	if err != nil {
 		return nil, err
 	}
 	ch := check(evs, acked, ledger)
+	ch.Unanswered = unanswered
+	if unanswered > 0 {
+		ch.Examples = append([]string{fmt.Sprintf("%d of %d API pings unanswered", unanswered, apiPings)}, ch.Examples...)
+	}
 	var resumes []time.Duration
 	var breakdowns []Breakdown
 	for i, at := range faultTimes {
@@ -191,6 +202,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	}
 	ch.Verify = verifyLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
 	if evs == nil && lastErr != nil {
+		logf("kept for diagnosis: %s", strings.Join(c.diagnose(ctx), ", "))
 		ch.Unreadable = true
 		ch.Examples = append([]string{"log unreadable: " + lastErr.Error()}, ch.Examples...)
 	}
@@ -199,8 +211,8 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 	for _, d := range resumes {
 		rs = append(rs, fmtResume(d))
 	}
-	logf("acked %d lost %d completed-twice %d executed-twice %d stuck %d resume %s verify %s %v",
-		ch.Acked, ch.Lost, ch.CompletedTwice, ch.ExecutedTwice, ch.Stuck, strings.Join(rs, ", "), ch.Verify, ch.Examples)
+	logf("acked %d lost %d completed-twice %d executed-twice %d stuck %d resume %s verify %s api-unanswered %d %v",
+		ch.Acked, ch.Lost, ch.CompletedTwice, ch.ExecutedTwice, ch.Stuck, strings.Join(rs, ", "), ch.Verify, ch.Unanswered, ch.Examples)
 	return res, nil
 }
 
@@ -232,6 +244,7 @@ type Row struct {
 	Fault                                  string
 	Runs, Acked, Lost, Twice, Exec2, Stuck int
 	Unreadable                             int // runs whose log could not be read (their adds count as lost)
+	Unanswered                             int // API pings unanswered after the repair, over the runs
 	Resume                                 []time.Duration
 	Verify                                 []string
 }
@@ -257,6 +270,7 @@ func Table(results []*Result) []Row {
 		if r.Check.Unreadable {
 			row.Unreadable++
 		}
+		row.Unanswered += r.Check.Unanswered
 		row.Resume = append(row.Resume, r.Resume...)
 		row.Verify = append(row.Verify, r.Check.Verify)
 	}
@@ -278,6 +292,9 @@ func PrintTable(w io.Writer, rows []Row) {
 				verify = strings.Join(r.Verify, "; ")
 				break
 			}
+		}
+		if r.Unanswered > 0 {
+			verify += fmt.Sprintf(" (%d API pings unanswered)", r.Unanswered)
 		}
 		lost := fmt.Sprint(r.Lost)
 		if r.Unreadable > 0 {

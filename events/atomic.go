@@ -77,8 +77,9 @@ func (s *Store) appendBatch(ctx context.Context, ps []Pending, what string) ([]A
 	}
 	out := make([]Appended, len(ps))
 	for unanswered := false; ; unanswered = true {
-		actx, cancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
+		actx, cancel := s.attemptContext(ctx, stream)
 		last, err := PublishBatch(actx, s.nc, msgs)
+		err = attemptErr(actx, err)
 		cancel()
 		if err == nil {
 			s.stats.batches.Add(1)

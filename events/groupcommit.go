@@ -430,8 +430,9 @@ func (c *committer) commitBatch(group []*request) {
 	for i, r := range group {
 		msgs[i] = r.message()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.AttemptTimeout)
+	ctx, cancel := c.s.attemptContext(context.Background(), c.stream)
 	last, err := PublishBatch(ctx, c.s.nc, msgs)
+	err = attemptErr(ctx, err)
 	cancel()
 	if err != nil {
 		c.s.stats.fallbacks.Add(1)

@@ -132,7 +132,10 @@ func permissionError(nc *nats.Conn) error {
 	if nc == nil {
 		return nil
 	}
-	if last := nc.LastError(); last != nil && jsClassOf(last) == jsPermission {
+	// A connection not allowed the leader-election advisories (see
+	// leaderWatch) is not refused its appends.
+	if last := nc.LastError(); last != nil && jsClassOf(last) == jsPermission &&
+		!strings.Contains(strings.ToLower(last.Error()), strings.ToLower(leaderElectedPrefix)) {
 		return errors.Join(ErrPermissionDenied, last)
 	}
 	return nil

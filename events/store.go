@@ -45,7 +45,8 @@ type StoreConfig struct {
 	// leader just cut off or paused — is sent again after it (its message
 	// ids make a repeat of a stored attempt harmless), so an append goes
 	// on within AttemptTimeout of a new leader's election instead of
-	// RequestTimeout.
+	// RequestTimeout — at once when the store hears JetStream's advisory
+	// of the election (see leaderWatch).
 	AttemptTimeout time.Duration
 	// AppendTimeout bounds an append and its retries when the caller's
 	// context has no deadline (default 30 s).
@@ -125,6 +126,7 @@ type Store struct {
 	traits     map[string]streamTraits
 	bucket     jetstream.ObjectStore  // the blob bucket, once known
 	heads      map[string]*headReader // gathered last-event reads (see LastSeqOf)
+	leaders    leaderWatch
 }
 
 // streamTraits is what the group commit needs to know of a stream.
@@ -278,8 +280,9 @@ func (s *Store) AppendWithHeaders(ctx context.Context, subject string, env Envel
 func (s *Store) publishOne(ctx context.Context, r *request) (Appended, error) {
 	backoff := 50 * time.Millisecond
 	for {
-		actx, acancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
+		actx, acancel := s.attemptContext(ctx, r.stream)
 		ack, err := s.js.PublishMsg(actx, r.message())
+		err = attemptErr(actx, err)
 		acancel()
 		if err == nil {
 			return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil

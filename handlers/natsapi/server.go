@@ -17,6 +17,7 @@ import (
 
 // Responder answers API requests for one Service until Stop.
 type Responder struct {
+	nc   *nats.Conn
 	subs []*nats.Subscription
 	sem  chan struct{}
 }
@@ -52,7 +53,7 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Responder{sem: make(chan struct{}, cfg.Concurrency)}
+	r := &Responder{nc: nc, sem: make(chan struct{}, cfg.Concurrency)}
 	for op, fn := range operations(nc, svc, cfg) {
 		op, fn := op, fn
 		if op == OpQueueExport {
@@ -295,10 +296,24 @@ func withDeadline(ctx context.Context, m *nats.Msg) (context.Context, func(), er
 	return ctx, cancel, nil
 }
 
-// Stop unsubscribes; requests in flight finish.
+// Stop unsubscribes; requests in flight finish. While the connection is
+// down (serve's quorum watch stops the responder when its node is gone)
+// it unsubscribes at once instead of draining: nats.go sends no UNSUB for
+// a subscription drained while reconnecting and keeps it until a flush
+// answers, so a reconnect within that flush's 10 s subscribed it again on
+// the server, where it stayed a dead member of the API's queue group that
+// swallowed its share of the requests (TestStopWhileReconnectingLeavesNoGhost).
+// A connection that is down holds no interest on any server and receives
+// nothing more; a request received before and not yet handled is dropped
+// (its caller sees no answer, as with any server that went away).
 func (r *Responder) Stop() {
+	drain := r.nc == nil || r.nc.IsConnected()
 	for _, s := range r.subs {
-		_ = s.Drain()
+		if drain {
+			_ = s.Drain()
+		} else {
+			_ = s.Unsubscribe()
+		}
 	}
 	r.subs = nil
 }

@@ -25,7 +25,7 @@ func run() int {
 	var runs, nodes, replicas int
 	var heal, duration, lease time.Duration
 	var keep bool
-	flag.StringVar(&names, "faults", "all", "comma-separated faults, each run alone; all; or mixed (per run, three faults picked by the run number, one after the other): "+faultNames())
+	flag.StringVar(&names, "faults", "all", "comma-separated faults, each run alone; all; mixed (per run, three faults picked by the run number, one after the other); or regressions (the runs that once found a defect, each with its own number, heal and runs): "+faultNames())
 	flag.Uint64Var(&number, "number", 1, "the run number: it decides which node, file and bits each fault picks; the same number repeats a run")
 	flag.IntVar(&runs, "runs", 1, "runs per fault (run k uses number+k)")
 	flag.DurationVar(&heal, "heal", 12*time.Second, "how long each fault lasts before it is repaired (past the election timeout)")
@@ -45,11 +45,30 @@ func run() int {
 	}
 	var faults []chaos.Fault
 	mixed := names == "mixed"
+	// plan is per fault the number, heal, duration and runs (the flags',
+	// or a regression's own).
+	type plan struct {
+		number         uint64
+		heal, duration time.Duration
+		runs           int
+	}
+	var plans []plan
 	switch names {
 	case "all":
 		faults = chaos.Faults()
 	case "mixed":
 		faults = []chaos.Fault{{Name: "mixed"}}
+	case "regressions":
+		for _, r := range chaos.Regressions() {
+			f, err := chaos.FaultByName(r.Fault)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "chaos:", err)
+				return 2
+			}
+			fmt.Fprintf(os.Stderr, "chaos: regression %q: %s, number %d, heal %s, %d run(s) (deterministic test: %s)\n", r.Name, r.Fault, r.Number, r.Heal, r.Runs, r.Test)
+			faults = append(faults, f)
+			plans = append(plans, plan{r.Number, r.Heal, r.Duration, r.Runs})
+		}
 	default:
 		for _, n := range strings.Split(names, ",") {
 			f, err := chaos.FaultByName(strings.TrimSpace(n))
@@ -75,7 +94,11 @@ func run() int {
 	}
 	var results []*chaos.Result
 	failed := false
-	for _, f := range faults {
+	for i, f := range faults {
+		number, heal, duration, runs := number, heal, duration, runs
+		if plans != nil {
+			number, heal, duration, runs = plans[i].number, plans[i].heal, plans[i].duration, plans[i].runs
+		}
 		for k := 0; k < runs; k++ {
 			rdir, err := chaos.TempDir(dir, f.Name)
 			if err != nil {
