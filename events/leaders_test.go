@@ -40,32 +40,40 @@ func TestElectionResendsSilentAttempt(t *testing.T) {
 		events.Expect{Filter: "trellis.queue.*." + first.AggregateID + ".>"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	// elect swallows the next publish to the stream, waits until it is
-	// swallowed, then announces a leader of another stream and one of the
-	// queue stream.
-	elect := func(swallowedBefore int) {
+	// elect makes the proxy swallow the next publish to the stream (set
+	// before the append starts, so the append cannot slip past it), then,
+	// in the background, waits until it is swallowed and announces a
+	// leader of another stream and one of the queue stream. The returned
+	// channel is closed when that is done; the test waits for it.
+	elect := func(swallowedBefore int) <-chan struct{} {
 		proxy.mu.Lock()
 		proxy.drop = 1
 		proxy.mu.Unlock()
-		deadline := time.Now().Add(time.Minute)
-		for proxy.swallowed() == swallowedBefore {
-			if time.Now().After(deadline) {
-				t.Error("no attempt reached the proxy")
-				return
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			deadline := time.Now().Add(time.Minute)
+			for proxy.swallowed() == swallowedBefore {
+				if time.Now().After(deadline) {
+					t.Error("no attempt reached the proxy")
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		for _, stream := range []string{events.StreamVine, events.StreamQueue} {
-			if err := b.Conn.Publish("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, []byte(`{}`)); err != nil {
-				t.Error(err)
+			for _, stream := range []string{events.StreamVine, events.StreamQueue} {
+				if err := b.Conn.Publish("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, []byte(`{}`)); err != nil {
+					t.Error(err)
+				}
 			}
-		}
+		}()
+		return done
 	}
 
 	e := env(t, "added", events.NewID(time.Now()))
 	expect := events.Expect{Filter: "trellis.queue.*." + e.AggregateID + ".>"}
-	go elect(0)
+	elected := elect(0)
 	a, err := store.Append(ctx, "trellis.queue.default."+e.AggregateID+".added", e, expect, "")
+	<-elected
 	if err != nil {
 		t.Fatalf("append after a silent attempt and an election: %v", err)
 	}
@@ -80,8 +88,9 @@ func TestElectionResendsSilentAttempt(t *testing.T) {
 		ps = append(ps, events.Pending{Subject: "trellis.queue.default." + e.AggregateID + ".added", Envelope: e,
 			Expect: events.Expect{Filter: "trellis.queue.*." + e.AggregateID + ".>"}})
 	}
-	go elect(1)
+	elected = elect(1)
 	res := store.AppendAll(ctx, ps)
+	<-elected
 	for i, r := range res {
 		if r.Err != nil {
 			t.Fatalf("event %d after a silent attempt and an election: %v", i, r.Err)
