@@ -1,6 +1,7 @@
-// Package httpapi is Trellis's HTTP JSON API: a thin transport over
-// handlers.Service. It decodes requests strictly, calls the service, and
-// answers with JSON; every failure has one shape,
+// Package httpapi is Trellis's HTTP JSON API: a thin transport over the
+// domains' interfaces (Service; the server passes handlers.Service). It
+// decodes requests strictly, calls the service, and answers with JSON;
+// every failure has one shape,
 //
 //	{"error":{"code":"invalid","field":"objective","message":"must not be empty"}}
 //

@@ -44,7 +44,7 @@ func (s *server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	t, err := s.memory.TaskCreate(r.Context(), req)
+	t, err := s.svc.TaskCreate(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
@@ -56,7 +56,7 @@ func (s *server) listAgentTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.memory.TaskList(r.Context(), trellis.TaskListRequest{Status: q["status"]})
+	list, err := s.svc.TaskList(r.Context(), trellis.TaskListRequest{Status: q["status"]})
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
 	}
@@ -67,7 +67,7 @@ func (s *server) showAgentTask(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	t, err := s.memory.TaskShow(r.Context(), r.PathValue("id"))
+	t, err := s.svc.TaskShow(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return fmt.Errorf("show task: %w", err)
 	}
@@ -86,7 +86,7 @@ func (s *server) joinTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Task = r.PathValue("id")
-	res, err := s.memory.TaskJoin(r.Context(), req)
+	res, err := s.svc.TaskJoin(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("join task: %w", err)
 	}
@@ -108,7 +108,7 @@ func (s *server) completeAgent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Task, req.Agent = r.PathValue("id"), r.PathValue("agent_id")
-	res, err := s.memory.TaskCompleteAgent(r.Context(), req)
+	res, err := s.svc.TaskCompleteAgent(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("complete agent: %w", err)
 	}
@@ -130,7 +130,7 @@ func (s *server) updateObjective(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Task, req.ObjectiveID = r.PathValue("id"), r.PathValue("obj_id")
-	t, err := s.memory.TaskObjective(r.Context(), req)
+	t, err := s.svc.TaskObjective(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("update objective: %w", err)
 	}
@@ -149,7 +149,7 @@ func (s *server) completeAgentTask(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	req.Task = r.PathValue("id")
-	res, err := s.memory.TaskComplete(r.Context(), req)
+	res, err := s.svc.TaskComplete(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("complete task: %w", err)
 	}
@@ -168,7 +168,7 @@ func (s *server) consolidateTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Task = r.PathValue("id")
-	res, err := s.memory.Consolidate(r.Context(), req)
+	res, err := s.svc.Consolidate(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("consolidate: %w", err)
 	}
@@ -179,7 +179,7 @@ func (s *server) taskContext(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	res, err := s.memory.TaskContext(r.Context(), r.PathValue("id"))
+	res, err := s.svc.TaskContext(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return fmt.Errorf("task context: %w", err)
 	}
@@ -194,7 +194,7 @@ func (s *server) observe(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	res, err := s.memory.Observe(r.Context(), req)
+	res, err := s.svc.Observe(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("observe: %w", err)
 	}
@@ -206,7 +206,7 @@ func (s *server) facts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.memory.Facts(r.Context(), trellis.FactsRequest{Branch: q["branch"], Status: q["status"], Category: q["category"], Query: q["query"], Task: q["task"]})
+	res, err := s.svc.Facts(r.Context(), trellis.FactsRequest{Branch: q["branch"], Status: q["status"], Category: q["category"], Query: q["query"], Task: q["task"]})
 	if err != nil {
 		return fmt.Errorf("facts: %w", err)
 	}
@@ -218,7 +218,7 @@ func (s *server) history(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.memory.History(r.Context(), trellis.HistoryRequest{Task: q["task"]})
+	res, err := s.svc.History(r.Context(), trellis.HistoryRequest{Task: q["task"]})
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -74,7 +73,7 @@ const maxClaimWait = 5 * time.Second
 // leaves, to claim the task that came and answer.
 const claimMargin = time.Second
 
-func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Context, []byte) (any, error) {
+func leaseOps(svc Service, nc *nats.Conn) map[string]func(context.Context, []byte) (any, error) {
 	q := svc.QueueHandler()
 	return map[string]func(context.Context, []byte) (any, error){
 		OpQueuePrepare: handler(func(ctx context.Context, r prepareRequest) (any, error) {
@@ -243,7 +242,7 @@ func parseLease(s string) (ackLease, error) {
 // checkLease checks that r.Lease is a dispatch of r.TaskID's queue
 // consumer whose claim r.Worker holds (held) or held and has since ended
 // (!held: the outcome is recorded, the lease may be acknowledged).
-func checkLease(ctx context.Context, svc *handlers.Service, r leaseRequest, held bool) (*trellis.Task, ackLease, error) {
+func checkLease(ctx context.Context, svc Service, r leaseRequest, held bool) (*trellis.Task, ackLease, error) {
 	worker, err := actingWorker(ctx, r.Worker)
 	if err != nil {
 		return nil, ackLease{}, err

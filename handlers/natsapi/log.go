@@ -11,7 +11,6 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -30,7 +29,7 @@ type ingestRequest struct {
 // logOps are the reads of the log a client without JetStream access
 // needs (audit) and ingest, which the server runs on a directory it can
 // read (a client with a token may not append chunk events itself).
-func logOps(svc *handlers.Service) map[string]func(context.Context, []byte) (any, error) {
+func logOps(svc Service) map[string]func(context.Context, []byte) (any, error) {
 	return map[string]func(context.Context, []byte) (any, error){
 		OpAudit: handler(func(ctx context.Context, r auditRequest) ([]events.Recorded, error) {
 			return svc.Audit(ctx, r.ID)
@@ -89,7 +88,7 @@ func (w *chunkWriter) send(data []byte, end bool) error {
 }
 
 // serveExport answers one export request.
-func serveExport(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig, m *nats.Msg) {
+func serveExport(nc *nats.Conn, svc Service, cfg ServeConfig, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ctx, err := authorize(ctx, cfg.Auth, m, OpQueueExport)

@@ -12,7 +12,11 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
+	"github.com/trellis/trellis/vinegraph"
+	"github.com/trellis/trellis/workflow"
 )
 
 // Responder answers API requests for one Service until Stop.
@@ -41,8 +45,37 @@ type ServeConfig struct {
 	Tokens *auth.Service
 }
 
+// Service is what the API calls: the domains behind the root package's
+// interfaces, and the glue beside them (Composition). The server passes
+// its *handlers.Service, which composes them all.
+type Service interface {
+	trellis.QueueService
+	trellis.QueueAdmin
+	trellis.QueueLeases
+	trellis.ScheduleService
+	trellis.VineService
+	trellis.MemoryService
+	trellis.CodeService
+	trellis.AuditService
+	trellis.ProjectionStatus
+	Composition
+}
+
+// Composition is what the API needs of the composed service beyond the
+// domains: the log (export, ingest, leases), an aggregate's events, the
+// rebuild, the queue's and VINE's command handlers (leased claims, the
+// workspace roots) and the workflows.
+type Composition interface {
+	Store() *events.Store
+	Audit(ctx context.Context, id string) ([]events.Recorded, error)
+	Replay(ctx context.Context) (*handlers.ReplayResult, error)
+	QueueHandler() *taskqueue.Handler
+	VineHandler() *vinegraph.Handler
+	Workflows() *workflow.Engine
+}
+
 // Serve subscribes the API subjects on nc and answers them with svc.
-func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, error) {
+func Serve(nc *nats.Conn, svc Service, cfg ServeConfig) (*Responder, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 256
 	}
@@ -124,7 +157,7 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 
 // operations returns every operation of the API but the streamed export,
 // by name.
-func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[string]func(context.Context, []byte) (any, error) {
+func operations(nc *nats.Conn, svc Service, cfg ServeConfig) map[string]func(context.Context, []byte) (any, error) {
 	ops := map[string]func(ctx context.Context, data []byte) (any, error){
 		OpPing: func(context.Context, []byte) (any, error) { return cfg.Info, nil },
 		OpQueueAdd: func(ctx context.Context, data []byte) (any, error) {
@@ -206,18 +239,18 @@ func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[strin
 			return svc.Controls(ctx, req.Queue)
 		},
 	}
-	for op, fn := range vineOps(svc.Vine()) {
+	for op, fn := range vineOps(svc) {
 		ops[op] = fn
 	}
-	for op, fn := range memoryOps(svc.Memory()) {
+	for op, fn := range memoryOps(svc) {
 		ops[op] = fn
 	}
-	ops[OpSearch] = handler(svc.Code().Search)
-	ops[OpExplain] = handler(svc.Code().Explain)
+	ops[OpSearch] = handler(svc.Search)
+	ops[OpExplain] = handler(svc.Explain)
 	ops[OpAuditQuery] = handler(svc.AuditQuery)
 	ops[OpAuditProjections] = func(ctx context.Context, _ []byte) (any, error) { return svc.Projections(ctx) }
 	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) {
-		return svc.Code().Chunk(ctx, r.ChunkID)
+		return svc.Chunk(ctx, r.ChunkID)
 	})
 	for op, fn := range leaseOps(svc, nc) {
 		ops[op] = fn
