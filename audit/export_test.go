@@ -92,7 +92,7 @@ func TestExportVerifiesOffline(t *testing.T) {
 	ctx := context.Background()
 	a := runTask(t, svc, "jobs", "w1")
 	c := runTask(t, svc, "jobs", "w2")
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
 		t.Fatal(err)
 	}
 	path, res := exportFile(t, b.Store, audit.ExportOptions{})

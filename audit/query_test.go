@@ -40,7 +40,7 @@ func TestAuditQueryAcrossAggregates(t *testing.T) {
 	if _, err := svc.Control(ctx, trellis.ControlRequest{Queue: "jobs", Action: "pause", Actor: "ops", Reason: "audit"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -91,10 +91,10 @@ func workload(t *testing.T, svc *handlers.Service, store *events.Store, ws, roun
 		t.Fatal(err)
 	}
 	name := "task-" + round
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: name, Objectives: []string{"Do " + round}}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: name, Objectives: []string{"Do " + round}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: name, Agent: "agent_1", Role: "implementer"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: name, Agent: "agent_1", Role: "implementer"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Observe(ctx, trellis.ObserveRequest{Task: name, Agent: "agent_1", Session: "s-" + round, Type: "decision", Text: "We use the " + round + " approach"}); err != nil {

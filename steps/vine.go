@@ -247,7 +247,7 @@ func (w *World) vineClaim(ctx context.Context, agent, name string) error {
 	if err != nil {
 		return err
 	}
-	if res.Task == nil {
+	if res.Node == nil {
 		return fmt.Errorf("no task of %s is ready to claim", name)
 	}
 	return nil

@@ -92,7 +92,7 @@ func TestVineLoopEventSourced(t *testing.T) {
 		t.Fatalf("frontier = %+v", fr)
 	}
 	c, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-1"})
-	if err != nil || c.Task == nil || c.Task.Task.ID != "a" {
+	if err != nil || c.Node == nil || c.Node.Node.ID != "a" {
 		t.Fatalf("claim = %+v, %v", c, err)
 	}
 	// The file is rewritten from the log after each change.
@@ -101,7 +101,7 @@ func TestVineLoopEventSourced(t *testing.T) {
 		t.Fatalf("file not rewritten:\n%s", data)
 	}
 	// Nothing else is ready: claim returns no task.
-	if c2, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"}); err != nil || c2.Task != nil {
+	if c2, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"}); err != nil || c2.Node != nil {
 		t.Fatalf("second claim = %+v, %v", c2, err)
 	}
 	// Claiming a started task by id is a conflict.
@@ -322,14 +322,14 @@ func TestVineConcurrentClaims(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if c.Task == nil {
+				if c.Node == nil {
 					return
 				}
 				mu.Lock()
-				if prev, dup := claimed[c.Task.Task.ID]; dup {
-					t.Errorf("%s claimed by %s and %s", c.Task.Task.ID, prev, agent)
+				if prev, dup := claimed[c.Node.Node.ID]; dup {
+					t.Errorf("%s claimed by %s and %s", c.Node.Node.ID, prev, agent)
 				}
-				claimed[c.Task.Task.ID] = agent
+				claimed[c.Node.Node.ID] = agent
 				mu.Unlock()
 			}
 		}()

@@ -9,15 +9,15 @@ import (
 
 // The agent task routes and the memory routes:
 //
-//	POST  /tasks                                   trellis.TaskCreateRequest      201 task
+//	POST  /tasks                                   trellis.AgentTaskCreateRequest      201 task
 //	GET   /tasks?status=                                                           200 [task]
 //	GET   /tasks/{id}                                                              200 task (id: task id or name)
-//	POST  /tasks/{id}/join                         {"agent_id","role"}            200 trellis.TaskJoinResult
+//	POST  /tasks/{id}/join                         {"agent_id","role"}            200 trellis.AgentTaskJoinResult
 //	POST  /tasks/{id}/agents/{agent_id}/complete   no body                        200 trellis.ConsolidationReport
 //	PATCH /tasks/{id}/objectives/{obj_id}          {"status","agent_id"}          200 task
 //	POST  /tasks/{id}/complete                     {"merge"} or no body           200 trellis.ConsolidationReport
 //	POST  /tasks/{id}/consolidate                  {"level","session","agent_id","merge"} 200 trellis.ConsolidationReport
-//	GET   /tasks/{id}/context                                                      200 trellis.TaskContextView
+//	GET   /tasks/{id}/context                                                      200 trellis.AgentTaskContextView
 //	POST  /v1/memory/observations                  trellis.ObserveRequest         201 trellis.ObservationView
 //	GET   /v1/memory/facts?branch=&status=&category=&query=&task=                  200 [fact]
 //	GET   /v1/memory/history?task=                                                 200 [run]
@@ -40,7 +40,7 @@ func (s *server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskCreateRequest
+	var req trellis.AgentTaskCreateRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (s *server) listAgentTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.svc.TaskList(r.Context(), trellis.TaskListRequest{Status: q["status"]})
+	list, err := s.svc.TaskList(r.Context(), trellis.AgentTaskListRequest{Status: q["status"]})
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
 	}
@@ -78,7 +78,7 @@ func (s *server) joinTask(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskJoinRequest
+	var req trellis.AgentTaskJoinRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *server) completeAgent(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskAgentRequest
+	var req trellis.AgentCompleteRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *server) updateObjective(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskObjectiveRequest
+	var req trellis.AgentTaskObjectiveRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *server) completeAgentTask(w http.ResponseWriter, r *http.Request) error
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskCompleteRequest
+	var req trellis.AgentTaskCompleteRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
 		return err
 	}

@@ -135,14 +135,14 @@ func TestVineLoopHTTP(t *testing.T) {
 		b.do(t, post, "/v1/vine/next", map[string]any{"file": f}).expect(t, http.StatusOK, &fr)
 		return fr
 	}
-	claim := func(agent, want string) *vine.TaskContext {
+	claim := func(agent, want string) *vine.NodeContext {
 		t.Helper()
 		var cr trellis.VineClaimResult
 		b.do(t, post, "/v1/vine/claim", trellis.VineClaimRequest{File: f, Agent: agent}).expect(t, http.StatusOK, &cr)
-		if cr.GraphID != gid || cr.Task == nil || cr.Task.Task.ID != want || cr.Task.Task.Status != vine.StatusStarted {
-			t.Fatalf("claim = %+v; want %s started", cr.Task, want)
+		if cr.GraphID != gid || cr.Node == nil || cr.Node.Node.ID != want || cr.Node.Node.Status != vine.StatusStarted {
+			t.Fatalf("claim = %+v; want %s started", cr.Node, want)
 		}
-		return cr.Task
+		return cr.Node
 	}
 	write := func(ops ...vine.Op) trellis.VineWriteResult {
 		t.Helper()
@@ -354,7 +354,7 @@ func TestVineBadInputHTTP(t *testing.T) {
 	// The graph still works.
 	var cr trellis.VineClaimResult
 	b.do(t, http.MethodPost, claim, trellis.VineClaimRequest{File: f, Agent: "w"}).expect(t, http.StatusOK, &cr)
-	if cr.Task == nil || cr.Task.Task.ID != "a" {
+	if cr.Node == nil || cr.Node.Node.ID != "a" {
 		t.Fatalf("claim after the refusals = %+v", cr)
 	}
 }
