@@ -6,6 +6,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // TestObserveOnAnAgentBranchChecksTheAgent: an observation named by its
@@ -15,7 +16,7 @@ import (
 // and nobody writes onto a task branch directly.
 func TestObserveOnAnAgentBranchChecksTheAgent(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	admin := auth.WithIdentity(context.Background(), auth.Identity{Name: "admin", Role: auth.RoleAdmin})
 	if _, err := svc.TaskCreate(admin, trellis.AgentTaskCreateRequest{Name: "fix-auth", Description: "Fix auth", Objectives: []string{"Fix it"}}); err != nil {
 		t.Fatal(err)

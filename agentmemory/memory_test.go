@@ -7,24 +7,12 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 )
-
-func setupMemory(t *testing.T) (*handlers.Service, *eventstest.Bundle) {
-	t.Helper()
-	b := eventstest.Start(t)
-	svc := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir()})
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Close() })
-	return svc, b
-}
 
 func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	ctx := context.Background()
 	task, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Description: "Fix auth", Objectives: []string{"Fix middleware", "Add tests"}})
 	if err != nil {
@@ -121,7 +109,7 @@ func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
 
 func TestMemoryBadInput(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "t1", Objectives: []string{"a"}}); err != nil {
 		t.Fatal(err)
@@ -206,7 +194,7 @@ func TestMemoryBadInput(t *testing.T) {
 // everything finished completes without force.
 func TestTaskCompleteNeedsForce(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "busy", Objectives: []string{"Fix middleware", "Add tests", "Write docs"}}); err != nil {
 		t.Fatal(err)

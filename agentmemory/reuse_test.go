@@ -6,6 +6,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // reuseFinding is what both tasks named fix-auth find.
@@ -44,7 +45,7 @@ func finishTask(ctx context.Context, t *testing.T, svc *handlers.Service, name s
 // readable by its id.
 func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	ctx := context.Background()
 	old := finishTask(ctx, t, svc, "fix-auth", reuseFinding, "Use a shared validator for all token paths")
 
@@ -127,7 +128,7 @@ func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 // is keyed by its id), so they are in the parent task's context.
 func TestMemoryMergeIntoParentTask(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	ctx := context.Background()
 	epic, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "epic"})
 	if err != nil {

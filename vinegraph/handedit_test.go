@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/vine"
 	"github.com/trellis/trellis/vinegraph"
 )
@@ -68,7 +69,7 @@ func TestVineStaleEditorSaveNeverUndoesClaim(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	path := b.file(t, "plan.vine", chain)
+	path := b.file(t, "plan.vine", servicetest.Chain)
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestVineHumanRevertIsMerged(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	path := b.file(t, "plan.vine", addDecision(chain, "root", "first plan"))
+	path := b.file(t, "plan.vine", addDecision(servicetest.Chain, "root", "first plan"))
 	old, _ := os.ReadFile(path)
 	if _, err := b.svc.VineWrite(ctx, trellis.VineWriteRequest{File: path, Agent: "agent-1", Operations: []vine.Op{
 		{Op: vine.OpUpdate, ID: "root", Decisions: []string{"second thought"}},
@@ -283,7 +284,7 @@ func TestVineSecondCompletionRecordedOnce(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	path := b.file(t, "plan.vine", chain)
+	path := b.file(t, "plan.vine", servicetest.Chain)
 	info, err := b.svc.VineImport(ctx, trellis.VineFileRequest{File: path, Agent: "setup"})
 	if err != nil {
 		t.Fatal(err)
