@@ -17,6 +17,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers/mcpapi"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/vine"
 )
 
@@ -168,7 +169,7 @@ func TestVineLoopMCP(t *testing.T) {
 	b, ctx := setupVine(t)
 	cs := b.connect(t, ctx)
 	schemas := outputSchemas(t, ctx, cs)
-	f := b.file(t, "plan.vine", vineChain)
+	f := b.file(t, "plan.vine", servicetest.Chain)
 
 	next := func() vine.Frontier {
 		t.Helper()
@@ -348,10 +349,10 @@ func TestVineBadInputMCP(t *testing.T) {
 	t.Parallel()
 	b, ctx := setupVine(t)
 	cs := b.connect(t, ctx)
-	f := b.file(t, "bad.vine", vineChain)
+	f := b.file(t, "bad.vine", servicetest.Chain)
 	call(t, ctx, cs, "vine_next", map[string]any{"file": f}) // import
 	outside := filepath.Join(t.TempDir(), "outside.vine")
-	if err := os.WriteFile(outside, []byte(vineChain), 0o644); err != nil {
+	if err := os.WriteFile(outside, []byte(servicetest.Chain), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	binary := b.file(t, "bin.vine", "vine 1.2.0\n---\n[a] A (notstarted)\n\x00\x01")
@@ -415,7 +416,7 @@ func TestVineBadInputMCP(t *testing.T) {
 		t.Fatalf("bad input changed the VINE log: last seq %d -> %d", before, after)
 	}
 	data, _ := os.ReadFile(f)
-	if string(data) != vineChain {
+	if string(data) != servicetest.Chain {
 		t.Fatalf("bad input changed the file:\n%s", data)
 	}
 }
