@@ -53,4 +53,8 @@
 // Origin checks against DNS rebinding and cross-site requests, an
 // application/json content type on bodies (415), and with Config.Auth a
 // bearer token (401) and a role that covers the route (403).
+//
+// It decides nothing of the domains' (only whether a request is well formed
+// and allowed for its token) and appends no events: the service it calls
+// does.
 package httpapi

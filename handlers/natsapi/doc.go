@@ -11,4 +11,8 @@
 // through the domains' interfaces (Service; the server passes the
 // composed handlers.Service). The Go side that sends the requests is
 // client.API in package client, Trellis's front door for Go programs.
+//
+// It decides nothing of the domains' (only whether a request is well formed,
+// in time and allowed for its token) and appends no events: the service it
+// calls does.
 package natsapi
