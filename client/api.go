@@ -36,6 +36,7 @@ var (
 	_ trellis.VineService   = (*API)(nil)
 	_ trellis.MemoryService = (*API)(nil)
 	_ trellis.CodeService   = (*API)(nil)
+	_ trellis.Domains       = (*API)(nil)
 )
 
 // NewAPI returns a client with the given per-request timeout (default

@@ -29,15 +29,8 @@ type server struct {
 // interfaces, and the glue beside them (Composition). The server passes
 // its *handlers.Service, which composes them all.
 type Service interface {
-	trellis.QueueService
-	trellis.QueueAdmin
-	trellis.QueueLeases
-	trellis.ScheduleService
-	trellis.VineService
+	trellis.Domains
 	trellis.VineGraphReader
-	trellis.MemoryService
-	trellis.CodeService
-	trellis.AuditService
 	trellis.ActivityReader
 	Composition
 }

@@ -49,14 +49,7 @@ type ServeConfig struct {
 // interfaces, and the glue beside them (Composition). The server passes
 // its *handlers.Service, which composes them all.
 type Service interface {
-	trellis.QueueService
-	trellis.QueueAdmin
-	trellis.QueueLeases
-	trellis.ScheduleService
-	trellis.VineService
-	trellis.MemoryService
-	trellis.CodeService
-	trellis.AuditService
+	trellis.Domains
 	trellis.ProjectionStatus
 	Composition
 }
