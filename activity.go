@@ -1,6 +1,9 @@
 package trellis
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // The queue activity window: what the dashboard's charts and worker rates
 // cover. Part of the contract (README, HTTP API).
@@ -119,4 +122,14 @@ type WorkersView struct {
 	// NotDerived names what the log cannot tell and the view therefore
 	// does not show.
 	NotDerived []string `json:"not_derived"`
+}
+
+// ActivityReader answers the dashboard's queue charts and worker list,
+// derived from the log.
+type ActivityReader interface {
+	// Activity returns what the queue did over the last ActivityWindow.
+	Activity(ctx context.Context) (*QueueActivity, error)
+	// Workers returns the workers seen over the window and the claims
+	// they hold.
+	Workers(ctx context.Context) (*WorkersView, error)
 }

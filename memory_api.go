@@ -12,21 +12,21 @@ import (
 // and three-level consolidation of observations into facts.
 type MemoryService interface {
 	// TaskCreate creates a task (branch task/<name>) with objectives.
-	TaskCreate(ctx context.Context, req TaskCreateRequest) (*AgentTaskView, error)
+	TaskCreate(ctx context.Context, req AgentTaskCreateRequest) (*AgentTaskView, error)
 	// TaskJoin assigns an agent to a task (branch task/<name>/<agent>).
-	TaskJoin(ctx context.Context, req TaskJoinRequest) (*TaskJoinResult, error)
+	TaskJoin(ctx context.Context, req AgentTaskJoinRequest) (*AgentTaskJoinResult, error)
 	// TaskObjective updates an objective's status.
-	TaskObjective(ctx context.Context, req TaskObjectiveRequest) (*AgentTaskView, error)
+	TaskObjective(ctx context.Context, req AgentTaskObjectiveRequest) (*AgentTaskView, error)
 	// TaskCompleteAgent runs the agent's consolidation and records its summary.
-	TaskCompleteAgent(ctx context.Context, req TaskAgentRequest) (*ConsolidationReport, error)
+	TaskCompleteAgent(ctx context.Context, req AgentCompleteRequest) (*ConsolidationReport, error)
 	// TaskComplete runs the task consolidation (and the merge to the parent).
-	TaskComplete(ctx context.Context, req TaskCompleteRequest) (*ConsolidationReport, error)
+	TaskComplete(ctx context.Context, req AgentTaskCompleteRequest) (*ConsolidationReport, error)
 	// TaskShow returns one task.
 	TaskShow(ctx context.Context, task string) (*AgentTaskView, error)
 	// TaskList lists tasks.
-	TaskList(ctx context.Context, req TaskListRequest) ([]AgentTaskView, error)
+	TaskList(ctx context.Context, req AgentTaskListRequest) ([]AgentTaskView, error)
 	// TaskContext assembles what a newly joining agent needs.
-	TaskContext(ctx context.Context, task string) (*TaskContextView, error)
+	TaskContext(ctx context.Context, task string) (*AgentTaskContextView, error)
 	// Observe records an observation.
 	Observe(ctx context.Context, req ObserveRequest) (*ObservationView, error)
 	// Consolidate runs a consolidation at a level.
@@ -69,8 +69,8 @@ func ValidateAgentID(field, id string) error {
 	return nil
 }
 
-// TaskCreateRequest creates a task.
-type TaskCreateRequest struct {
+// AgentTaskCreateRequest creates an agent task.
+type AgentTaskCreateRequest struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description,omitempty"`
 	Objectives  []string `json:"objectives,omitempty"`
@@ -78,7 +78,7 @@ type TaskCreateRequest struct {
 }
 
 // Normalize fills defaults and validates.
-func (r *TaskCreateRequest) Normalize() error {
+func (r *AgentTaskCreateRequest) Normalize() error {
 	if err := ValidateTaskName("name", r.Name); err != nil {
 		return err
 	}
@@ -94,46 +94,47 @@ func (r *TaskCreateRequest) Normalize() error {
 	return checkList("objectives", r.Objectives)
 }
 
-// TaskJoinRequest assigns an agent.
-type TaskJoinRequest struct {
+// AgentTaskJoinRequest assigns an agent to an agent task.
+type AgentTaskJoinRequest struct {
 	Task  string `json:"task"`
 	Agent string `json:"agent_id"`
 	Role  string `json:"role"`
 }
 
-// TaskJoinResult is the joined agent.
-type TaskJoinResult struct {
+// AgentTaskJoinResult is the joined agent.
+type AgentTaskJoinResult struct {
 	TaskID  string `json:"task_id"`
 	AgentID string `json:"agent_id"`
 	Role    string `json:"role"`
 	Branch  string `json:"branch"`
 }
 
-// TaskObjectiveRequest updates an objective.
-type TaskObjectiveRequest struct {
+// AgentTaskObjectiveRequest updates an objective of an agent task.
+type AgentTaskObjectiveRequest struct {
 	Task        string `json:"task"`
 	ObjectiveID string `json:"objective_id"`
 	Status      string `json:"status"`
 	Agent       string `json:"agent_id,omitempty"`
 }
 
-// TaskAgentRequest names an agent of a task.
-type TaskAgentRequest struct {
+// AgentCompleteRequest names the agent of an agent task whose work is
+// complete (TaskCompleteAgent).
+type AgentCompleteRequest struct {
 	Task  string `json:"task"`
 	Agent string `json:"agent_id"`
 }
 
-// TaskCompleteRequest completes a task. A task whose objectives are not
+// AgentTaskCompleteRequest completes an agent task. A task whose objectives are not
 // all done, or whose agents have not all completed, is not completed (a
 // conflict naming them) unless Force is set.
-type TaskCompleteRequest struct {
+type AgentTaskCompleteRequest struct {
 	Task  string `json:"task"`
 	Merge bool   `json:"merge,omitempty"`
 	Force bool   `json:"force,omitempty"`
 }
 
-// TaskListRequest filters tasks.
-type TaskListRequest struct {
+// AgentTaskListRequest filters agent tasks.
+type AgentTaskListRequest struct {
 	Status string `json:"status,omitempty"`
 }
 
@@ -252,8 +253,8 @@ type TaskAgentView struct {
 	Summary   string `json:"summary,omitempty"`
 }
 
-// TaskContextView is what a newly joining agent needs.
-type TaskContextView struct {
+// AgentTaskContextView is what a newly joining agent needs.
+type AgentTaskContextView struct {
 	Task           AgentTaskView   `json:"task"`
 	AgentSummaries []TaskAgentView `json:"agent_summaries"`
 	KeyFacts       []FactView      `json:"key_facts"`

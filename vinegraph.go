@@ -98,10 +98,11 @@ type VineWriteResult struct {
 	Written []string `json:"written"`
 }
 
-// VineClaimResult is a claimed task with its context, or Task nil.
+// VineClaimResult is a claimed VINE node with its context, or Node nil
+// when none was ready (the node is "task" on the wire).
 type VineClaimResult struct {
 	GraphID  string            `json:"graph_id"`
-	Task     *vine.TaskContext `json:"task"`
+	Node     *vine.NodeContext `json:"task"`
 	Progress vine.Progress     `json:"progress"`
 }
 

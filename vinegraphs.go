@@ -1,6 +1,10 @@
 package trellis
 
-import "github.com/trellis/trellis/vine"
+import (
+	"context"
+
+	"github.com/trellis/trellis/vine"
+)
 
 // VineBriefNodes is the node count above which a graph view leaves out
 // descriptions, decisions and attachments (ask for one node's details
@@ -46,4 +50,15 @@ type VineNodeView struct {
 	// Frontier is the node's frontier class (ready_to_start,
 	// ready_to_complete, blocked, needs_expansion) or "".
 	Frontier string `json:"frontier"`
+}
+
+// VineGraphReader reads whole graphs as the dashboard draws them.
+type VineGraphReader interface {
+	// VineGraphs lists every graph the log holds.
+	VineGraphs(ctx context.Context) ([]VineGraphSummary, error)
+	// VineGraph returns a graph by id (brief: without descriptions,
+	// decisions and attachments).
+	VineGraph(ctx context.Context, graphID string, brief bool) (*VineGraphView, error)
+	// VineNode returns one node of a graph in full.
+	VineNode(ctx context.Context, graphID, nodeID string) (*VineNodeView, error)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // TestObserveOnAnAgentBranchChecksTheAgent: an observation named by its
@@ -15,13 +16,13 @@ import (
 // and nobody writes onto a task branch directly.
 func TestObserveOnAnAgentBranchChecksTheAgent(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	admin := auth.WithIdentity(context.Background(), auth.Identity{Name: "admin", Role: auth.RoleAdmin})
-	if _, err := svc.TaskCreate(admin, trellis.TaskCreateRequest{Name: "fix-auth", Description: "Fix auth", Objectives: []string{"Fix it"}}); err != nil {
+	if _, err := svc.TaskCreate(admin, trellis.AgentTaskCreateRequest{Name: "fix-auth", Description: "Fix auth", Objectives: []string{"Fix it"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range []string{"agent_1", "agent_2"} {
-		if _, err := svc.TaskJoin(admin, trellis.TaskJoinRequest{Task: "fix-auth", Agent: a, Role: "implementer"}); err != nil {
+		if _, err := svc.TaskJoin(admin, trellis.AgentTaskJoinRequest{Task: "fix-auth", Agent: a, Role: "implementer"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,7 +52,7 @@ func TestObserveOnAnAgentBranchChecksTheAgent(t *testing.T) {
 	if err := obs(as("agent_1"), "task/fix-auth/agent_1"); err != nil {
 		t.Fatalf("the agent on its own branch: %v", err)
 	}
-	if _, err := svc.TaskCompleteAgent(admin, trellis.TaskAgentRequest{Task: "fix-auth", Agent: "agent_2"}); err != nil {
+	if _, err := svc.TaskCompleteAgent(admin, trellis.AgentCompleteRequest{Task: "fix-auth", Agent: "agent_2"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := obs(as("agent_2"), "task/fix-auth/agent_2"); trellis.ErrorCode(err) != trellis.CodeConflict {

@@ -23,14 +23,14 @@ func TestMemoryCachesEvict(t *testing.T) {
 		return "", trellis.Errorf(trellis.CodeNotFound, "no ids here")
 	}, 1, 1)
 	for _, name := range []string{"first", "second"} {
-		if _, err := m.TaskCreate(ctx, trellis.TaskCreateRequest{Name: name}); err != nil {
+		if _, err := m.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := m.tasks.CacheLen(); n != 1 {
 		t.Fatalf("task cache holds %d", n)
 	}
-	if _, err := m.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "first"}); trellis.ErrorCode(err) != trellis.CodeConflict {
+	if _, err := m.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "first"}); trellis.ErrorCode(err) != trellis.CodeConflict {
 		t.Fatalf("create of an open task after its eviction: %v; want conflict", err)
 	}
 	got, err := m.Task(ctx, "first")

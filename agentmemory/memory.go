@@ -288,7 +288,7 @@ func nonNilIDs(s []string) []string {
 
 // CompleteAgent runs the agent's session consolidations, then its agent
 // consolidation, and records the agent's completion with a summary.
-func (m *Handler) CompleteAgent(ctx context.Context, req trellis.TaskAgentRequest, markComplete bool) ([]events.ConsolidatedPayload, error) {
+func (m *Handler) CompleteAgent(ctx context.Context, req trellis.AgentCompleteRequest, markComplete bool) ([]events.ConsolidatedPayload, error) {
 	if err := trellis.ValidateAgentID("agent_id", req.Agent); err != nil {
 		return nil, err
 	}
@@ -343,7 +343,7 @@ func (m *Handler) CompleteAgent(ctx context.Context, req trellis.TaskAgentReques
 // CompleteTask runs the task consolidation and, with merge, merges the
 // durable facts into the parent branch; markComplete records the task's
 // completion.
-func (m *Handler) CompleteTask(ctx context.Context, req trellis.TaskCompleteRequest, markComplete bool) ([]events.ConsolidatedPayload, error) {
+func (m *Handler) CompleteTask(ctx context.Context, req trellis.AgentTaskCompleteRequest, markComplete bool) ([]events.ConsolidatedPayload, error) {
 	te, err := m.openTask(ctx, req.Task)
 	if err != nil {
 		return nil, err

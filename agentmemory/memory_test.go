@@ -7,37 +7,25 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 )
-
-func setupMemory(t *testing.T) (*handlers.Service, *eventstest.Bundle) {
-	t.Helper()
-	b := eventstest.Start(t)
-	svc := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir()})
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Close() })
-	return svc, b
-}
 
 func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	ctx := context.Background()
-	task, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Description: "Fix auth", Objectives: []string{"Fix middleware", "Add tests"}})
+	task, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Description: "Fix auth", Objectives: []string{"Fix middleware", "Add tests"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if task.Branch != "task/fix-auth" || len(task.Objectives) != 2 || task.Objectives[0].Status != "todo" || task.Objectives[0].ObjectiveID == "" {
 		t.Fatalf("task = %+v", task)
 	}
-	j, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"})
+	j, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"})
 	if err != nil || j.Branch != "task/fix-auth/agent_1" {
 		t.Fatalf("join = %+v, %v", j, err)
 	}
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: task.TaskID, Agent: "agent_2", Role: "reviewer"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: task.TaskID, Agent: "agent_2", Role: "reviewer"}); err != nil {
 		t.Fatal(err)
 	}
 	obs := func(agent, session, typ, text string) {
@@ -64,10 +52,10 @@ func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
 	if len(facts) != 2 || facts[0].Confidence != 0.8 || facts[0].Category != "security" || facts[1].Category != "decision" {
 		t.Fatalf("agent_1 facts = %+v", facts)
 	}
-	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "fix-auth", Agent: "agent_1"}); err != nil {
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "fix-auth", Agent: "agent_1"}); err != nil {
 		t.Fatal(err)
 	}
-	r2, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "fix-auth", Agent: "agent_2"})
+	r2, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "fix-auth", Agent: "agent_2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +68,12 @@ func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
 	}
 	for _, obj := range []string{"obj-1", "obj-2"} {
 		for _, st := range []string{"active", "done"} {
-			if _, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "fix-auth", ObjectiveID: obj, Status: st}); err != nil {
+			if _, err := svc.TaskObjective(ctx, trellis.AgentTaskObjectiveRequest{Task: "fix-auth", ObjectiveID: obj, Status: st}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	done, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "fix-auth", Merge: true})
+	done, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: "fix-auth", Merge: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +93,7 @@ func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
 		t.Fatalf("history = %v", types)
 	}
 	// The name is free again once the task is completed.
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth"}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth"}); err != nil {
 		t.Fatalf("reuse of a completed task's name: %v", err)
 	}
 	// Replay rebuilds the same facts.
@@ -121,15 +109,15 @@ func TestMemoryTwoAgentsCollapseAndMerge(t *testing.T) {
 
 func TestMemoryBadInput(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "t1", Objectives: []string{"a"}}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "t1", Objectives: []string{"a"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "t1", Agent: "a1", Role: "r"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "t1", Agent: "a1", Role: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "done"}); err != nil {
+	if _, err := svc.TaskObjective(ctx, trellis.AgentTaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "done"}); err != nil {
 		t.Fatal(err)
 	}
 	seqT, _ := b.Store.LastSeq(ctx, events.StreamTasks)
@@ -139,26 +127,29 @@ func TestMemoryBadInput(t *testing.T) {
 		call func() error
 		code trellis.Code
 	}{
-		{"duplicate name", func() error { _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "t1"}); return err }, trellis.CodeConflict},
-		{"bad name", func() error { _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "no spaces"}); return err }, trellis.CodeInvalid},
+		{"duplicate name", func() error { _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "t1"}); return err }, trellis.CodeConflict},
+		{"bad name", func() error {
+			_, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "no spaces"})
+			return err
+		}, trellis.CodeInvalid},
 		{"unknown task", func() error {
-			_, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "nope", Agent: "a", Role: "r"})
+			_, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "nope", Agent: "a", Role: "r"})
 			return err
 		}, trellis.CodeNotFound},
 		{"join twice", func() error {
-			_, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "t1", Agent: "a1", Role: "r"})
+			_, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "t1", Agent: "a1", Role: "r"})
 			return err
 		}, trellis.CodeConflict},
 		{"done -> todo", func() error {
-			_, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "todo"})
+			_, err := svc.TaskObjective(ctx, trellis.AgentTaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "todo"})
 			return err
 		}, trellis.CodeConflict},
 		{"bad status", func() error {
-			_, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "finished"})
+			_, err := svc.TaskObjective(ctx, trellis.AgentTaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-1", Status: "finished"})
 			return err
 		}, trellis.CodeInvalid},
 		{"unknown objective", func() error {
-			_, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-9", Status: "active"})
+			_, err := svc.TaskObjective(ctx, trellis.AgentTaskObjectiveRequest{Task: "t1", ObjectiveID: "obj-9", Status: "active"})
 			return err
 		}, trellis.CodeNotFound},
 		{"unknown agent observes", func() error {
@@ -179,7 +170,7 @@ func TestMemoryBadInput(t *testing.T) {
 		}, trellis.CodeNotFound},
 		{"bad level", func() error { _, err := svc.Consolidate(ctx, trellis.ConsolidateRequest{Level: "galaxy"}); return err }, trellis.CodeInvalid},
 		{"unknown agent completes", func() error {
-			_, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "t1", Agent: "ghost"})
+			_, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "t1", Agent: "ghost"})
 			return err
 		}, trellis.CodeNotFound},
 		{"bad fact status", func() error { _, err := svc.Facts(ctx, trellis.FactsRequest{Status: "gone"}); return err }, trellis.CodeInvalid},
@@ -203,17 +194,17 @@ func TestMemoryBadInput(t *testing.T) {
 // everything finished completes without force.
 func TestTaskCompleteNeedsForce(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "busy", Objectives: []string{"Fix middleware", "Add tests", "Write docs"}}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "busy", Objectives: []string{"Fix middleware", "Add tests", "Write docs"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range []string{"agent_1", "agent_2"} {
-		if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "busy", Agent: a, Role: "implementer"}); err != nil {
+		if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "busy", Agent: a, Role: "implementer"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, u := range []trellis.TaskObjectiveRequest{
+	for _, u := range []trellis.AgentTaskObjectiveRequest{
 		{Task: "busy", ObjectiveID: "obj-1", Status: "active"}, {Task: "busy", ObjectiveID: "obj-1", Status: "done"},
 		{Task: "busy", ObjectiveID: "obj-2", Status: "active"}, {Task: "busy", ObjectiveID: "obj-3", Status: "blocked"},
 	} {
@@ -221,7 +212,7 @@ func TestTaskCompleteNeedsForce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "busy", Agent: "agent_1"}); err != nil {
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "busy", Agent: "agent_1"}); err != nil {
 		t.Fatal(err)
 	}
 	_, last, err := b.Store.Load(ctx, events.StreamTasks, events.TaskNameFilter("busy"))
@@ -232,7 +223,7 @@ func TestTaskCompleteNeedsForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "busy", Merge: true})
+	_, err = svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: "busy", Merge: true})
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -255,7 +246,7 @@ func TestTaskCompleteNeedsForce(t *testing.T) {
 	if hist, _ := svc.History(ctx, trellis.HistoryRequest{Task: "busy"}); len(hist) != len(runs) {
 		t.Fatalf("the refused completion ran a consolidation: %+v", hist[len(runs):])
 	}
-	rep, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "busy", Force: true})
+	rep, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: "busy", Force: true})
 	if err != nil || rep.Type != "task_checkpoint" {
 		t.Fatalf("forced completion: %+v, %v", rep, err)
 	}
@@ -264,21 +255,21 @@ func TestTaskCompleteNeedsForce(t *testing.T) {
 	}
 
 	// Everything finished: no force needed.
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "tidy", Objectives: []string{"One thing"}}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "tidy", Objectives: []string{"One thing"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "tidy", Agent: "agent_1", Role: "implementer"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "tidy", Agent: "agent_1", Role: "implementer"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"active", "done"} {
-		if _, err := svc.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: "tidy", ObjectiveID: "obj-1", Status: s}); err != nil {
+		if _, err := svc.TaskObjective(ctx, trellis.AgentTaskObjectiveRequest{Task: "tidy", ObjectiveID: "obj-1", Status: s}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "tidy", Agent: "agent_1"}); err != nil {
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "tidy", Agent: "agent_1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "tidy"}); err != nil {
+	if _, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: "tidy"}); err != nil {
 		t.Fatalf("complete a finished task: %v", err)
 	}
 }

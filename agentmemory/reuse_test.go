@@ -6,6 +6,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // reuseFinding is what both tasks named fix-auth find.
@@ -16,11 +17,11 @@ const reuseFinding = "The auth middleware skips expired token validation on refr
 // agent consolidation onto the task branch), complete the task.
 func finishTask(ctx context.Context, t *testing.T, svc *handlers.Service, name string, texts ...string) *trellis.AgentTaskView {
 	t.Helper()
-	task, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: name, Description: "Fix auth"})
+	task, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: name, Description: "Fix auth"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: name, Agent: "agent_1", Role: "implementer"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: name, Agent: "agent_1", Role: "implementer"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, text := range texts {
@@ -28,10 +29,10 @@ func finishTask(ctx context.Context, t *testing.T, svc *handlers.Service, name s
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: name, Agent: "agent_1"}); err != nil {
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: name, Agent: "agent_1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: name}); err != nil {
+	if _, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: name}); err != nil {
 		t.Fatal(err)
 	}
 	return task
@@ -44,11 +45,11 @@ func finishTask(ctx context.Context, t *testing.T, svc *handlers.Service, name s
 // readable by its id.
 func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	ctx := context.Background()
 	old := finishTask(ctx, t, svc, "fix-auth", reuseFinding, "Use a shared validator for all token paths")
 
-	task, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Description: "Fix auth again"})
+	task, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Description: "Fix auth again"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +73,14 @@ func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 	if _, err := svc.Consolidate(ctx, trellis.ConsolidateRequest{Level: "task", Task: old.TaskID}); trellis.ErrorCode(err) != trellis.CodeConflict {
 		t.Fatalf("checkpoint of the old task's id: %v", err)
 	}
-	j, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"})
+	j, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Observe(ctx, trellis.ObserveRequest{Branch: "task/fix-auth/agent_1", Session: "s2", Type: "insight", Text: reuseFinding}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "fix-auth", Agent: "agent_1"})
+	r, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "fix-auth", Agent: "agent_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 	if err != nil || len(fs) != 1 || fs[0].TaskID != task.TaskID {
 		t.Fatalf("facts --branch task/fix-auth = %+v, %v", fs, err)
 	}
-	done, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "fix-auth"})
+	done, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: "fix-auth"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,16 +128,16 @@ func TestMemoryTaskNameReuseKeepsMemoryApart(t *testing.T) {
 // is keyed by its id), so they are in the parent task's context.
 func TestMemoryMergeIntoParentTask(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	ctx := context.Background()
-	epic, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "epic"})
+	epic, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "epic"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "sub", Parent: epic.Branch}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "sub", Parent: epic.Branch}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "sub", Agent: "agent_1", Role: "implementer"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "sub", Agent: "agent_1", Role: "implementer"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, text := range []string{reuseFinding, reuseFinding + "!"} {
@@ -144,10 +145,10 @@ func TestMemoryMergeIntoParentTask(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "sub", Agent: "agent_1"}); err != nil {
+	if _, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "sub", Agent: "agent_1"}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "sub", Merge: true})
+	done, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: "sub", Merge: true})
 	if err != nil || len(done.Runs) != 1 || done.Runs[0].Created != 1 || done.Runs[0].TargetBranch != "task/epic" {
 		t.Fatalf("sub's completion = %+v, %v", done, err)
 	}

@@ -164,7 +164,7 @@ func reportOf(runs []events.ConsolidatedPayload, now time.Time) *trellis.Consoli
 }
 
 // TaskCreate implements trellis.MemoryService.
-func (s *Service) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) (*trellis.AgentTaskView, error) {
+func (s *Service) TaskCreate(ctx context.Context, req trellis.AgentTaskCreateRequest) (*trellis.AgentTaskView, error) {
 	t, err := s.handler.TaskCreate(ctx, req)
 	if err != nil {
 		return nil, err
@@ -173,12 +173,12 @@ func (s *Service) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest)
 }
 
 // TaskJoin implements trellis.MemoryService.
-func (s *Service) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*trellis.TaskJoinResult, error) {
+func (s *Service) TaskJoin(ctx context.Context, req trellis.AgentTaskJoinRequest) (*trellis.AgentTaskJoinResult, error) {
 	return s.handler.TaskJoin(ctx, req)
 }
 
 // TaskObjective implements trellis.MemoryService.
-func (s *Service) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRequest) (*trellis.AgentTaskView, error) {
+func (s *Service) TaskObjective(ctx context.Context, req trellis.AgentTaskObjectiveRequest) (*trellis.AgentTaskView, error) {
 	t, err := s.handler.TaskObjective(ctx, req)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func (s *Service) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRe
 }
 
 // TaskCompleteAgent implements trellis.MemoryService.
-func (s *Service) TaskCompleteAgent(ctx context.Context, req trellis.TaskAgentRequest) (*trellis.ConsolidationReport, error) {
+func (s *Service) TaskCompleteAgent(ctx context.Context, req trellis.AgentCompleteRequest) (*trellis.ConsolidationReport, error) {
 	runs, err := s.handler.CompleteAgent(ctx, req, true)
 	if err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func (s *Service) TaskCompleteAgent(ctx context.Context, req trellis.TaskAgentRe
 
 // TaskComplete implements trellis.MemoryService. The report leads with the
 // task consolidation (durable and ephemeral facts); a merge follows in Runs.
-func (s *Service) TaskComplete(ctx context.Context, req trellis.TaskCompleteRequest) (*trellis.ConsolidationReport, error) {
+func (s *Service) TaskComplete(ctx context.Context, req trellis.AgentTaskCompleteRequest) (*trellis.ConsolidationReport, error) {
 	runs, err := s.handler.CompleteTask(ctx, req, true)
 	if err != nil {
 		return nil, err
@@ -219,7 +219,7 @@ func (s *Service) TaskShow(ctx context.Context, task string) (*trellis.AgentTask
 }
 
 // TaskList implements trellis.MemoryService.
-func (s *Service) TaskList(ctx context.Context, req trellis.TaskListRequest) ([]trellis.AgentTaskView, error) {
+func (s *Service) TaskList(ctx context.Context, req trellis.AgentTaskListRequest) ([]trellis.AgentTaskView, error) {
 	if req.Status != "" && req.Status != events.AgentTaskStatusOpen && req.Status != events.AgentTaskStatusCompleted {
 		return nil, trellis.FieldError("status", "%q is not a task status: open or completed", req.Status)
 	}
@@ -238,7 +238,7 @@ func (s *Service) TaskList(ctx context.Context, req trellis.TaskListRequest) ([]
 // TaskContext implements trellis.MemoryService: metadata, objectives with
 // status, agent summaries, key facts (the task branch's active facts, most
 // confident first, at most 20) and progress counts.
-func (s *Service) TaskContext(ctx context.Context, task string) (*trellis.TaskContextView, error) {
+func (s *Service) TaskContext(ctx context.Context, task string) (*trellis.AgentTaskContextView, error) {
 	t, err := s.task(ctx, task)
 	if err != nil {
 		return nil, err
@@ -247,7 +247,7 @@ func (s *Service) TaskContext(ctx context.Context, task string) (*trellis.TaskCo
 		return nil, err
 	}
 	v := taskView(t)
-	out := &trellis.TaskContextView{Task: *v, AgentSummaries: v.Agents, KeyFacts: []trellis.FactView{}, Progress: v.Progress}
+	out := &trellis.AgentTaskContextView{Task: *v, AgentSummaries: v.Agents, KeyFacts: []trellis.FactView{}, Progress: v.Progress}
 	facts := s.facts.Facts(projections.FactFilter{Branch: t.Branch, Status: "active", Scope: t.Scope()})
 	sort.SliceStable(facts, func(i, j int) bool { return facts[i].Confidence > facts[j].Confidence })
 	for i, f := range facts {
@@ -305,9 +305,9 @@ func (s *Service) Consolidate(ctx context.Context, req trellis.ConsolidateReques
 		}
 		runs, err = s.handler.ConsolidateSession(ctx, req.Session, scopes)
 	case "agent":
-		runs, err = s.handler.CompleteAgent(ctx, trellis.TaskAgentRequest{Task: req.Task, Agent: req.Agent}, false)
+		runs, err = s.handler.CompleteAgent(ctx, trellis.AgentCompleteRequest{Task: req.Task, Agent: req.Agent}, false)
 	case "task":
-		runs, err = s.handler.CompleteTask(ctx, trellis.TaskCompleteRequest{Task: req.Task, Merge: req.Merge}, false)
+		runs, err = s.handler.CompleteTask(ctx, trellis.AgentTaskCompleteRequest{Task: req.Task, Merge: req.Merge}, false)
 		if err == nil {
 			main := runReport(runs[0], time.Now())
 			for _, r := range runs[1:] {

@@ -168,7 +168,7 @@ func (m *Handler) appendTask(ctx context.Context, e *taskEntry, name, typ, actor
 }
 
 // TaskCreate creates a task; its name must not be taken by an open task.
-func (m *Handler) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) (*events.AgentTask, error) {
+func (m *Handler) TaskCreate(ctx context.Context, req trellis.AgentTaskCreateRequest) (*events.AgentTask, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (m *Handler) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest)
 }
 
 // TaskJoin assigns an agent to an open task.
-func (m *Handler) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*trellis.TaskJoinResult, error) {
+func (m *Handler) TaskJoin(ctx context.Context, req trellis.AgentTaskJoinRequest) (*trellis.AgentTaskJoinResult, error) {
 	if err := trellis.ValidateAgentID("agent_id", req.Agent); err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (m *Handler) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*t
 	if err := m.appendTask(ctx, e, e.t.Name, events.AgentJoined, req.Agent, events.AgentJoinedPayload{TaskID: e.t.TaskID, AgentID: req.Agent, Role: req.Role}); err != nil {
 		return nil, err
 	}
-	return &trellis.TaskJoinResult{TaskID: e.t.TaskID, AgentID: req.Agent, Role: req.Role, Branch: events.AgentBranch(e.t.Name, req.Agent)}, nil
+	return &trellis.AgentTaskJoinResult{TaskID: e.t.TaskID, AgentID: req.Agent, Role: req.Role, Branch: events.AgentBranch(e.t.Name, req.Agent)}, nil
 }
 
 // objectiveMoves returns the statuses an objective in status s may move
@@ -232,7 +232,7 @@ func objectiveMoves(s string) ([]string, bool) {
 
 // TaskObjective changes an objective's status (todo → active → done |
 // blocked; done is final).
-func (m *Handler) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRequest) (*events.AgentTask, error) {
+func (m *Handler) TaskObjective(ctx context.Context, req trellis.AgentTaskObjectiveRequest) (*events.AgentTask, error) {
 	if _, ok := objectiveMoves(req.Status); !ok {
 		return nil, trellis.FieldError("status", "%q is not an objective status: todo, active, done or blocked", req.Status)
 	}

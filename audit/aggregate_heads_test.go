@@ -13,6 +13,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // TestAnchorAggregateHeads: an anchor records the newest event of every
@@ -25,14 +26,14 @@ import (
 // keeps are bounded.
 func TestAnchorAggregateHeads(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	if _, err := audit.RecordAnchor(ctx, b.Store, dir); err != nil {
 		t.Fatal(err)
 	}
-	first := runTask(t, svc, "jobs", "w1")
-	second := runTask(t, svc, "jobs", "w2")
+	first := servicetest.RunTask(t, svc, "jobs", "w1")
+	second := servicetest.RunTask(t, svc, "jobs", "w2")
 	a, err := audit.RecordAnchor(ctx, b.Store, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +109,7 @@ func TestAnchorAggregateHeads(t *testing.T) {
 	})
 
 	t.Run("bounded", func(t *testing.T) {
-		svc, b := setupMemory(t)
+		svc, b := servicetest.Start(t)
 		dir := t.TempDir()
 		n := audit.MaxAnchorAggregates + 10
 		for added := 0; added < n; {

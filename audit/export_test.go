@@ -13,6 +13,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 func exportFile(t *testing.T, store *events.Store, opts audit.ExportOptions) (string, *audit.ExportResult) {
@@ -88,11 +89,11 @@ func lineOf(t *testing.T, lines []string, stream string, seq uint64) int {
 // in the log before the export shows in the export too.
 func TestExportVerifiesOffline(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
-	a := runTask(t, svc, "jobs", "w1")
-	c := runTask(t, svc, "jobs", "w2")
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
+	a := servicetest.RunTask(t, svc, "jobs", "w1")
+	c := servicetest.RunTask(t, svc, "jobs", "w2")
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
 		t.Fatal(err)
 	}
 	path, res := exportFile(t, b.Store, audit.ExportOptions{})
@@ -224,7 +225,7 @@ func hasFindingLine(fs []audit.Finding, kind, stream string, seq uint64) bool {
 // before since is refused.
 func TestExportWindow(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	task, err := svc.Add(ctx, trellis.AddTaskRequest{Objective: "spans the window"})
 	if err != nil {
@@ -236,7 +237,7 @@ func TestExportWindow(t *testing.T) {
 	if _, err := svc.Next(ctx, trellis.NextRequest{Worker: "w1"}); err != nil {
 		t.Fatal(err)
 	}
-	runTask(t, svc, "jobs", "w2")
+	servicetest.RunTask(t, svc, "jobs", "w2")
 	path, res := exportFile(t, b.Store, audit.ExportOptions{Since: since})
 	if res.Events != 4 {
 		t.Fatalf("window export: %+v", res)

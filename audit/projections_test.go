@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // TestVerifyProjectionsReplacedStream: the queue stream deleted and
@@ -20,9 +21,9 @@ import (
 // on the untouched log the positions give no finding.
 func TestVerifyProjectionsReplacedStream(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
-	recs := runTask(t, svc, "jobs", "w1")
+	recs := servicetest.RunTask(t, svc, "jobs", "w1")
 	if err := svc.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}

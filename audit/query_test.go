@@ -9,6 +9,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -29,18 +30,18 @@ func auditAll(t *testing.T, svc trellis.AuditService, q trellis.AuditQuery) []tr
 // whole stream; every page in log order with stored times and the chain.
 func TestAuditQueryAcrossAggregates(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
-	first := runTask(t, svc, "jobs", "w1")
-	runTask(t, svc, "other", "w1")
+	first := servicetest.RunTask(t, svc, "jobs", "w1")
+	servicetest.RunTask(t, svc, "other", "w1")
 	time.Sleep(5 * time.Millisecond)
 	mid := time.Now()
 	time.Sleep(5 * time.Millisecond)
-	second := runTask(t, svc, "jobs", "w2")
+	second := servicetest.RunTask(t, svc, "jobs", "w2")
 	if _, err := svc.Control(ctx, trellis.ControlRequest{Queue: "jobs", Action: "pause", Actor: "ops", Reason: "audit"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -134,9 +135,9 @@ func TestAuditQueryAcrossAggregates(t *testing.T) {
 // at fault; unknown queues and graphs are not found.
 func TestAuditQueryBadInput(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	ctx := context.Background()
-	runTask(t, svc, "jobs", "w1")
+	servicetest.RunTask(t, svc, "jobs", "w1")
 	for _, tc := range []struct {
 		name  string
 		q     trellis.AuditQuery
@@ -174,9 +175,9 @@ func TestAuditQueryBadInput(t *testing.T) {
 // whose name merely starts the same (wBx/0).
 func TestAuditQueryActorMatchesSlots(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
-	runTask(t, svc, "jobs", "wB/2")
-	runTask(t, svc, "jobs", "wBx/0")
+	svc, _ := servicetest.Start(t)
+	servicetest.RunTask(t, svc, "jobs", "wB/2")
+	servicetest.RunTask(t, svc, "jobs", "wBx/0")
 	got := auditAll(t, svc, trellis.AuditQuery{Queue: "jobs", Actor: "wB"})
 	if len(got) != 2 {
 		t.Fatalf("actor wB: %d events %+v; want the claim and completion of wB/2", len(got), got)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // TestBoardAtCaches: the board as of a time is built once per cut and
@@ -15,13 +16,13 @@ import (
 // cache keeps at most AsOfCacheSize boards.
 func TestBoardAtCaches(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
-	runTask(t, svc, "jobs", "w1")
+	servicetest.RunTask(t, svc, "jobs", "w1")
 	time.Sleep(5 * time.Millisecond)
 	t1 := time.Now()
 	time.Sleep(5 * time.Millisecond)
-	runTask(t, svc, "jobs", "w2")
+	servicetest.RunTask(t, svc, "jobs", "w2")
 	t2 := time.Now()
 	cache := t.TempDir()
 

@@ -15,31 +15,9 @@ import (
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/taskqueue"
 )
-
-// runTask adds a task to queue q, claims it as worker w and completes it:
-// three chained events.
-func runTask(t *testing.T, svc *handlers.Service, q, w string) []events.Recorded {
-	t.Helper()
-	ctx := context.Background()
-	task, err := svc.Add(ctx, trellis.AddTaskRequest{Queue: q, Objective: "objective of " + w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Next(ctx, trellis.NextRequest{Queue: q, Worker: w}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: w, WhatWasDone: "done by " + w}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := audit.AggregateEvents(ctx, svc.Store(), task.TaskID)
-	if err != nil || len(recs) != 3 {
-		t.Fatalf("audit %s: %d events, %v", task.TaskID, len(recs), err)
-	}
-	return recs
-}
 
 // verify runs Verify over the whole log and returns its findings.
 func verify(t *testing.T, store *events.Store, opts audit.VerifyOptions) ([]audit.Finding, *audit.VerifyReport) {
@@ -102,13 +80,13 @@ func envelopeJSON(t *testing.T, e events.Envelope) []byte {
 // chain existed are reported unchained, not tampered.
 func TestVerifyFindsTampering(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
-	deleted := runTask(t, svc, "jobs", "w1")   // its claim is deleted
-	lastGone := runTask(t, svc, "jobs", "w2")  // its last event is securely deleted
-	edited := runTask(t, svc, "jobs", "w3")    // its claim is edited
-	reordered := runTask(t, svc, "jobs", "w4") // its claim and completion swap
-	runTask(t, svc, "other", "w5")             // untouched, after all of them
+	deleted := servicetest.RunTask(t, svc, "jobs", "w1")   // its claim is deleted
+	lastGone := servicetest.RunTask(t, svc, "jobs", "w2")  // its last event is securely deleted
+	edited := servicetest.RunTask(t, svc, "jobs", "w3")    // its claim is edited
+	reordered := servicetest.RunTask(t, svc, "jobs", "w4") // its claim and completion swap
+	servicetest.RunTask(t, svc, "other", "w5")             // untouched, after all of them
 
 	// Events from before the chain existed: a task whose events carry no
 	// prev, as earlier versions appended them.
@@ -231,7 +209,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 // so a file's second ingest chains to its first.
 func TestVerifyBoundedCacheAndChainedIngest(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < 2; i++ {
@@ -252,7 +230,7 @@ func TestVerifyBoundedCacheAndChainedIngest(t *testing.T) {
 		}
 	}
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"notes.txt": "first version\n"})
+	servicetest.WriteFiles(t, root, map[string]string{"notes.txt": "first version\n"})
 	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "r"}); err != nil {
 		t.Fatal(err)
 	}

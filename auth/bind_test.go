@@ -41,12 +41,12 @@ var boundRequests = map[string]any{
 // notActors are the request types whose agent or actor field names whom
 // the request is about, not who acts, with the reason.
 var notActors = map[string]string{
-	"LiveRequest":          "actor filters the events shown",
-	"AuditQueryRequest":    "actor filters the events shown",
-	"TaskJoinRequest":      "agent_id is the agent an admin joins to a task",
-	"TaskObjectiveRequest": "agent_id is the agent an admin gives an objective",
-	"TaskAgentRequest":     "agent_id is the agent an admin completes",
-	"ConsolidateRequest":   "agent_id is the agent whose observations an admin consolidates",
+	"LiveRequest":               "actor filters the events shown",
+	"AuditQueryRequest":         "actor filters the events shown",
+	"AgentTaskJoinRequest":      "agent_id is the agent an admin joins to a task",
+	"AgentTaskObjectiveRequest": "agent_id is the agent an admin gives an objective",
+	"AgentCompleteRequest":      "agent_id is the agent an admin completes",
+	"ConsolidateRequest":        "agent_id is the agent whose observations an admin consolidates",
 }
 
 // TestBindCoversEveryActorRequest: every request type of the API that has

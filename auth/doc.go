@@ -10,4 +10,8 @@
 // hash does not let anyone who reads the log present the token, and there
 // is nothing to guess by brute force. No server secret is needed, so every
 // server of a cluster checks tokens from the log alone.
+//
+// What it decides: whether a presented token is valid (created and not
+// revoked) and whether its role and queues cover an operation. The events it
+// appends, on TRELLIS_AUTH: token_created and token_revoked.
 package auth

@@ -4,4 +4,7 @@
 // (add → next → done), plus claim latency at a fixed offered rate. It backs
 // `trellis bench` and the Go benchmarks, so figures are reported as ratios
 // (absolute numbers on a shared machine are noisy).
+//
+// It decides nothing and appends no events itself: the load it drives
+// appends through the queue like any caller.
 package bench

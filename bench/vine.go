@@ -168,7 +168,7 @@ func claimAll(ctx context.Context, file, text string, svcs []*handlers.Service, 
 					errs <- err
 					return
 				}
-				if c.Task == nil {
+				if c.Node == nil {
 					return
 				}
 				mu.Lock()

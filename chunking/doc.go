@@ -105,4 +105,7 @@
 //     [Rules.SensitiveContent].
 //
 // Walk also skips symbolic links and files over MaxFileBytes (4 MiB).
+//
+// It is pure: it decides how a file is split and which files are skipped,
+// and appends no events (package codememory records the chunks).
 package chunking

@@ -36,6 +36,7 @@ var (
 	_ trellis.VineService   = (*API)(nil)
 	_ trellis.MemoryService = (*API)(nil)
 	_ trellis.CodeService   = (*API)(nil)
+	_ trellis.Domains       = (*API)(nil)
 )
 
 // NewAPI returns a client with the given per-request timeout (default
@@ -354,27 +355,27 @@ func (c *API) VineExport(ctx context.Context, req trellis.VineExportRequest) (*t
 }
 
 // TaskCreate implements trellis.MemoryService.
-func (c *API) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) (*trellis.AgentTaskView, error) {
+func (c *API) TaskCreate(ctx context.Context, req trellis.AgentTaskCreateRequest) (*trellis.AgentTaskView, error) {
 	return callInto[trellis.AgentTaskView](ctx, c, natsapi.OpTaskCreate, req)
 }
 
 // TaskJoin implements trellis.MemoryService.
-func (c *API) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*trellis.TaskJoinResult, error) {
-	return callInto[trellis.TaskJoinResult](ctx, c, natsapi.OpTaskJoin, req)
+func (c *API) TaskJoin(ctx context.Context, req trellis.AgentTaskJoinRequest) (*trellis.AgentTaskJoinResult, error) {
+	return callInto[trellis.AgentTaskJoinResult](ctx, c, natsapi.OpTaskJoin, req)
 }
 
 // TaskObjective implements trellis.MemoryService.
-func (c *API) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRequest) (*trellis.AgentTaskView, error) {
+func (c *API) TaskObjective(ctx context.Context, req trellis.AgentTaskObjectiveRequest) (*trellis.AgentTaskView, error) {
 	return callInto[trellis.AgentTaskView](ctx, c, natsapi.OpTaskObjective, req)
 }
 
 // TaskCompleteAgent implements trellis.MemoryService.
-func (c *API) TaskCompleteAgent(ctx context.Context, req trellis.TaskAgentRequest) (*trellis.ConsolidationReport, error) {
+func (c *API) TaskCompleteAgent(ctx context.Context, req trellis.AgentCompleteRequest) (*trellis.ConsolidationReport, error) {
 	return callInto[trellis.ConsolidationReport](ctx, c, natsapi.OpTaskCompleteAgent, req)
 }
 
 // TaskComplete implements trellis.MemoryService.
-func (c *API) TaskComplete(ctx context.Context, req trellis.TaskCompleteRequest) (*trellis.ConsolidationReport, error) {
+func (c *API) TaskComplete(ctx context.Context, req trellis.AgentTaskCompleteRequest) (*trellis.ConsolidationReport, error) {
 	return callInto[trellis.ConsolidationReport](ctx, c, natsapi.OpTaskComplete, req)
 }
 
@@ -384,7 +385,7 @@ func (c *API) TaskShow(ctx context.Context, task string) (*trellis.AgentTaskView
 }
 
 // TaskList implements trellis.MemoryService.
-func (c *API) TaskList(ctx context.Context, req trellis.TaskListRequest) ([]trellis.AgentTaskView, error) {
+func (c *API) TaskList(ctx context.Context, req trellis.AgentTaskListRequest) ([]trellis.AgentTaskView, error) {
 	out, err := callInto[[]trellis.AgentTaskView](ctx, c, natsapi.OpTaskList, req)
 	if err != nil {
 		return nil, err
@@ -393,8 +394,8 @@ func (c *API) TaskList(ctx context.Context, req trellis.TaskListRequest) ([]trel
 }
 
 // TaskContext implements trellis.MemoryService.
-func (c *API) TaskContext(ctx context.Context, task string) (*trellis.TaskContextView, error) {
-	return callInto[trellis.TaskContextView](ctx, c, natsapi.OpTaskContext, natsapi.AgentTaskRequest{Task: task})
+func (c *API) TaskContext(ctx context.Context, task string) (*trellis.AgentTaskContextView, error) {
+	return callInto[trellis.AgentTaskContextView](ctx, c, natsapi.OpTaskContext, natsapi.AgentTaskRequest{Task: task})
 }
 
 // Observe implements trellis.MemoryService.

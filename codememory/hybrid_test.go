@@ -15,6 +15,7 @@ import (
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/explain"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 const txGo = `package db
@@ -83,7 +84,7 @@ func hybridSetupWith(t *testing.T, chat bool, answer func(system, user string) s
 	}
 	t.Cleanup(func() { _ = svc.Close() })
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"db/tx.go": txGo, "lib/text.py": wrapPy})
+	servicetest.WriteFiles(t, root, map[string]string{"db/tx.go": txGo, "lib/text.py": wrapPy})
 	if _, err := codememory.Ingest(context.Background(), b.Store, codememory.IngestConfig{Root: root, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestHybridSearch(t *testing.T) {
 	}
 	// A changed file: only its new chunks are embedded.
 	time.Sleep(10 * time.Millisecond)
-	writeFiles(t, root, map[string]string{"db/tx.go": txGo + "\n// Done reports whether the transaction ended.\nfunc (tx *Tx) Done() bool { return tx.done }\n"})
+	servicetest.WriteFiles(t, root, map[string]string{"db/tx.go": txGo + "\n// Done reports whether the transaction ended.\nfunc (tx *Tx) Done() bool { return tx.done }\n"})
 	ing, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "demo"})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +221,7 @@ func TestHybridProviderDown(t *testing.T) {
 // TestSearchModes: hybrid without a model and unknown modes are refused.
 func TestSearchModes(t *testing.T) {
 	t.Parallel()
-	svc, _ := setupMemory(t)
+	svc, _ := servicetest.Start(t)
 	ctx := context.Background()
 	_, err := svc.Search(ctx, trellis.SearchRequest{Query: "x", Mode: trellis.SearchHybrid})
 	if trellis.ErrorCode(err) != trellis.CodeUnavailable || !strings.Contains(err.Error(), "--embed-url") {

@@ -12,20 +12,8 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 )
-
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 const pyLib = `"""Text helpers."""
 import textwrap
@@ -49,10 +37,10 @@ def count_words(text):
 // events; unchanged files cost nothing; replay rebuilds equal results.
 func TestIngestIncrementalAndSearch(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	servicetest.WriteFiles(t, root, map[string]string{
 		"lib/text.py":   pyLib,
 		"docs/guide.md": "# Guide\n\nHow to wrap text.\n\n## Counting\n\nUse count_words to count words.\n",
 		"notes.txt":     "plain notes about tokens\n",
@@ -87,7 +75,7 @@ func TestIngestIncrementalAndSearch(t *testing.T) {
 	}
 	// Edit (line shift above wrap keeps its id), add, delete, rename.
 	time.Sleep(10 * time.Millisecond)
-	writeFiles(t, root, map[string]string{
+	servicetest.WriteFiles(t, root, map[string]string{
 		"lib/text.py": strings.Replace(pyLib, "import textwrap\n", "import textwrap\nimport re\n", 1) + "\n\ndef shout(text):\n    return text.upper()\n",
 		"lib/new.go":  "package lib\n\n// Reader reads.\ntype Reader struct{}\n\n// Read reads bytes.\nfunc (r *Reader) Read(p []byte) (int, error) { return 0, nil }\n",
 	})
@@ -159,10 +147,10 @@ func TestIngestIncrementalAndSearch(t *testing.T) {
 // invalid UTF-8 are reported and the ingest goes on with the rest.
 func TestIngestBadFiles(t *testing.T) {
 	t.Parallel()
-	_, b := setupMemory(t)
+	_, b := servicetest.Start(t)
 	ctx := context.Background()
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	servicetest.WriteFiles(t, root, map[string]string{
 		"ok.py":      "def ok():\n    return 1\n",
 		"latin1.txt": "caf\xe9 au lait\n",
 		"big.txt":    strings.Repeat("x", 2<<20),
@@ -193,14 +181,14 @@ func TestIngestBadFiles(t *testing.T) {
 // never be half recorded, and every chunk is searchable.
 func TestIngestLargeFileOneEvent(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	root := t.TempDir()
 	var src strings.Builder
 	for i := 0; i < 2500; i++ {
 		fmt.Fprintf(&src, "def handler_%04d(request):\n    \"\"\"Handle request number %d of the big module.\"\"\"\n    value = request.get(%q)\n    return value * %d + len(request)\n\n\n", i, i, fmt.Sprint("key", i), i)
 	}
-	writeFiles(t, root, map[string]string{"big.py": src.String()})
+	servicetest.WriteFiles(t, root, map[string]string{"big.py": src.String()})
 	sum, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "big"})
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +212,7 @@ func TestIngestLargeFileOneEvent(t *testing.T) {
 // parts a commit names are.
 func TestSearchIgnoresPartsWithoutTheirCommit(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	chunk := func(id, name, path string) events.ChunkRecord {
 		return events.ChunkRecord{ChunkID: id, Repo: "old", SourcePath: path, StartLine: 1, EndLine: 2, ChunkType: "function",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/codememory"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // evalQuestions are developer questions about this repository's own code,
@@ -40,7 +41,7 @@ func TestSearchRankingMRR(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ingests the repository")
 	}
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	root, _ := filepath.Abs("..")
 	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "trellis"}); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/codememory"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 const jarPy = `class CookieJar:
@@ -28,10 +29,10 @@ const jarPy = `class CookieJar:
 // ("cookies"), never index stems ("cooki").
 func TestSearchSnippetAndSuggestions(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"jar.py": jarPy})
+	servicetest.WriteFiles(t, root, map[string]string{"jar.py": jarPy})
 	if _, err := codememory.Ingest(ctx, b.Store, codememory.IngestConfig{Root: root, Repo: "demo"}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +93,10 @@ func contains(xs []string, x string) bool {
 // edits from a four-letter word ("mode" for "modl" is fine, "body" not).
 func TestSearchSuggestionsAreNotNoise(t *testing.T) {
 	t.Parallel()
-	svc, b := setupMemory(t)
+	svc, b := servicetest.Start(t)
 	ctx := context.Background()
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"model.go": `package model
+	servicetest.WriteFiles(t, root, map[string]string{"model.go": `package model
 
 // Model holds the mode of a body of work.
 func Model(d int, io string, ok bool, foo string) (mode string, body string, got bool) {

@@ -9,4 +9,6 @@
 //
 // It knows nothing of NATS or the log: the handlers record the vectors it
 // returns as events, so a replay never calls a provider again.
+//
+// It decides nothing of the log and appends no events.
 package embedding

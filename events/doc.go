@@ -6,4 +6,8 @@
 //
 // Rule of the house: the log is the truth. Every state change is an event
 // appended here; every read model is a projection of these events.
+//
+// It decides nothing about what an event means: the Store decides only
+// whether an append's expected last sequence still holds, and appends what
+// the domains hand it.
 package events

@@ -6,4 +6,7 @@
 // citations ("[CITATION chunk_id]") against the chunks it was given.
 //
 // It is pure apart from the chat client: no NATS, no index.
+//
+// It decides whether an answer's citations hold; it appends no events (code
+// memory records what explain returns).
 package explain

@@ -1,11 +1,3 @@
-// Package features runs Trellis's godog feature files: user workflows in
-// plain language, executed against a real Trellis server (embedded NATS
-// JetStream, NATS API, projections) from `go test`, in strict mode. The
-// steps are the public vocabulary of package steps (what `trellis features
-// run` offers users) plus the steps below, which look at Trellis's own
-// internals (checkpoint files, the orchestrator of seed 001, code memory).
-// examples/ holds the user-style features `trellis features run` passes;
-// cmd/trellis runs them through the CLI.
 package features
 
 import (

@@ -52,8 +52,8 @@ func (w *world) orchestrate(name string) error {
 		errs := make([]error, fanout)
 		for i := 0; i < fanout; i++ {
 			agent := &workers.VineAgent{Service: client, File: file, Agent: fmt.Sprintf("sub-%d-%d", round, i), MaxTasks: 1,
-				Work: workers.VineWorkFunc(func(_ context.Context, t *vine.TaskContext) ([]string, error) {
-					return []string{fmt.Sprintf("%s checked by its sub-agent", t.Task.ID)}, nil
+				Work: workers.VineWorkFunc(func(_ context.Context, t *vine.NodeContext) ([]string, error) {
+					return []string{fmt.Sprintf("%s checked by its sub-agent", t.Node.ID)}, nil
 				})}
 			wg.Add(1)
 			go func(i int) {

@@ -9,6 +9,6 @@
 // recent activity and who holds which task, and task checkpoints.
 //
 // The HTTP API (httpapi), the MCP server (mcpapi) and the server side of
-// the NATS API (natsapi) are thin transports over the Service in this
-// package; the Go side of the NATS API is package client.
+// the NATS API (natsapi) are thin transports over the root package's
+// domain interfaces, which the Service in this package satisfies; the Go side of the NATS API is package client.
 package handlers

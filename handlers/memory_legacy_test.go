@@ -46,31 +46,31 @@ func TestMemoryLegacyTaskKeepsNameScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	const finding = "The auth middleware skips expired token validation on refresh"
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Observe(ctx, trellis.ObserveRequest{Branch: "task/fix-auth/agent_1", Session: "s1", Type: "insight", Text: finding}); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "fix-auth", Agent: "agent_1"}); err != nil || r.Created != 1 {
+	if r, err := svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "fix-auth", Agent: "agent_1"}); err != nil || r.Created != 1 {
 		t.Fatalf("agent completion = %+v, %v", r, err)
 	}
 	c, err := svc.TaskContext(ctx, "fix-auth")
 	if err != nil || c.Task.TaskID != oldID || c.Task.Branch != "task/fix-auth" || len(c.KeyFacts) != 1 {
 		t.Fatalf("legacy task's context = %+v, %v", c, err)
 	}
-	if _, err := svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "fix-auth"}); err != nil {
+	if _, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: "fix-auth"}); err != nil {
 		t.Fatal(err)
 	}
 
-	task, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth"})
+	task, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c, err := svc.TaskContext(ctx, "fix-auth"); err != nil || c.Task.TaskID != task.TaskID || len(c.KeyFacts) != 0 {
 		t.Fatalf("new task's context = %+v, %v", c, err)
 	}
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Observe(ctx, trellis.ObserveRequest{Task: task.TaskID, Agent: "agent_1", Session: "s2", Type: "insight", Text: finding}); err != nil {

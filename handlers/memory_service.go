@@ -23,27 +23,27 @@ func (s *Service) FactStore() *projections.FactStore { return s.memory.FactStore
 func (s *Service) TaskViews() *projections.TaskViews { return s.memory.TaskViews() }
 
 // TaskCreate implements trellis.MemoryService.
-func (s *Service) TaskCreate(ctx context.Context, req trellis.TaskCreateRequest) (*trellis.AgentTaskView, error) {
+func (s *Service) TaskCreate(ctx context.Context, req trellis.AgentTaskCreateRequest) (*trellis.AgentTaskView, error) {
 	return s.memory.TaskCreate(ctx, req)
 }
 
 // TaskJoin implements trellis.MemoryService.
-func (s *Service) TaskJoin(ctx context.Context, req trellis.TaskJoinRequest) (*trellis.TaskJoinResult, error) {
+func (s *Service) TaskJoin(ctx context.Context, req trellis.AgentTaskJoinRequest) (*trellis.AgentTaskJoinResult, error) {
 	return s.memory.TaskJoin(ctx, req)
 }
 
 // TaskObjective implements trellis.MemoryService.
-func (s *Service) TaskObjective(ctx context.Context, req trellis.TaskObjectiveRequest) (*trellis.AgentTaskView, error) {
+func (s *Service) TaskObjective(ctx context.Context, req trellis.AgentTaskObjectiveRequest) (*trellis.AgentTaskView, error) {
 	return s.memory.TaskObjective(ctx, req)
 }
 
 // TaskCompleteAgent implements trellis.MemoryService.
-func (s *Service) TaskCompleteAgent(ctx context.Context, req trellis.TaskAgentRequest) (*trellis.ConsolidationReport, error) {
+func (s *Service) TaskCompleteAgent(ctx context.Context, req trellis.AgentCompleteRequest) (*trellis.ConsolidationReport, error) {
 	return s.memory.TaskCompleteAgent(ctx, req)
 }
 
 // TaskComplete implements trellis.MemoryService.
-func (s *Service) TaskComplete(ctx context.Context, req trellis.TaskCompleteRequest) (*trellis.ConsolidationReport, error) {
+func (s *Service) TaskComplete(ctx context.Context, req trellis.AgentTaskCompleteRequest) (*trellis.ConsolidationReport, error) {
 	return s.memory.TaskComplete(ctx, req)
 }
 
@@ -53,12 +53,12 @@ func (s *Service) TaskShow(ctx context.Context, task string) (*trellis.AgentTask
 }
 
 // TaskList implements trellis.MemoryService.
-func (s *Service) TaskList(ctx context.Context, req trellis.TaskListRequest) ([]trellis.AgentTaskView, error) {
+func (s *Service) TaskList(ctx context.Context, req trellis.AgentTaskListRequest) ([]trellis.AgentTaskView, error) {
 	return s.memory.TaskList(ctx, req)
 }
 
 // TaskContext implements trellis.MemoryService.
-func (s *Service) TaskContext(ctx context.Context, task string) (*trellis.TaskContextView, error) {
+func (s *Service) TaskContext(ctx context.Context, task string) (*trellis.AgentTaskContextView, error) {
 	return s.memory.TaskContext(ctx, task)
 }
 

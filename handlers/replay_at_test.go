@@ -13,6 +13,7 @@ import (
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/vinegraph"
 )
@@ -86,15 +87,15 @@ func loadViews(t *testing.T, dataDir string) views {
 func workload(t *testing.T, svc *handlers.Service, store *events.Store, ws, round string) {
 	t.Helper()
 	ctx := context.Background()
-	runTask(t, svc, "jobs", "w-"+round)
+	servicetest.RunTask(t, svc, "jobs", "w-"+round)
 	if _, err := svc.Add(ctx, trellis.AddTaskRequest{Queue: "waiting", Objective: "queued in " + round}); err != nil {
 		t.Fatal(err)
 	}
 	name := "task-" + round
-	if _, err := svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: name, Objectives: []string{"Do " + round}}); err != nil {
+	if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: name, Objectives: []string{"Do " + round}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: name, Agent: "agent_1", Role: "implementer"}); err != nil {
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: name, Agent: "agent_1", Role: "implementer"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Observe(ctx, trellis.ObserveRequest{Task: name, Agent: "agent_1", Session: "s-" + round, Type: "decision", Text: "We use the " + round + " approach"}); err != nil {
@@ -103,13 +104,13 @@ func workload(t *testing.T, svc *handlers.Service, store *events.Store, ws, roun
 	if _, err := svc.Consolidate(ctx, trellis.ConsolidateRequest{Level: "session", Session: "s-" + round}); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, filepath.Join(ws, "repo"), map[string]string{"notes.md": "# Notes\n\nversion " + round + "\n"})
+	servicetest.WriteFiles(t, filepath.Join(ws, "repo"), map[string]string{"notes.md": "# Notes\n\nversion " + round + "\n"})
 	if _, err := codememory.Ingest(ctx, store, codememory.IngestConfig{Root: filepath.Join(ws, "repo"), Repo: "repo"}); err != nil {
 		t.Fatal(err)
 	}
 	f := filepath.Join(ws, "plan.vine")
 	if round == "one" {
-		if err := os.WriteFile(f, []byte(chain), 0o644); err != nil {
+		if err := os.WriteFile(f, []byte(servicetest.Chain), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := svc.VineImport(ctx, trellis.VineFileRequest{File: f}); err != nil {
@@ -223,28 +224,6 @@ func TestRebuildAtEqualsLiveSnapshot(t *testing.T) {
 			t.Errorf("point %q: %+v, %v", in, got, err)
 		}
 	}
-}
-
-// runTask adds a task to queue q, claims it as worker w and completes it:
-// three chained events.
-func runTask(t *testing.T, svc *handlers.Service, q, w string) []events.Recorded {
-	t.Helper()
-	ctx := context.Background()
-	task, err := svc.Add(ctx, trellis.AddTaskRequest{Queue: q, Objective: "objective of " + w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Next(ctx, trellis.NextRequest{Queue: q, Worker: w}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Done(ctx, trellis.DoneRequest{TaskID: task.TaskID, Worker: w, WhatWasDone: "done by " + w}); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := audit.AggregateEvents(ctx, svc.Store(), task.TaskID)
-	if err != nil || len(recs) != 3 {
-		t.Fatalf("audit %s: %d events, %v", task.TaskID, len(recs), err)
-	}
-	return recs
 }
 
 // auditAll reads every event of an audit query, page after page.

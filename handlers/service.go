@@ -85,7 +85,7 @@ type Service struct {
 	audit *audit.Service
 }
 
-var _ trellis.QueueService = (*Service)(nil)
+var _ trellis.Domains = (*Service)(nil)
 
 // NewService builds the service; Start runs its projections.
 func NewService(store *events.Store, cfg ServiceConfig) *Service {

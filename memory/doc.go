@@ -54,4 +54,7 @@
 //
 // The package functions keep no state and are safe for concurrent use; an
 // [Index] is not.
+//
+// It is pure: it decides how observations consolidate into facts and appends
+// no events (package agentmemory records them).
 package memory

@@ -10,7 +10,6 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/projections"
 	"github.com/trellis/trellis/retention"
 	"github.com/trellis/trellis/taskqueue"
@@ -37,14 +36,7 @@ func taskEvents(t *testing.T, store *events.Store, id string) []events.Recorded 
 // prerequisite is done); a second prune then removes them whole.
 func TestPruneCutsOpenTasks(t *testing.T) {
 	t.Parallel()
-	bundle := eventstest.Start(t)
-	store := bundle.Store
-	q := taskqueue.New(store, taskqueue.Config{})
-	r, err := q.StartReactor(context.Background(), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Stop)
+	store, q := startQueue(t)
 	ctx := ctxT(t)
 	f := &fixture{q: q, finished: map[string]string{}, open: map[string]string{}}
 	pre := f.add(t, "prerequisite", trellis.AddTaskRequest{Queue: "ot-pre"})

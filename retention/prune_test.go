@@ -44,6 +44,20 @@ func waitFor(t *testing.T, what string, check func() bool) {
 // stored so far lies before the cut, without waiting.
 func later() time.Time { return time.Now().Add(time.Hour) }
 
+// startQueue starts a log and a queue with its reactor on it (stopped at
+// the test's end).
+func startQueue(t *testing.T) (*events.Store, *taskqueue.Handler) {
+	t.Helper()
+	store := eventstest.Start(t).Store
+	q := taskqueue.New(store, taskqueue.Config{})
+	r, err := q.StartReactor(context.Background(), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return store, q
+}
+
 // verifyLog runs audit verify on the live log and returns its findings.
 func verifyLog(t *testing.T, store *events.Store) []audit.Finding {
 	t.Helper()
@@ -204,14 +218,7 @@ func build(t *testing.T, q *taskqueue.Handler) *fixture {
 // that saw everything equals one replayed from the pruned log.
 func TestPruneFinishedTasks(t *testing.T) {
 	t.Parallel()
-	bundle := eventstest.Start(t)
-	store := bundle.Store
-	q := taskqueue.New(store, taskqueue.Config{})
-	r, err := q.StartReactor(context.Background(), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Stop)
+	store, q := startQueue(t)
 	ctx := ctxT(t)
 	f := build(t, q)
 	if fs := verifyLog(t, store); len(fs) > 0 {

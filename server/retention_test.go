@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/server"
 )
 
@@ -38,28 +36,6 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// metricValue reads one sample (its name with labels, as exported) from
-// a server's /metrics; -1 when it is missing.
-func metricValue(t *testing.T, url, sample string) float64 {
-	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("metric %s: %q", sample, line)
-			}
-			return f
-		}
-	}
-	return -1
 }
 
 // waitUntil polls cond until it holds, failing after 90 s.
@@ -138,7 +114,7 @@ func TestServeRetentionArchiveFails(t *testing.T) {
 		return s
 	}
 	waitUntil(t, "a first prune", func() bool { return status().runs >= 1 })
-	if metricValue(t, url, "trellis_retention_failing") != 0 || metricValue(t, url, `trellis_retention_prunes_total{result="ok"}`) < 1 {
+	if servicetest.Metric(t, url, "trellis_retention_failing") != 0 || servicetest.Metric(t, url, `trellis_retention_prunes_total{result="ok"}`) < 1 {
 		t.Fatal("a prune of an empty log did not succeed")
 	}
 
@@ -158,10 +134,10 @@ func TestServeRetentionArchiveFails(t *testing.T) {
 	if st := status(); st.tasks != 0 {
 		t.Fatalf("%d task(s) pruned without an archive", st.tasks)
 	}
-	if v := metricValue(t, url, "trellis_retention_failing"); v != 1 {
+	if v := servicetest.Metric(t, url, "trellis_retention_failing"); v != 1 {
 		t.Fatalf("trellis_retention_failing = %v while prunes fail", v)
 	}
-	if v := metricValue(t, url, `trellis_retention_prunes_total{result="error"}`); v < 2 {
+	if v := servicetest.Metric(t, url, `trellis_retention_prunes_total{result="error"}`); v < 2 {
 		t.Fatalf(`prunes_total{result="error"} = %v`, v)
 	}
 	if l := logs.String(); !strings.Contains(l, "retention: prune failed") || !strings.Contains(l, "is a file, not a directory") {
@@ -192,10 +168,10 @@ func TestServeRetentionArchiveFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "every finished task pruned", func() bool { return status().tasks == len(ids) })
-	if v := metricValue(t, url, "trellis_retention_failing"); v != 0 {
+	if v := servicetest.Metric(t, url, "trellis_retention_failing"); v != 0 {
 		t.Fatalf("trellis_retention_failing = %v after a prune succeeded", v)
 	}
-	if v := metricValue(t, url, "trellis_retention_pruned_tasks_total"); v != float64(len(ids)) {
+	if v := servicetest.Metric(t, url, "trellis_retention_pruned_tasks_total"); v != float64(len(ids)) {
 		t.Fatalf("pruned_tasks_total = %v; want %d", v, len(ids))
 	}
 	for _, id := range ids {

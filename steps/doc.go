@@ -19,4 +19,7 @@
 // Every step is one Definition (pattern, example, doc, and the function
 // that runs it); Vocabulary lists them, and a step a feature uses that no
 // definition matches fails with the closest definitions (Suggest).
+//
+// The steps decide nothing and append no events themselves: they call the
+// scenario's server, whose domains decide and append.
 package steps

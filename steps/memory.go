@@ -94,7 +94,7 @@ func (w *World) memoryTask(ctx context.Context, name, objectives string) error {
 		return err
 	}
 	defer cancel()
-	_, err = w.memory.TaskCreate(ctx, trellis.TaskCreateRequest{Name: name, Objectives: objs})
+	_, err = w.memory.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: name, Objectives: objs})
 	return err
 }
 
@@ -104,7 +104,7 @@ func (w *World) memoryJoin(ctx context.Context, agent, task, role string) error 
 		return err
 	}
 	defer cancel()
-	_, err = w.memory.TaskJoin(ctx, trellis.TaskJoinRequest{Task: task, Agent: agent, Role: role})
+	_, err = w.memory.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: task, Agent: agent, Role: role})
 	return err
 }
 
@@ -142,7 +142,7 @@ func (w *World) completeAgent(ctx context.Context, agent, task string) error {
 		return err
 	}
 	defer cancel()
-	_, err = w.memory.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: task, Agent: agent})
+	_, err = w.memory.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: task, Agent: agent})
 	return err
 }
 
@@ -152,7 +152,7 @@ func (w *World) completeMemoryTask(ctx context.Context, task, merge string) erro
 		return err
 	}
 	defer cancel()
-	_, err = w.memory.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: task, Merge: merge == "with"})
+	_, err = w.memory.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: task, Merge: merge == "with"})
 	return err
 }
 
@@ -167,7 +167,7 @@ func (w *World) objectivesDone(ctx context.Context, agent, task string) error {
 		return err
 	}
 	for _, o := range t.Objectives {
-		if _, err := w.memory.TaskObjective(ctx, trellis.TaskObjectiveRequest{Task: task, ObjectiveID: o.ObjectiveID, Status: "done", Agent: agent}); err != nil {
+		if _, err := w.memory.TaskObjective(ctx, trellis.AgentTaskObjectiveRequest{Task: task, ObjectiveID: o.ObjectiveID, Status: "done", Agent: agent}); err != nil {
 			return err
 		}
 	}

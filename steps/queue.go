@@ -338,13 +338,18 @@ func (w *World) addRequest(queue string, table *godog.Table) (trellis.AddTaskReq
 	return req, nil
 }
 
-func (w *World) claimNext(ctx context.Context, worker, queue string) error {
+// next claims the next task of queue as worker (nil when none is ready).
+func (w *World) next(ctx context.Context, worker, queue string) (*trellis.Task, error) {
 	ctx, cancel, err := w.call(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cancel()
-	t, err := w.queue.Next(ctx, trellis.NextRequest{Queue: queue, Worker: worker})
+	return w.queue.Next(ctx, trellis.NextRequest{Queue: queue, Worker: worker})
+}
+
+func (w *World) claimNext(ctx context.Context, worker, queue string) error {
+	t, err := w.next(ctx, worker, queue)
 	if err != nil {
 		return err
 	}
@@ -357,12 +362,7 @@ func (w *World) claimNext(ctx context.Context, worker, queue string) error {
 }
 
 func (w *World) claimNothing(ctx context.Context, worker, queue string) error {
-	ctx, cancel, err := w.call(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	t, err := w.queue.Next(ctx, trellis.NextRequest{Queue: queue, Worker: worker})
+	t, err := w.next(ctx, worker, queue)
 	if err != nil {
 		return err
 	}

@@ -159,15 +159,11 @@ func (w *World) prune(ctx context.Context, age, name string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel, err := w.call(ctx)
+	ctx, cancel, key, err := w.keyedCall(ctx)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	key, err := audit.AnchorKey(w.srv.Info().DataDir, true)
-	if err != nil {
-		return err
-	}
 	if err := settle(ctx, w.srv.Store(), d); err != nil {
 		return err
 	}
@@ -282,16 +278,26 @@ func archivedTasks(path string, tasks map[string]bool) error {
 	return sc.Err()
 }
 
-func (w *World) liveLogVerifies(ctx context.Context) error {
+// keyedCall is call with the server's audit key (made on first use).
+func (w *World) keyedCall(ctx context.Context) (context.Context, context.CancelFunc, []byte, error) {
 	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return ctx, cancel, nil, err
+	}
+	key, err := audit.AnchorKey(w.srv.Info().DataDir, true)
+	if err != nil {
+		cancel()
+		return ctx, func() {}, nil, err
+	}
+	return ctx, cancel, key, nil
+}
+
+func (w *World) liveLogVerifies(ctx context.Context) error {
+	ctx, cancel, key, err := w.keyedCall(ctx)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	key, err := audit.AnchorKey(w.srv.Info().DataDir, true)
-	if err != nil {
-		return err
-	}
 	var findings []string
 	if _, err := audit.Verify(ctx, w.srv.Store(), audit.VerifyOptions{AnchorKey: key}, func(f audit.Finding) error {
 		findings = append(findings, f.String())

@@ -233,12 +233,18 @@ func (w *World) runAgents(ctx context.Context, n int, name, command string) erro
 	return nil
 }
 
-func (w *World) vineClaim(ctx context.Context, agent, name string) error {
+// graphCall is call with the file of the scenario's graph name.
+func (w *World) graphCall(ctx context.Context, name string) (context.Context, context.CancelFunc, string, error) {
 	file, err := w.graphFileOf(name)
 	if err != nil {
-		return err
+		return ctx, func() {}, "", err
 	}
 	ctx, cancel, err := w.call(ctx)
+	return ctx, cancel, file, err
+}
+
+func (w *World) vineClaim(ctx context.Context, agent, name string) error {
+	ctx, cancel, file, err := w.graphCall(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -247,18 +253,14 @@ func (w *World) vineClaim(ctx context.Context, agent, name string) error {
 	if err != nil {
 		return err
 	}
-	if res.Task == nil {
+	if res.Node == nil {
 		return fmt.Errorf("no task of %s is ready to claim", name)
 	}
 	return nil
 }
 
 func (w *World) vineWrite(ctx context.Context, agent, name string, ops ...vine.Op) error {
-	file, err := w.graphFileOf(name)
-	if err != nil {
-		return err
-	}
-	ctx, cancel, err := w.call(ctx)
+	ctx, cancel, file, err := w.graphCall(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -370,11 +372,7 @@ func (w *World) graphCount(ctx context.Context, name string, count int, status s
 }
 
 func (w *World) frontierIs(ctx context.Context, name, list string) error {
-	file, err := w.graphFileOf(name)
-	if err != nil {
-		return err
-	}
-	ctx, cancel, err := w.call(ctx)
+	ctx, cancel, file, err := w.graphCall(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -30,4 +30,8 @@
 // only @artifact, @guidance and @file lines are attachments (an unknown
 // @class is description text, in references too); unknown metadata keys are
 // written in alphabetical order after the known ones.
+//
+// It is pure: it decides whether a graph and a mutation are valid and what a
+// frontier is, and appends no events (package vinegraph records the graphs'
+// events).
 package vine

@@ -99,9 +99,9 @@ type OpResult struct {
 	Op string `json:"op"`
 	// Summary describes what was done.
 	Summary string `json:"summary"`
-	// Claimed is the claimed task with its resolved dependencies, as of the
+	// Claimed is the claimed node with its resolved dependencies, as of the
 	// claim (claim only).
-	Claimed *TaskContext `json:"claimed,omitempty"`
+	Claimed *NodeContext `json:"claimed,omitempty"`
 	// Extracted is the child graph to write (extract_to_ref only).
 	Extracted *ExtractedGraph `json:"extracted,omitempty"`
 	// Unchanged is true when the operation changed nothing (set_status to

@@ -92,7 +92,7 @@ func TestApplyOps(t *testing.T) {
 			ops:  []Op{{Op: OpClaim, ID: "b"}},
 			check: func(t *testing.T, res BatchResult) {
 				c := res.Results[0].Claimed
-				if c == nil || c.Task.Status != StatusStarted || c.Task.ID != "b" {
+				if c == nil || c.Node.Status != StatusStarted || c.Node.ID != "b" {
 					t.Fatalf("claimed %+v", c)
 				}
 				want := []ResolvedDependency{{ID: "c", Kind: KindTask, ShortName: "C", Status: StatusReviewing, Decisions: []string{"c decided"}, Attachments: []Attachment{}}}

@@ -62,11 +62,11 @@ type ResolvedDependency struct {
 	Missing bool `json:"missing,omitempty"`
 }
 
-// TaskContext is a node with its resolved dependencies and direct dependants,
+// NodeContext is a node with its resolved dependencies and direct dependants,
 // returned by Context and by the claim operation.
-type TaskContext struct {
-	// Task is the node itself.
-	Task Node `json:"task"`
+type NodeContext struct {
+	// Node is the node itself (named "task" on the wire).
+	Node Node `json:"task"`
 	// ResolvedDependencies are its dependencies, sorted by id.
 	ResolvedDependencies []ResolvedDependency `json:"resolved_dependencies"`
 	// Dependants are the nodes that depend on it directly, in graph order
@@ -156,11 +156,11 @@ func Task(g Graph, id string) (Node, error) {
 
 // Context returns the node with its resolved dependencies (status, decisions,
 // attachments) and its direct dependants.
-func Context(g Graph, id string) (TaskContext, error) {
+func Context(g Graph, id string) (NodeContext, error) {
 	idx := g.Index()
 	i, ok := idx[id]
 	if !ok {
-		return TaskContext{}, notFound(id)
+		return NodeContext{}, notFound(id)
 	}
 	tc := contextOf(g.Nodes, idx, i)
 	tc.Dependants = []NodeSummary{}
@@ -174,9 +174,9 @@ func Context(g Graph, id string) (TaskContext, error) {
 
 // contextOf builds the context of nodes[i] without dependants: the task and
 // its resolved dependencies.
-func contextOf(nodes []Node, idx map[string]int, i int) TaskContext {
+func contextOf(nodes []Node, idx map[string]int, i int) NodeContext {
 	n := nodes[i]
-	tc := TaskContext{Task: n.Clone(), ResolvedDependencies: make([]ResolvedDependency, 0, len(n.Dependencies))}
+	tc := NodeContext{Node: n.Clone(), ResolvedDependencies: make([]ResolvedDependency, 0, len(n.Dependencies))}
 	for _, d := range n.Dependencies {
 		j, ok := idx[d]
 		if !ok {
@@ -262,7 +262,7 @@ const (
 	ReadList = "list"
 	// ReadTask answers with one node.
 	ReadTask = "task"
-	// ReadContext answers with a TaskContext.
+	// ReadContext answers with a NodeContext.
 	ReadContext = "context"
 	// ReadDescendants answers with the transitive dependants of a node.
 	ReadDescendants = "descendants"
@@ -288,7 +288,7 @@ type ReadRequest struct {
 }
 
 // Read answers a read query. The result is a Summary, []Node, Node,
-// TaskContext, []NodeSummary or ValidationReport depending on the action.
+// NodeContext, []NodeSummary or ValidationReport depending on the action.
 func Read(g Graph, r ReadRequest) (any, error) {
 	needID := func() error {
 		if r.ID == "" {

@@ -80,7 +80,7 @@ func TestQueries(t *testing.T) {
 	if !reflect.DeepEqual(ctx.ResolvedDependencies, wantDeps) {
 		t.Errorf("resolved deps %+v", ctx.ResolvedDependencies)
 	}
-	if !reflect.DeepEqual(ctx.Dependants, []NodeSummary{{ID: "root", Kind: KindTask, ShortName: "Ship It", Status: StatusNotStarted}}) || ctx.Task.ID != "ui" {
+	if !reflect.DeepEqual(ctx.Dependants, []NodeSummary{{ID: "root", Kind: KindTask, ShortName: "Ship It", Status: StatusNotStarted}}) || ctx.Node.ID != "ui" {
 		t.Errorf("context %+v", ctx)
 	}
 	_, err = Context(g, "nope")
@@ -118,7 +118,7 @@ func TestRead(t *testing.T) {
 		{ReadRequest{Action: "list", Status: "planning"}, func(v any) bool { return nodeIDs(v.([]Node))[0] == "ui" }, ""},
 		{ReadRequest{Action: "list", Query: "api"}, func(v any) bool { return len(v.([]Node)) == 1 }, ""},
 		{ReadRequest{Action: "task", ID: "api"}, func(v any) bool { return v.(Node).ID == "api" }, ""},
-		{ReadRequest{Action: "context", ID: "api"}, func(v any) bool { return v.(TaskContext).ResolvedDependencies[0].ID == "schema" }, ""},
+		{ReadRequest{Action: "context", ID: "api"}, func(v any) bool { return v.(NodeContext).ResolvedDependencies[0].ID == "schema" }, ""},
 		{ReadRequest{Action: "descendants", ID: "api"}, func(v any) bool { return summaryIDs(v.([]NodeSummary))[0] == "root" }, ""},
 		{ReadRequest{Action: "search", Query: "Frontend"}, func(v any) bool { return len(v.([]Node)) == 1 }, ""},
 		{ReadRequest{Action: "refs"}, func(v any) bool { return len(v.([]Node)) == 1 }, ""},

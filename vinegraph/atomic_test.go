@@ -247,7 +247,7 @@ func TestVineReadsLeaveFileUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(f)
-	if c, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"}); err != nil || c.Task != nil {
+	if c, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"}); err != nil || c.Node != nil {
 		t.Fatalf("claim with nothing ready = %+v, %v", c, err)
 	}
 	if after, _ := os.ReadFile(f); !bytes.Equal(before, after) {

@@ -45,7 +45,7 @@ func TestVineGraphCacheEvicts(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		for _, name := range []string{"one.vine", "two.vine"} {
 			c, err := v.Claim(ctx, trellis.VineClaimRequest{File: files[name], Agent: "agent-" + name})
-			if err != nil || c.Task == nil {
+			if err != nil || c.Node == nil {
 				t.Fatalf("round %d claim on %s: %+v, %v", round, name, c, err)
 			}
 			if n := v.graphs.CacheLen(); n != 1 {

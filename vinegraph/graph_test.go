@@ -13,6 +13,7 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/vine"
 	"github.com/trellis/trellis/vinegraph"
 )
@@ -24,14 +25,8 @@ type vineBundle struct {
 }
 
 func setupVine(t *testing.T) *vineBundle {
-	t.Helper()
-	b := &vineBundle{Bundle: eventstest.Start(t), ws: t.TempDir()}
-	b.svc = handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir(), Vine: vinegraph.Config{Roots: []string{b.ws}}})
-	if err := b.svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.svc.Close() })
-	return b
+	svc, b, ws := servicetest.StartVine(t)
+	return &vineBundle{Bundle: b, svc: svc, ws: ws}
 }
 
 func (b *vineBundle) file(t *testing.T, name, text string) string {
@@ -68,22 +63,11 @@ func (b *vineBundle) events(t *testing.T, graphID string) []string {
 	return out
 }
 
-const chain = `vine 1.2.0
----
-[root] Ship it (notstarted)
--> b
----
-[b] Build (notstarted)
--> a
----
-[a] Analyse (notstarted)
-`
-
 func TestVineLoopEventSourced(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	f := b.file(t, "plan.vine", chain)
+	f := b.file(t, "plan.vine", servicetest.Chain)
 	fr, err := b.svc.VineNext(ctx, trellis.VineFileRequest{File: f})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +76,7 @@ func TestVineLoopEventSourced(t *testing.T) {
 		t.Fatalf("frontier = %+v", fr)
 	}
 	c, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-1"})
-	if err != nil || c.Task == nil || c.Task.Task.ID != "a" {
+	if err != nil || c.Node == nil || c.Node.Node.ID != "a" {
 		t.Fatalf("claim = %+v, %v", c, err)
 	}
 	// The file is rewritten from the log after each change.
@@ -101,7 +85,7 @@ func TestVineLoopEventSourced(t *testing.T) {
 		t.Fatalf("file not rewritten:\n%s", data)
 	}
 	// Nothing else is ready: claim returns no task.
-	if c2, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"}); err != nil || c2.Task != nil {
+	if c2, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"}); err != nil || c2.Node != nil {
 		t.Fatalf("second claim = %+v, %v", c2, err)
 	}
 	// Claiming a started task by id is a conflict.
@@ -147,11 +131,11 @@ func TestVineHandEditRecorded(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	f := b.file(t, "edit.vine", chain)
+	f := b.file(t, "edit.vine", servicetest.Chain)
 	if _, err := b.svc.VineImport(ctx, trellis.VineFileRequest{File: f}); err != nil {
 		t.Fatal(err)
 	}
-	b.file(t, "edit.vine", strings.Replace(chain, "[a] Analyse (notstarted)", "[a] Analyse deeply (complete)", 1))
+	b.file(t, "edit.vine", strings.Replace(servicetest.Chain, "[a] Analyse (notstarted)", "[a] Analyse deeply (complete)", 1))
 	fr, err := b.svc.VineNext(ctx, trellis.VineFileRequest{File: f})
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +148,7 @@ func TestVineHandEditRecorded(t *testing.T) {
 		t.Fatalf("events = %s", got)
 	}
 	// Reformatting alone is not an edit.
-	b.file(t, "edit.vine", strings.ReplaceAll(strings.Replace(chain, "[a] Analyse (notstarted)", "[a] Analyse deeply (complete)", 1), "vine 1.2.0", "vine 1.1.0"))
+	b.file(t, "edit.vine", strings.ReplaceAll(strings.Replace(servicetest.Chain, "[a] Analyse (notstarted)", "[a] Analyse deeply (complete)", 1), "vine 1.2.0", "vine 1.1.0"))
 	if _, err := b.svc.VineNext(ctx, trellis.VineFileRequest{File: f}); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +156,7 @@ func TestVineHandEditRecorded(t *testing.T) {
 		t.Fatalf("reformatting recorded %d events", n)
 	}
 	// A broken hand edit is refused with a way out; the log is unchanged.
-	b.file(t, "edit.vine", chain+"-> nowhere\n")
+	b.file(t, "edit.vine", servicetest.Chain+"-> nowhere\n")
 	_, err = b.svc.VineNext(ctx, trellis.VineFileRequest{File: f})
 	if trellis.ErrorCode(err) != trellis.CodeInvalid || !strings.Contains(err.Error(), "vine export") {
 		t.Fatalf("broken hand edit: %v", err)
@@ -197,7 +181,7 @@ func TestVineBadInput(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	f := b.file(t, "bad.vine", chain)
+	f := b.file(t, "bad.vine", servicetest.Chain)
 	if _, err := b.svc.VineImport(ctx, trellis.VineFileRequest{File: f}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +216,7 @@ func TestVineBadInput(t *testing.T) {
 		t.Fatal("a failed batch changed the file")
 	}
 	outside := filepath.Join(t.TempDir(), "outside.vine")
-	os.WriteFile(outside, []byte(chain), 0o644)
+	os.WriteFile(outside, []byte(servicetest.Chain), 0o644)
 	for name, req := range map[string]trellis.VineFileRequest{
 		"outside workspace": {File: outside},
 		"empty file name":   {File: ""},
@@ -322,14 +306,14 @@ func TestVineConcurrentClaims(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if c.Task == nil {
+				if c.Node == nil {
 					return
 				}
 				mu.Lock()
-				if prev, dup := claimed[c.Task.Task.ID]; dup {
-					t.Errorf("%s claimed by %s and %s", c.Task.Task.ID, prev, agent)
+				if prev, dup := claimed[c.Node.Node.ID]; dup {
+					t.Errorf("%s claimed by %s and %s", c.Node.Node.ID, prev, agent)
 				}
-				claimed[c.Task.Task.ID] = agent
+				claimed[c.Node.Node.ID] = agent
 				mu.Unlock()
 			}
 		}()

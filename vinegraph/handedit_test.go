@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/vine"
 	"github.com/trellis/trellis/vinegraph"
 )
@@ -68,7 +69,7 @@ func TestVineStaleEditorSaveNeverUndoesClaim(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	path := b.file(t, "plan.vine", chain)
+	path := b.file(t, "plan.vine", servicetest.Chain)
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestVineStaleEditorSaveNeverUndoesClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	c1, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: path, Agent: "agent-1"})
-	if err != nil || c1.Task == nil || c1.Task.Task.ID != "a" {
+	if err != nil || c1.Node == nil || c1.Node.Node.ID != "a" {
 		t.Fatalf("agent-1 claim: %+v %v", c1, err)
 	}
 	// The person saves the stale buffer with an edit of their own.
@@ -90,7 +91,7 @@ func TestVineStaleEditorSaveNeverUndoesClaim(t *testing.T) {
 		t.Fatalf("agent-2 claimed a task agent-1 holds: %+v %v", c2, err)
 	}
 	c2, err = b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: path, Agent: "agent-2"})
-	if err != nil || c2.Task != nil {
+	if err != nil || c2.Node != nil {
 		t.Fatalf("agent-2 got a task although none is ready: %+v %v", c2, err)
 	}
 	g, recs := b.graph(t, c1.GraphID)
@@ -137,7 +138,7 @@ func TestVineHumanRevertIsMerged(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	path := b.file(t, "plan.vine", addDecision(chain, "root", "first plan"))
+	path := b.file(t, "plan.vine", addDecision(servicetest.Chain, "root", "first plan"))
 	old, _ := os.ReadFile(path)
 	if _, err := b.svc.VineWrite(ctx, trellis.VineWriteRequest{File: path, Agent: "agent-1", Operations: []vine.Op{
 		{Op: vine.OpUpdate, ID: "root", Decisions: []string{"second thought"}},
@@ -226,14 +227,14 @@ func TestVineHandEditsUnderLoad(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if res.Task == nil {
+				if res.Node == nil {
 					return
 				}
 				mu.Lock()
-				if other, ok := claimed[res.Task.Task.ID]; ok {
-					t.Errorf("%s claimed by %s and %s", res.Task.Task.ID, other, agent)
+				if other, ok := claimed[res.Node.Node.ID]; ok {
+					t.Errorf("%s claimed by %s and %s", res.Node.Node.ID, other, agent)
 				}
-				claimed[res.Task.Task.ID] = agent
+				claimed[res.Node.Node.ID] = agent
 				mu.Unlock()
 				time.Sleep(2 * time.Millisecond)
 			}
@@ -283,7 +284,7 @@ func TestVineSecondCompletionRecordedOnce(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
 	ctx := context.Background()
-	path := b.file(t, "plan.vine", chain)
+	path := b.file(t, "plan.vine", servicetest.Chain)
 	info, err := b.svc.VineImport(ctx, trellis.VineFileRequest{File: path, Agent: "setup"})
 	if err != nil {
 		t.Fatal(err)

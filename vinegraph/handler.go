@@ -760,7 +760,7 @@ func (v *Handler) Claim(ctx context.Context, req trellis.VineClaimRequest) (*tre
 	if err != nil {
 		return nil, err
 	}
-	return &trellis.VineClaimResult{GraphID: res.GraphID, Task: batch.Results[0].Claimed, Progress: res.Progress}, nil
+	return &trellis.VineClaimResult{GraphID: res.GraphID, Node: batch.Results[0].Claimed, Progress: res.Progress}, nil
 }
 
 var errNothingReady = errors.New("no task is ready to start")

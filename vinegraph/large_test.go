@@ -46,7 +46,7 @@ func TestVineGraphLargerThanAMessage(t *testing.T) {
 		t.Fatalf("import event: %d events, %v; want one whose payload is stored apart", len(recs), err)
 	}
 	claim, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: file, Agent: "a1"})
-	if err != nil || claim.Task == nil {
+	if err != nil || claim.Node == nil {
 		t.Fatalf("claim = %+v, %v", claim, err)
 	}
 	exp, err := b.svc.VineExport(ctx, trellis.VineExportRequest{Graph: info.GraphID})

@@ -10,6 +10,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/vine"
 )
 
@@ -32,8 +33,8 @@ func TestVineChildPathsStayInTheWorkspace(t *testing.T) {
 	if err := os.WriteFile(readme, []byte("# the user's readme\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	existing := b.file(t, "existing.vine", chain)
-	plan := b.file(t, "plan.vine", chain)
+	existing := b.file(t, "existing.vine", servicetest.Chain)
+	plan := b.file(t, "plan.vine", servicetest.Chain)
 	if _, err := b.svc.VineImport(ctx, trellis.VineFileRequest{File: plan}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestVineChildPathsStayInTheWorkspace(t *testing.T) {
 	if got, _ := os.ReadFile(readme); string(got) != "# the user's readme\n" {
 		t.Errorf("README became %q", got)
 	}
-	if got, _ := os.ReadFile(existing); string(got) != chain {
+	if got, _ := os.ReadFile(existing); string(got) != servicetest.Chain {
 		t.Errorf("existing.vine was overwritten: %q", got)
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
@@ -91,7 +92,7 @@ func TestVineFileSymlinkOutIsRefused(t *testing.T) {
 	ctx := auth.WithIdentity(context.Background(), auth.Identity{Name: "r1", Role: auth.RoleReader})
 	outside := t.TempDir()
 	secretGraph := filepath.Join(outside, "secret.vine")
-	if err := os.WriteFile(secretGraph, []byte(strings.Replace(chain, "Ship it", "Secret plan", 1)), 0o644); err != nil {
+	if err := os.WriteFile(secretGraph, []byte(strings.Replace(servicetest.Chain, "Ship it", "Secret plan", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(secretGraph, filepath.Join(b.ws, "link.vine")); err != nil {

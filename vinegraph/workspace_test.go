@@ -11,6 +11,7 @@ import (
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/vinegraph"
 )
 
@@ -30,12 +31,12 @@ func TestVineRelativeFileResolvesAgainstFirstRoot(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(first, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(first, "sub", "plan.vine"), []byte(chain), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(first, "sub", "plan.vine"), []byte(servicetest.Chain), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The same name in the second root and in the working directory must
 	// not be picked.
-	if err := os.WriteFile(filepath.Join(second, "plan.vine"), []byte(chain), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(second, "plan.vine"), []byte(servicetest.Chain), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, rel := range []string{"sub/plan.vine", "./sub/plan.vine", "sub/../sub/plan.vine"} {
@@ -64,7 +65,7 @@ func TestVineOutsideRootsSaysHowToFix(t *testing.T) {
 	nb := eventstest.Start(t)
 	ws, elsewhere := t.TempDir(), t.TempDir()
 	outside := filepath.Join(elsewhere, "plan.vine")
-	if err := os.WriteFile(outside, []byte(chain), 0o644); err != nil {
+	if err := os.WriteFile(outside, []byte(servicetest.Chain), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

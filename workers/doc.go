@@ -10,4 +10,8 @@
 //
 // Exec is the built-in Handler that runs a command per task
 // (`trellis worker --exec`).
+//
+// A pool decides when to claim, heartbeat, retry and drain; it appends no
+// events itself: the claims, heartbeats and outcomes it reports are appended
+// by the queue domain (package taskqueue).
 package workers

@@ -20,14 +20,14 @@ import (
 // (they become "> " lines of the task), or an error: the task is then set
 // blocked with the error as a decision, for a human to look at.
 type VineWork interface {
-	Work(ctx context.Context, task *vine.TaskContext) ([]string, error)
+	Work(ctx context.Context, task *vine.NodeContext) ([]string, error)
 }
 
 // VineWorkFunc adapts a function to VineWork.
-type VineWorkFunc func(ctx context.Context, task *vine.TaskContext) ([]string, error)
+type VineWorkFunc func(ctx context.Context, task *vine.NodeContext) ([]string, error)
 
 // Work implements VineWork.
-func (f VineWorkFunc) Work(ctx context.Context, task *vine.TaskContext) ([]string, error) {
+func (f VineWorkFunc) Work(ctx context.Context, task *vine.NodeContext) ([]string, error) {
 	return f(ctx, task)
 }
 
@@ -78,7 +78,7 @@ var ErrStalled = errors.New("graph is stalled")
 // Run loops until the root is complete, the graph stalls, or ctx ends.
 func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 	if a.Work == nil {
-		a.Work = VineWorkFunc(func(_ context.Context, t *vine.TaskContext) ([]string, error) {
+		a.Work = VineWorkFunc(func(_ context.Context, t *vine.NodeContext) ([]string, error) {
 			return []string{"done by " + a.Agent}, nil
 		})
 	}
@@ -143,10 +143,10 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		if claim.Task == nil && a.MaxTasks > 0 {
+		if claim.Node == nil && a.MaxTasks > 0 {
 			return rep, nil // a sub-agent with nothing to do reports back
 		}
-		if claim.Task == nil {
+		if claim.Node == nil {
 			if inProgress(fr.Progress) == 0 && len(fr.ReadyToStart) == 0 {
 				return rep, stalled(&fr.Frontier, unexpandable)
 			}
@@ -165,9 +165,9 @@ func (a *VineAgent) Run(ctx context.Context) (*VineRunReport, error) {
 			continue
 		}
 		idleSince = time.Time{}
-		id := claim.Task.Task.ID
+		id := claim.Node.Node.ID
 		rep.Claimed = append(rep.Claimed, id)
-		decisions, werr := a.Work.Work(ctx, claim.Task)
+		decisions, werr := a.Work.Work(ctx, claim.Node)
 		ops := []vine.Op{}
 		status := vine.StatusReviewing
 		if werr != nil {
@@ -261,13 +261,13 @@ type VineExec struct {
 }
 
 // Work implements VineWork.
-func (e *VineExec) Work(ctx context.Context, task *vine.TaskContext) ([]string, error) {
+func (e *VineExec) Work(ctx context.Context, task *vine.NodeContext) ([]string, error) {
 	packet, err := json.Marshal(task)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, "sh", "-c", e.Command)
-	cmd.Env = append(os.Environ(), "TRELLIS_VINE_FILE="+e.File, "TRELLIS_VINE_TASK="+task.Task.ID)
+	cmd.Env = append(os.Environ(), "TRELLIS_VINE_FILE="+e.File, "TRELLIS_VINE_TASK="+task.Node.ID)
 	cmd.Stdin = bytes.NewReader(packet)
 	stdout, stderr := &tailBuffer{max: 64 << 10}, &tailBuffer{max: tailBytes}
 	cmd.Stdout, cmd.Stderr = stdout, stderr

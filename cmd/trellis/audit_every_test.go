@@ -165,9 +165,9 @@ func useEveryFeature(t *testing.T) *everyFeature {
 	must("vine claim", err)
 
 	// Agent memory.
-	_, err = svc.TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}})
+	_, err = svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Objectives: []string{"Fix it"}})
 	must("task create", err)
-	_, err = svc.TaskJoin(ctx, trellis.TaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"})
+	_, err = svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "fix-auth", Agent: "agent_1", Role: "implementer"})
 	must("task join", err)
 	for i, text := range []string{"The token check skips expiry", "Expiry is checked in middleware now"} {
 		_, err = svc.Observe(ctx, trellis.ObserveRequest{Task: "fix-auth", Agent: "agent_1", Session: "s1", Type: []string{"insight", "decision"}[i], Text: text})
@@ -175,9 +175,9 @@ func useEveryFeature(t *testing.T) *everyFeature {
 	}
 	_, err = svc.Consolidate(ctx, trellis.ConsolidateRequest{Level: "session", Session: "s1"})
 	must("consolidate", err)
-	_, err = svc.TaskCompleteAgent(ctx, trellis.TaskAgentRequest{Task: "fix-auth", Agent: "agent_1"})
+	_, err = svc.TaskCompleteAgent(ctx, trellis.AgentCompleteRequest{Task: "fix-auth", Agent: "agent_1"})
 	must("complete agent", err)
-	_, err = svc.TaskComplete(ctx, trellis.TaskCompleteRequest{Task: "fix-auth", Merge: true, Force: true})
+	_, err = svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: "fix-auth", Merge: true, Force: true})
 	must("complete task", err)
 
 	// Code memory: a file too large for one message (its payload in the

@@ -29,7 +29,7 @@ func TestAuditVerifyProjectionsAheadOfTheLog(t *testing.T) {
 	store := srv.Store()
 	lifecycle(t, d, "jobs", "w1")
 	lifecycle(t, d, "jobs", "w2")
-	if _, err := srv.Service().TaskCreate(ctx, trellis.TaskCreateRequest{Name: "fix-auth", Objectives: []string{"fix it"}}); err != nil {
+	if _, err := srv.Service().TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "fix-auth", Objectives: []string{"fix it"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Service().CatchUp(ctx); err != nil {

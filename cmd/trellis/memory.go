@@ -61,7 +61,7 @@ func (a *app) printReport(r *trellis.ConsolidationReport) {
 }
 
 func (a *app) taskCreate() *cobra.Command {
-	var req trellis.TaskCreateRequest
+	var req trellis.AgentTaskCreateRequest
 	var asJSON bool
 	c := &cobra.Command{
 		Use:     "create --name NAME",
@@ -82,7 +82,7 @@ func (a *app) taskCreate() *cobra.Command {
 }
 
 func (a *app) taskJoin() *cobra.Command {
-	var req trellis.TaskJoinRequest
+	var req trellis.AgentTaskJoinRequest
 	var asJSON bool
 	c := &cobra.Command{
 		Use:     "join TASK --agent ID --role ROLE",
@@ -93,7 +93,7 @@ func (a *app) taskJoin() *cobra.Command {
 			req.Task = args[0]
 			return a.withMemory(cmd, asJSON, func(ctx context.Context, m trellis.MemoryService) (any, error) { return m.TaskJoin(ctx, req) },
 				func(v any) {
-					r := v.(*trellis.TaskJoinResult)
+					r := v.(*trellis.AgentTaskJoinResult)
 					fmt.Fprintf(a.stdout, "agent %s joined task %s as %s on branch %s\n", r.AgentID, r.TaskID, r.Role, r.Branch)
 				})
 		},
@@ -105,7 +105,7 @@ func (a *app) taskJoin() *cobra.Command {
 }
 
 func (a *app) taskObjective() *cobra.Command {
-	var req trellis.TaskObjectiveRequest
+	var req trellis.AgentTaskObjectiveRequest
 	var asJSON bool
 	c := &cobra.Command{
 		Use:     "objective TASK OBJ_ID --status todo|active|done|blocked",
@@ -125,7 +125,7 @@ func (a *app) taskObjective() *cobra.Command {
 }
 
 func (a *app) taskCompleteAgent() *cobra.Command {
-	var req trellis.TaskAgentRequest
+	var req trellis.AgentCompleteRequest
 	var asJSON bool
 	c := &cobra.Command{
 		Use:     "complete-agent TASK --agent ID",
@@ -144,7 +144,7 @@ func (a *app) taskCompleteAgent() *cobra.Command {
 }
 
 func (a *app) taskComplete() *cobra.Command {
-	var req trellis.TaskCompleteRequest
+	var req trellis.AgentTaskCompleteRequest
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "complete TASK [--merge] [--force]",
@@ -196,7 +196,7 @@ func (a *app) taskShow() *cobra.Command {
 }
 
 func (a *app) taskList() *cobra.Command {
-	var req trellis.TaskListRequest
+	var req trellis.AgentTaskListRequest
 	var asJSON bool
 	c := &cobra.Command{
 		Use:     "list [--status open|completed]",
@@ -231,7 +231,7 @@ func (a *app) taskContext() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withMemory(cmd, asJSON, func(ctx context.Context, m trellis.MemoryService) (any, error) { return m.TaskContext(ctx, args[0]) },
 				func(v any) {
-					c := v.(*trellis.TaskContextView)
+					c := v.(*trellis.AgentTaskContextView)
 					a.printTask(&c.Task)
 					fmt.Fprintln(a.stdout, "  key facts:")
 					for _, f := range c.KeyFacts {

@@ -24,7 +24,7 @@ func TestCLIAgentMemory(t *testing.T) {
 		t.Fatalf("task = %+v", task)
 	}
 	code, out, _ = cli(t, "task", "join", "fix-auth", d, "--agent", "a1", "--role", "implementer", "--json")
-	var join trellis.TaskJoinResult
+	var join trellis.AgentTaskJoinResult
 	mustJSON(t, out, &join)
 	if code != 0 || join.Branch != "task/fix-auth/a1" || join.TaskID != task.TaskID {
 		t.Fatalf("join = %+v", join)

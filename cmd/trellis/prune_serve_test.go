@@ -2,40 +2,16 @@ package main
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/internal/servicetest"
 )
-
-// scrape reads one sample (name with labels, as exported) from a
-// server's /metrics; -1 when it is missing.
-func scrape(t *testing.T, url, sample string) float64 {
-	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("metric %s: %q", sample, line)
-			}
-			return f
-		}
-	}
-	return -1
-}
 
 // TestServeRetentionTwoServers: two `trellis serve` processes on one log,
 // both with --retention and the same --archive, prune every 200 ms from
@@ -124,10 +100,10 @@ func TestServeRetentionTwoServers(t *testing.T) {
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		total := 0.0
 		for _, u := range []string{infoA.HTTPURL, infoB.HTTPURL} {
-			if v := scrape(t, u, `trellis_retention_prunes_total{result="error"}`); v != 0 {
+			if v := servicetest.Metric(t, u, `trellis_retention_prunes_total{result="error"}`); v != 0 {
 				t.Fatalf("%s: %v failed prunes", u, v)
 			}
-			total += scrape(t, u, "trellis_retention_pruned_tasks_total")
+			total += servicetest.Metric(t, u, "trellis_retention_pruned_tasks_total")
 		}
 		if total == float64(len(ids)) {
 			break

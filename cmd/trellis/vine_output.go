@@ -45,10 +45,10 @@ type claimOutput struct {
 
 func newClaimOutput(res *trellis.VineClaimResult) claimOutput {
 	out := claimOutput{GraphID: res.GraphID, ResolvedDependencies: []vine.ResolvedDependency{}, Progress: res.Progress}
-	if res.Task != nil {
-		out.Task = &res.Task.Task
-		if res.Task.ResolvedDependencies != nil {
-			out.ResolvedDependencies = res.Task.ResolvedDependencies
+	if res.Node != nil {
+		out.Task = &res.Node.Node
+		if res.Node.ResolvedDependencies != nil {
+			out.ResolvedDependencies = res.Node.ResolvedDependencies
 		}
 	}
 	return out
@@ -57,17 +57,17 @@ func newClaimOutput(res *trellis.VineClaimResult) claimOutput {
 // printClaim writes a claim for people.
 func printClaim(w io.Writer, res *trellis.VineClaimResult) {
 	p := res.Progress
-	if res.Task == nil {
+	if res.Node == nil {
 		fmt.Fprintf(w, "nothing claimed: no task is ready to start (graph %s: %d/%d complete, root %s: %s)\n",
 			res.GraphID, p.Complete, p.Total, p.RootID, p.RootStatus)
 		return
 	}
-	t := res.Task.Task
+	t := res.Node.Node
 	fmt.Fprintf(w, "claimed %s: %s (now %s)\n", t.ID, t.ShortName, t.Status)
 	if t.Description != "" {
 		fmt.Fprintf(w, "  %s\n", indent(t.Description, "  "))
 	}
-	for _, d := range res.Task.ResolvedDependencies {
+	for _, d := range res.Node.ResolvedDependencies {
 		fmt.Fprintf(w, "  depends on %s (%s)\n", d.ID, orDash(string(d.Status)))
 		for _, dec := range d.Decisions {
 			fmt.Fprintf(w, "    > %s\n", dec)
@@ -126,11 +126,11 @@ func printRead(w io.Writer, res *trellis.VineReadResult) error {
 		}
 		printNode(w, n)
 	case vine.ReadContext:
-		var c vine.TaskContext
+		var c vine.NodeContext
 		if err := decode(&c); err != nil {
 			return err
 		}
-		printNode(w, c.Task)
+		printNode(w, c.Node)
 		if len(c.ResolvedDependencies) == 0 {
 			fmt.Fprintln(w, "dependencies: none")
 		} else {

@@ -8,4 +8,6 @@
 // and the code it describes share dimensions while sharing no word. Its
 // chat model answers with Options.Answer, by default a sentence citing
 // the first chunk id of the prompt.
+//
+// It decides nothing of Trellis's and appends no events.
 package embeddingtest

@@ -26,7 +26,7 @@ func (s *server) explainCode(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	res, err := s.code.Explain(r.Context(), req)
+	res, err := s.svc.Explain(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("explain: %w", err)
 	}
@@ -41,7 +41,7 @@ func (s *server) searchChunks(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	res, err := s.code.Search(r.Context(), req)
+	res, err := s.svc.Search(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("search: %w", err)
 	}
@@ -52,7 +52,7 @@ func (s *server) showChunk(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	res, err := s.code.Chunk(r.Context(), r.PathValue("id"))
+	res, err := s.svc.Chunk(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return fmt.Errorf("chunk: %w", err)
 	}

@@ -1,6 +1,7 @@
-// Package httpapi is Trellis's HTTP JSON API: a thin transport over
-// handlers.Service. It decodes requests strictly, calls the service, and
-// answers with JSON; every failure has one shape,
+// Package httpapi is Trellis's HTTP JSON API: a thin transport over the
+// domains' interfaces (Service; the server passes handlers.Service). It
+// decodes requests strictly, calls the service, and answers with JSON;
+// every failure has one shape,
 //
 //	{"error":{"code":"invalid","field":"objective","message":"must not be empty"}}
 //
@@ -52,4 +53,8 @@
 // Origin checks against DNS rebinding and cross-site requests, an
 // application/json content type on bodies (415), and with Config.Auth a
 // bearer token (401) and a role that covers the route (403).
+//
+// It decides nothing of the domains' (only whether a request is well formed
+// and allowed for its token) and appends no events: the service it calls
+// does.
 package httpapi

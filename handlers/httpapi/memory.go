@@ -9,15 +9,15 @@ import (
 
 // The agent task routes and the memory routes:
 //
-//	POST  /tasks                                   trellis.TaskCreateRequest      201 task
+//	POST  /tasks                                   trellis.AgentTaskCreateRequest      201 task
 //	GET   /tasks?status=                                                           200 [task]
 //	GET   /tasks/{id}                                                              200 task (id: task id or name)
-//	POST  /tasks/{id}/join                         {"agent_id","role"}            200 trellis.TaskJoinResult
+//	POST  /tasks/{id}/join                         {"agent_id","role"}            200 trellis.AgentTaskJoinResult
 //	POST  /tasks/{id}/agents/{agent_id}/complete   no body                        200 trellis.ConsolidationReport
 //	PATCH /tasks/{id}/objectives/{obj_id}          {"status","agent_id"}          200 task
 //	POST  /tasks/{id}/complete                     {"merge"} or no body           200 trellis.ConsolidationReport
 //	POST  /tasks/{id}/consolidate                  {"level","session","agent_id","merge"} 200 trellis.ConsolidationReport
-//	GET   /tasks/{id}/context                                                      200 trellis.TaskContextView
+//	GET   /tasks/{id}/context                                                      200 trellis.AgentTaskContextView
 //	POST  /v1/memory/observations                  trellis.ObserveRequest         201 trellis.ObservationView
 //	GET   /v1/memory/facts?branch=&status=&category=&query=&task=                  200 [fact]
 //	GET   /v1/memory/history?task=                                                 200 [run]
@@ -40,11 +40,11 @@ func (s *server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskCreateRequest
+	var req trellis.AgentTaskCreateRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	t, err := s.memory.TaskCreate(r.Context(), req)
+	t, err := s.svc.TaskCreate(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
@@ -56,7 +56,7 @@ func (s *server) listAgentTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.memory.TaskList(r.Context(), trellis.TaskListRequest{Status: q["status"]})
+	list, err := s.svc.TaskList(r.Context(), trellis.AgentTaskListRequest{Status: q["status"]})
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
 	}
@@ -67,7 +67,7 @@ func (s *server) showAgentTask(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	t, err := s.memory.TaskShow(r.Context(), r.PathValue("id"))
+	t, err := s.svc.TaskShow(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return fmt.Errorf("show task: %w", err)
 	}
@@ -78,7 +78,7 @@ func (s *server) joinTask(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskJoinRequest
+	var req trellis.AgentTaskJoinRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (s *server) joinTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Task = r.PathValue("id")
-	res, err := s.memory.TaskJoin(r.Context(), req)
+	res, err := s.svc.TaskJoin(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("join task: %w", err)
 	}
@@ -97,7 +97,7 @@ func (s *server) completeAgent(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskAgentRequest
+	var req trellis.AgentCompleteRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *server) completeAgent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Task, req.Agent = r.PathValue("id"), r.PathValue("agent_id")
-	res, err := s.memory.TaskCompleteAgent(r.Context(), req)
+	res, err := s.svc.TaskCompleteAgent(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("complete agent: %w", err)
 	}
@@ -119,7 +119,7 @@ func (s *server) updateObjective(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskObjectiveRequest
+	var req trellis.AgentTaskObjectiveRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (s *server) updateObjective(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Task, req.ObjectiveID = r.PathValue("id"), r.PathValue("obj_id")
-	t, err := s.memory.TaskObjective(r.Context(), req)
+	t, err := s.svc.TaskObjective(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("update objective: %w", err)
 	}
@@ -141,7 +141,7 @@ func (s *server) completeAgentTask(w http.ResponseWriter, r *http.Request) error
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	var req trellis.TaskCompleteRequest
+	var req trellis.AgentTaskCompleteRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (s *server) completeAgentTask(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	req.Task = r.PathValue("id")
-	res, err := s.memory.TaskComplete(r.Context(), req)
+	res, err := s.svc.TaskComplete(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("complete task: %w", err)
 	}
@@ -168,7 +168,7 @@ func (s *server) consolidateTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Task = r.PathValue("id")
-	res, err := s.memory.Consolidate(r.Context(), req)
+	res, err := s.svc.Consolidate(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("consolidate: %w", err)
 	}
@@ -179,7 +179,7 @@ func (s *server) taskContext(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	res, err := s.memory.TaskContext(r.Context(), r.PathValue("id"))
+	res, err := s.svc.TaskContext(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return fmt.Errorf("task context: %w", err)
 	}
@@ -194,7 +194,7 @@ func (s *server) observe(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	res, err := s.memory.Observe(r.Context(), req)
+	res, err := s.svc.Observe(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("observe: %w", err)
 	}
@@ -206,7 +206,7 @@ func (s *server) facts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.memory.Facts(r.Context(), trellis.FactsRequest{Branch: q["branch"], Status: q["status"], Category: q["category"], Query: q["query"], Task: q["task"]})
+	res, err := s.svc.Facts(r.Context(), trellis.FactsRequest{Branch: q["branch"], Status: q["status"], Category: q["category"], Query: q["query"], Task: q["task"]})
 	if err != nil {
 		return fmt.Errorf("facts: %w", err)
 	}
@@ -218,7 +218,7 @@ func (s *server) history(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.memory.History(r.Context(), trellis.HistoryRequest{Task: q["task"]})
+	res, err := s.svc.History(r.Context(), trellis.HistoryRequest{Task: q["task"]})
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}

@@ -21,7 +21,7 @@ func TestMemoryTaskNameReuseOverHTTP(t *testing.T) {
 		t.Helper()
 		var task trellis.AgentTaskView
 		b.do(t, post, "/tasks", `{"name":"fix-auth"}`).expect(t, http.StatusCreated, &task)
-		var tc trellis.TaskContextView
+		var tc trellis.AgentTaskContextView
 		b.do(t, get, "/tasks/fix-auth/context", nil).expect(t, http.StatusOK, &tc)
 		if tc.Task.TaskID != task.TaskID || len(tc.KeyFacts) != 0 {
 			t.Fatalf("a new task's context holds facts: %+v", tc.KeyFacts)
@@ -54,7 +54,7 @@ func TestMemoryTaskNameReuseOverHTTP(t *testing.T) {
 	if len(facts) != 1 || facts[0].TaskID != old.TaskID {
 		t.Fatalf("facts of the old task/fix-auth = %+v", facts)
 	}
-	var tc trellis.TaskContextView
+	var tc trellis.AgentTaskContextView
 	b.do(t, get, "/tasks/"+old.TaskID+"/context", nil).expect(t, http.StatusOK, &tc)
 	if tc.Task.TaskID != old.TaskID || len(tc.KeyFacts) != 1 || tc.KeyFacts[0].TaskID != old.TaskID {
 		t.Fatalf("old task's context = %+v", tc)

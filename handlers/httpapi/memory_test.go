@@ -42,7 +42,7 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 		t.Fatalf("task = %+v", task)
 	}
 
-	var j1, j2 trellis.TaskJoinResult
+	var j1, j2 trellis.AgentTaskJoinResult
 	b.do(t, post, "/tasks/fix-auth/join", `{"agent_id":"agent_1","role":"implementer"}`).expect(t, http.StatusOK, &j1)
 	b.do(t, post, "/tasks/"+task.TaskID+"/join", `{"task":"`+task.TaskID+`","agent_id":"agent_2","role":"reviewer"}`).expect(t, http.StatusOK, &j2)
 	if j1.Branch != "task/fix-auth/agent_1" || j2.Branch != "task/fix-auth/agent_2" || j1.TaskID != task.TaskID {
@@ -81,7 +81,7 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 		t.Fatalf("agent_2's duplicate finding did not collapse into the task branch: %+v", r2)
 	}
 
-	var tc trellis.TaskContextView
+	var tc trellis.AgentTaskContextView
 	b.do(t, get, "/tasks/fix-auth/context", nil).expect(t, http.StatusOK, &tc)
 	if len(tc.KeyFacts) != 2 || len(tc.AgentSummaries) != 2 || !tc.AgentSummaries[1].Completed || tc.Progress["done"] != 1 {
 		t.Fatalf("context = %+v", tc)
@@ -278,7 +278,7 @@ func TestMemoryBadInput(t *testing.T) {
 	}
 
 	// The refused requests left the fixture as it was, and it still works.
-	var tc trellis.TaskContextView
+	var tc trellis.AgentTaskContextView
 	b.do(t, get, "/tasks/t1/context", nil).expect(t, http.StatusOK, &tc)
 	if tc.Task.Status != "open" || tc.Task.Objectives[0].Status != "done" || tc.Task.Objectives[1].Status != "todo" || len(tc.Task.Agents) != 1 || tc.Task.Agents[0].Completed {
 		t.Fatalf("fixture = %+v", tc.Task)

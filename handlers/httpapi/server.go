@@ -1,30 +1,52 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/workflow"
 )
 
 // server is the API: the routes over one service.
 type server struct {
-	svc *handlers.Service
+	svc Service
 	cfg Config
 	log *slog.Logger
 	mux *http.ServeMux
 	// patterns are the registered routes and mounts (each must be in
 	// routeOps or openPatterns).
 	patterns []string
+}
 
-	// The domains the domain routes call, as the root package's
-	// interfaces (svc composes them).
-	vine   trellis.VineService
-	memory trellis.MemoryService
-	code   trellis.CodeService
+// Service is what the API calls: the domains behind the root package's
+// interfaces, and the glue beside them (Composition). The server passes
+// its *handlers.Service, which composes them all.
+type Service interface {
+	trellis.Domains
+	trellis.VineGraphReader
+	trellis.ActivityReader
+	Composition
+}
+
+// Composition is what the API needs of the composed service beyond the
+// domains: the log (the export reads it, health checks its connection),
+// an aggregate's events, the board as of a moment, the rebuild, the
+// checkpoints, the live feed and the workflows.
+type Composition interface {
+	Store() *events.Store
+	Audit(ctx context.Context, id string) ([]events.Recorded, error)
+	ListAsOf(ctx context.Context, at time.Time, req trellis.ListRequest) (*trellis.TaskList, error)
+	Replay(ctx context.Context) (*handlers.ReplayResult, error)
+	CheckpointMarkdown(ctx context.Context, taskID string) (string, error)
+	OpenLive(ctx context.Context, req trellis.LiveRequest) (*handlers.LiveFeed, error)
+	Workflows() *workflow.Engine
 }
 
 // apiFunc is a route's handler: it writes a successful response itself and
@@ -34,9 +56,9 @@ type apiFunc func(w http.ResponseWriter, r *http.Request) error
 // New returns the HTTP API over svc (see the package documentation for the
 // routes). Like http.ServeMux.Handle, it panics when a pattern of
 // cfg.Mounts is invalid or overlaps a built-in route.
-func New(svc *handlers.Service, cfg Config) http.Handler {
+func New(svc Service, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
-	s := &server{svc: svc, vine: svc.Vine(), memory: svc.Memory(), code: svc.Code(), cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 
 	s.handle("POST /v1/queue/tasks", s.addTask)
 	s.handle("POST /v1/queue/tasks/batch", s.addTasks)

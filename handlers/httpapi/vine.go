@@ -29,7 +29,7 @@ func (s *server) vineNext(w http.ResponseWriter, r *http.Request) error {
 	if err := s.vineBody(w, r, &req); err != nil {
 		return err
 	}
-	fr, err := s.vine.VineNext(r.Context(), trellis.VineFileRequest{File: req.File})
+	fr, err := s.svc.VineNext(r.Context(), trellis.VineFileRequest{File: req.File})
 	if err != nil {
 		return fmt.Errorf("vine next: %w", err)
 	}
@@ -42,7 +42,7 @@ func (s *server) vineRead(w http.ResponseWriter, r *http.Request) error {
 	if err := s.vineBody(w, r, &req); err != nil {
 		return err
 	}
-	res, err := s.vine.VineRead(r.Context(), req)
+	res, err := s.svc.VineRead(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("vine read: %w", err)
 	}
@@ -56,7 +56,7 @@ func (s *server) vineWrite(w http.ResponseWriter, r *http.Request) error {
 	if err := s.vineBody(w, r, &req); err != nil {
 		return err
 	}
-	res, err := s.vine.VineWrite(r.Context(), req)
+	res, err := s.svc.VineWrite(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("vine write: %w", err)
 	}
@@ -70,7 +70,7 @@ func (s *server) vineClaim(w http.ResponseWriter, r *http.Request) error {
 	if err := s.vineBody(w, r, &req); err != nil {
 		return err
 	}
-	res, err := s.vine.VineClaim(r.Context(), req)
+	res, err := s.svc.VineClaim(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("vine claim: %w", err)
 	}
@@ -84,7 +84,7 @@ func (s *server) vineExpand(w http.ResponseWriter, r *http.Request) error {
 	if err := s.vineBody(w, r, &req); err != nil {
 		return err
 	}
-	res, err := s.vine.VineExpand(r.Context(), req)
+	res, err := s.svc.VineExpand(r.Context(), req)
 	if err != nil {
 		return fmt.Errorf("vine expand: %w", err)
 	}
@@ -98,7 +98,7 @@ func (s *server) vineImport(w http.ResponseWriter, r *http.Request) error {
 	if err := s.vineBody(w, r, &req); err != nil {
 		return err
 	}
-	info, err := s.vine.VineImport(r.Context(), trellis.VineFileRequest{File: req.File})
+	info, err := s.svc.VineImport(r.Context(), trellis.VineFileRequest{File: req.File})
 	if err != nil {
 		return fmt.Errorf("vine import: %w", err)
 	}
@@ -116,7 +116,7 @@ func (s *server) vineExport(w http.ResponseWriter, r *http.Request) error {
 	if !isGraphID(id) {
 		return trellis.FieldError("id", "%q is not a graph id (\"g\" followed by 20 lower-case hex digits, as vine import and vine write report it)", id)
 	}
-	res, err := s.vine.VineExport(r.Context(), trellis.VineExportRequest{Graph: id})
+	res, err := s.svc.VineExport(r.Context(), trellis.VineExportRequest{Graph: id})
 	if err != nil {
 		return fmt.Errorf("vine export %s: %w", id, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/handlers/httpapi"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/vine"
 	"github.com/trellis/trellis/vinegraph"
 )
@@ -88,18 +89,6 @@ func (b *vineBundle) vineSeq(t *testing.T) uint64 {
 	return seq
 }
 
-// vineChain is a 3-task chain: root depends on b, b on a.
-const vineChain = `vine 1.2.0
----
-[root] Ship it (notstarted)
--> b
----
-[b] Build (notstarted)
--> a
----
-[a] Analyse (notstarted)
-`
-
 func nodeIDs(nodes []vine.Node) string {
 	var s []string
 	for _, n := range nodes {
@@ -114,7 +103,7 @@ func nodeIDs(nodes []vine.Node) string {
 func TestVineLoopHTTP(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
-	f := b.file(t, "plan.vine", vineChain)
+	f := b.file(t, "plan.vine", servicetest.Chain)
 	post := http.MethodPost
 
 	var info trellis.VineGraphInfo
@@ -135,14 +124,14 @@ func TestVineLoopHTTP(t *testing.T) {
 		b.do(t, post, "/v1/vine/next", map[string]any{"file": f}).expect(t, http.StatusOK, &fr)
 		return fr
 	}
-	claim := func(agent, want string) *vine.TaskContext {
+	claim := func(agent, want string) *vine.NodeContext {
 		t.Helper()
 		var cr trellis.VineClaimResult
 		b.do(t, post, "/v1/vine/claim", trellis.VineClaimRequest{File: f, Agent: agent}).expect(t, http.StatusOK, &cr)
-		if cr.GraphID != gid || cr.Task == nil || cr.Task.Task.ID != want || cr.Task.Task.Status != vine.StatusStarted {
-			t.Fatalf("claim = %+v; want %s started", cr.Task, want)
+		if cr.GraphID != gid || cr.Node == nil || cr.Node.Node.ID != want || cr.Node.Node.Status != vine.StatusStarted {
+			t.Fatalf("claim = %+v; want %s started", cr.Node, want)
 		}
-		return cr.Task
+		return cr.Node
 	}
 	write := func(ops ...vine.Op) trellis.VineWriteResult {
 		t.Helper()
@@ -261,11 +250,11 @@ func TestVineExpandHTTP(t *testing.T) {
 func TestVineBadInputHTTP(t *testing.T) {
 	t.Parallel()
 	b := setupVine(t)
-	f := b.file(t, "bad.vine", vineChain)
+	f := b.file(t, "bad.vine", servicetest.Chain)
 	b.do(t, http.MethodPost, "/v1/vine/import", map[string]any{"file": f}).expect(t, http.StatusOK, nil)
 	gid := events.GraphID("bad.vine")
 	outside := filepath.Join(t.TempDir(), "outside.vine")
-	if err := os.WriteFile(outside, []byte(vineChain), 0o644); err != nil {
+	if err := os.WriteFile(outside, []byte(servicetest.Chain), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	binary := b.file(t, "bin.vine", "vine 1.2.0\n---\n[a] A (notstarted)\n\x00\x01")
@@ -348,13 +337,13 @@ func TestVineBadInputHTTP(t *testing.T) {
 		})
 	}
 	data, _ := os.ReadFile(f)
-	if string(data) != vineChain {
+	if string(data) != servicetest.Chain {
 		t.Fatalf("refused requests changed the file:\n%s", data)
 	}
 	// The graph still works.
 	var cr trellis.VineClaimResult
 	b.do(t, http.MethodPost, claim, trellis.VineClaimRequest{File: f, Agent: "w"}).expect(t, http.StatusOK, &cr)
-	if cr.Task == nil || cr.Task.Task.ID != "a" {
+	if cr.Node == nil || cr.Node.Node.ID != "a" {
 		t.Fatalf("claim after the refusals = %+v", cr)
 	}
 }

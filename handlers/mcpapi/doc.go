@@ -30,4 +30,8 @@
 // NewServer and NewServerWith build the server; HTTPHandler serves it over streamable HTTP
 // (mounted at /mcp by `trellis serve`) and ServeStdio over stdin/stdout
 // (`trellis mcp`).
+//
+// It decides nothing of the domains' (only whether a tool call's arguments
+// are well formed and allowed) and appends no events: the service it calls
+// does.
 package mcpapi

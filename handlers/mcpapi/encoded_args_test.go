@@ -9,6 +9,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/codememory"
+	"github.com/trellis/trellis/internal/servicetest"
 )
 
 // TestStringEncodedArguments: a client that sends an array or object
@@ -71,7 +72,7 @@ func TestStringEncodedArguments(t *testing.T) {
 		}
 	}
 
-	f := b.file(t, "enc.vine", vineChain)
+	f := b.file(t, "enc.vine", servicetest.Chain)
 	var wr trellis.VineWriteResult
 	decodeStructured(t, call(t, ctx, cs, "vine_write", map[string]any{
 		"file": f, "operations": `[{"op":"update","id":"a","decisions":["Encoded by the client"]}]`,
@@ -91,7 +92,7 @@ func TestStringEncodedArgumentsBadInput(t *testing.T) {
 	cs := b.connect(t, ctx)
 	added := callTask(t, ctx, cs, "queue_add", map[string]any{"objective": "target"})
 	callTask(t, ctx, cs, "queue_next", nil)
-	f := b.file(t, "bad.vine", vineChain)
+	f := b.file(t, "bad.vine", servicetest.Chain)
 	call(t, ctx, cs, "vine_next", map[string]any{"file": f}) // import
 
 	cases := []struct {
@@ -132,7 +133,7 @@ func TestStringEncodedArgumentsBadInput(t *testing.T) {
 	if b.lastSeq(t, ctx) != queue || b.vineSeq(t, ctx) != vineSeq || b.memorySeqs(t, ctx) != mem {
 		t.Fatal("bad input changed the log")
 	}
-	if data, _ := os.ReadFile(f); string(data) != vineChain {
+	if data, _ := os.ReadFile(f); string(data) != servicetest.Chain {
 		t.Fatalf("bad input changed the file:\n%s", data)
 	}
 }

@@ -99,7 +99,7 @@ func renderRun(b *strings.Builder, r *trellis.ConsolidationReport) {
 }
 
 // renderContext writes a task context: the task, then the key facts.
-func renderContext(c *trellis.TaskContextView) string {
+func renderContext(c *trellis.AgentTaskContextView) string {
 	var b strings.Builder
 	renderAgentTask(&b, &c.Task)
 	if len(c.KeyFacts) == 0 {

@@ -139,14 +139,14 @@ func TestMemoryTwoAgentsFlow(t *testing.T) {
 		t.Errorf("task_create text %q", text(res))
 	}
 
-	var j1, j2 trellis.TaskJoinResult
+	var j1, j2 trellis.AgentTaskJoinResult
 	callOK(t, ctx, cs, schemas, "task_join", map[string]any{"task": "fix-auth", "agent_id": "agent_1", "role": "implementer"}, &j1)
 	callOK(t, ctx, cs, schemas, "task_join", map[string]any{"task": task.TaskID, "agent_id": "agent_2", "role": "reviewer"}, &j2)
 	if j1.Branch != "task/fix-auth/agent_1" || j2.Branch != "task/fix-auth/agent_2" || j2.TaskID != task.TaskID {
 		t.Fatalf("joins = %+v, %+v", j1, j2)
 	}
 
-	var tc trellis.TaskContextView
+	var tc trellis.AgentTaskContextView
 	callOK(t, ctx, cs, schemas, "task_context", map[string]any{"task": "fix-auth"}, &tc)
 	if len(tc.AgentSummaries) != 2 || len(tc.KeyFacts) != 0 || tc.Progress["todo"] != 2 {
 		t.Fatalf("context = %+v", tc)
@@ -363,7 +363,7 @@ func TestMemoryBadInput(t *testing.T) {
 
 	// The fixture is as it was: still open, obj-1 done, a1 joined and able
 	// to complete.
-	var tc trellis.TaskContextView
+	var tc trellis.AgentTaskContextView
 	callOK(t, ctx, cs, schemas, "task_context", map[string]any{"task": "t1"}, &tc)
 	if tc.Task.Status != "open" || tc.Task.Objectives[0].Status != "done" || tc.Task.Objectives[1].Status != "todo" || len(tc.Task.Agents) != 1 {
 		t.Fatalf("fixture = %+v", tc.Task)

@@ -97,7 +97,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 	reportOut := reportSchema()
 	objectiveStatus := oneOf("todo", "active", "done", "blocked")
 
-	boundTool[trellis.TaskCreateRequest]{
+	boundTool[trellis.AgentTaskCreateRequest]{
 		tool: &mcp.Tool{
 			Name:  ToolTaskCreate,
 			Title: "Create an agent task",
@@ -115,7 +115,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			{name: "parent", desc: `The parent branch the task's durable facts merge into (default "main"): segments of A-Z a-z 0-9 _ - separated by /.`},
 		},
 		req: []string{"name"},
-		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.TaskCreateRequest) (*mcp.CallToolResult, error) {
+		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AgentTaskCreateRequest) (*mcp.CallToolResult, error) {
 			t, err := svc.TaskCreate(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("task_create: %w", err)
@@ -124,13 +124,13 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 		},
 	}.register(srv)
 
-	boundTool[trellis.TaskJoinRequest]{
+	boundTool[trellis.AgentTaskJoinRequest]{
 		tool: &mcp.Tool{
 			Name:  ToolTaskJoin,
 			Title: "Join an agent task",
 			Description: "Assign an agent to an open agent task with a role (e.g. implementer, reviewer): the agent gets its own memory branch task/<name>/<agent_id>, where its observations are recorded. " +
 				"An agent joins a task once. After joining, read task_context, work, record what you learn with observe, and finish with task_complete_agent, which consolidates your observations into facts and merges them into the task branch.",
-			OutputSchema: outputSchema[trellis.TaskJoinResult](),
+			OutputSchema: outputSchema[trellis.AgentTaskJoinResult](),
 			Annotations:  &mcp.ToolAnnotations{Title: "Join an agent task", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
 		},
 		params: []param{
@@ -139,7 +139,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			{name: "role", desc: "The agent's role in the task, 1-64 characters (e.g. implementer, reviewer)."},
 		},
 		req: []string{"task", "agent_id", "role"},
-		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.TaskJoinRequest) (*mcp.CallToolResult, error) {
+		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AgentTaskJoinRequest) (*mcp.CallToolResult, error) {
 			j, err := svc.TaskJoin(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("task_join: %w", err)
@@ -153,7 +153,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 		},
 	}.register(srv)
 
-	boundTool[trellis.TaskObjectiveRequest]{
+	boundTool[trellis.AgentTaskObjectiveRequest]{
 		tool: &mcp.Tool{
 			Name:  ToolTaskObjective,
 			Title: "Update an objective",
@@ -169,7 +169,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			{name: "agent_id", desc: "The agent working on the objective (optional)."},
 		},
 		req: []string{"task", "objective_id", "status"},
-		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.TaskObjectiveRequest) (*mcp.CallToolResult, error) {
+		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AgentTaskObjectiveRequest) (*mcp.CallToolResult, error) {
 			t, err := svc.TaskObjective(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("task_objective: %w", err)
@@ -178,7 +178,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 		},
 	}.register(srv)
 
-	boundTool[trellis.TaskAgentRequest]{
+	boundTool[trellis.AgentCompleteRequest]{
 		tool: &mcp.Tool{
 			Name:  ToolTaskCompleteAgent,
 			Title: "Complete an agent's work",
@@ -194,7 +194,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			{name: "agent_id", desc: descMemAgent},
 		},
 		req: []string{"task", "agent_id"},
-		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.TaskAgentRequest) (*mcp.CallToolResult, error) {
+		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AgentCompleteRequest) (*mcp.CallToolResult, error) {
 			r, err := svc.TaskCompleteAgent(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("task_complete_agent: %w", err)
@@ -203,7 +203,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 		},
 	}.register(srv)
 
-	boundTool[trellis.TaskCompleteRequest]{
+	boundTool[trellis.AgentTaskCompleteRequest]{
 		tool: &mcp.Tool{
 			Name:  ToolTaskComplete,
 			Title: "Complete an agent task",
@@ -221,7 +221,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			{name: "force", desc: "Complete the task even though objectives are not done or agents are still working (without it that is a conflict naming them). Default false."},
 		},
 		req: []string{"task"},
-		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.TaskCompleteRequest) (*mcp.CallToolResult, error) {
+		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AgentTaskCompleteRequest) (*mcp.CallToolResult, error) {
 			r, err := svc.TaskComplete(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("task_complete: %w", err)
@@ -243,7 +243,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 			Description: "Everything an agent needs when it joins or resumes an agent task: the task (name, description, branch, status), its objectives with status, " +
 				"the agents with their roles and, once they completed, their summaries, the key facts of the task branch (active, most confident first, at most 20) " +
 				"and the progress counts (todo, active, done, blocked). Read it right after task_join. Read-only.",
-			OutputSchema: outputSchema[trellis.TaskContextView](),
+			OutputSchema: outputSchema[trellis.AgentTaskContextView](),
 			Annotations:  &mcp.ToolAnnotations{Title: "Agent task context", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
 		},
 		params: []param{{name: "task", desc: descMemTask}},
@@ -257,7 +257,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 		},
 	}.register(srv)
 
-	boundTool[trellis.TaskListRequest]{
+	boundTool[trellis.AgentTaskListRequest]{
 		tool: &mcp.Tool{
 			Name:  ToolTaskList,
 			Title: "List agent tasks",
@@ -269,7 +269,7 @@ func registerMemoryTools(srv *mcp.Server, svc trellis.MemoryService, who identit
 		params: []param{
 			{name: "status", desc: "Only tasks in this status: open or completed (default: both).", refine: oneOf(events.AgentTaskStatusOpen, events.AgentTaskStatusCompleted)},
 		},
-		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.TaskListRequest) (*mcp.CallToolResult, error) {
+		call: func(ctx context.Context, _ *mcp.CallToolRequest, in *trellis.AgentTaskListRequest) (*mcp.CallToolResult, error) {
 			l, err := svc.TaskList(ctx, *in)
 			if err != nil {
 				return nil, fmt.Errorf("task_list: %w", err)

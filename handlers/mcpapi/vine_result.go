@@ -47,13 +47,13 @@ func writeResult(lead string, res *trellis.VineWriteResult) *mcp.CallToolResult 
 // task null when nothing is ready.
 func claimResult(agent string, res *trellis.VineClaimResult) *mcp.CallToolResult {
 	var b strings.Builder
-	tc := res.Task
+	tc := res.Node
 	if tc == nil {
 		fmt.Fprintf(&b, "No task is ready to start: nothing was claimed. %s\n", progressLine(res.Progress))
 		b.WriteString("Complete what vine_next lists as ready_to_complete, expand what needs_expansion lists, or stop and report the progress.")
 		return structured(b.String(), res)
 	}
-	t := tc.Task
+	t := tc.Node
 	fmt.Fprintf(&b, "Claimed task %s (%s) as agent %s: it is now started.\n", t.ID, t.ShortName, agent)
 	if d := strings.TrimSpace(t.Description); d != "" {
 		fmt.Fprintf(&b, "Description: %s\n", oneLine(d, 400))
@@ -158,7 +158,7 @@ func describeRead(res *trellis.VineReadResult) string {
 		return head + fmt.Sprintf("%d node(s): %s.", len(r), oneLine(nodeList(r), 600))
 	case vine.Node:
 		return head + fmt.Sprintf("%s %s (%s) is %s, depends on %s.", r.Kind, r.ID, oneLine(r.ShortName, 80), orNone(string(r.Status)), list(r.Dependencies))
-	case vine.TaskContext:
+	case vine.NodeContext:
 		deps := make([]string, len(r.ResolvedDependencies))
 		for i, d := range r.ResolvedDependencies {
 			deps[i] = fmt.Sprintf("%s [%s]", d.ID, orNone(string(d.Status)))
@@ -167,7 +167,7 @@ func describeRead(res *trellis.VineReadResult) string {
 		for i, d := range r.Dependants {
 			dependants[i] = d.ID
 		}
-		return head + fmt.Sprintf("%s (%s) is %s; dependencies: %s; dependants: %s.", r.Task.ID, oneLine(r.Task.ShortName, 80), orNone(string(r.Task.Status)), list(deps), list(dependants))
+		return head + fmt.Sprintf("%s (%s) is %s; dependencies: %s; dependants: %s.", r.Node.ID, oneLine(r.Node.ShortName, 80), orNone(string(r.Node.Status)), list(deps), list(dependants))
 	case []vine.NodeSummary:
 		names := make([]string, len(r))
 		for i, n := range r {

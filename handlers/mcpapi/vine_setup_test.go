@@ -122,15 +122,3 @@ func callOK(t *testing.T, ctx context.Context, cs *mcp.ClientSession, schemas ma
 	}
 	return res
 }
-
-// vineChain is a 3-task chain: root depends on b, b on a.
-const vineChain = `vine 1.2.0
----
-[root] Ship it (notstarted)
--> b
----
-[b] Build (notstarted)
--> a
----
-[a] Analyse (notstarted)
-`

@@ -17,6 +17,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers/mcpapi"
+	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/vine"
 )
 
@@ -168,7 +169,7 @@ func TestVineLoopMCP(t *testing.T) {
 	b, ctx := setupVine(t)
 	cs := b.connect(t, ctx)
 	schemas := outputSchemas(t, ctx, cs)
-	f := b.file(t, "plan.vine", vineChain)
+	f := b.file(t, "plan.vine", servicetest.Chain)
 
 	next := func() vine.Frontier {
 		t.Helper()
@@ -188,17 +189,17 @@ func TestVineLoopMCP(t *testing.T) {
 		var wr trellis.VineWriteResult
 		callOK(t, ctx, cs, schemas, "vine_write", map[string]any{"file": f, "operations": []map[string]any{{"op": "set_status", "id": id, "status": "complete"}}}, &wr)
 	}
-	claim := func(want string) *vine.TaskContext {
+	claim := func(want string) *vine.NodeContext {
 		t.Helper()
 		var cr trellis.VineClaimResult
 		res := callOK(t, ctx, cs, schemas, "vine_claim", map[string]any{"file": f}, &cr)
-		if cr.Task == nil || cr.Task.Task.ID != want || cr.Task.Task.Status != vine.StatusStarted {
-			t.Fatalf("claim = %+v; want %s started", cr.Task, want)
+		if cr.Node == nil || cr.Node.Node.ID != want || cr.Node.Node.Status != vine.StatusStarted {
+			t.Fatalf("claim = %+v; want %s started", cr.Node, want)
 		}
 		if s := text(res); !strings.Contains(s, "Claimed task "+want) || !strings.Contains(s, "as agent mcp") || !strings.Contains(s, "reviewing") {
 			t.Errorf("claim text:\n%s", s)
 		}
-		return cr.Task
+		return cr.Node
 	}
 	finish := func(id, decision string) {
 		t.Helper()
@@ -228,7 +229,7 @@ func TestVineLoopMCP(t *testing.T) {
 	// While a is started nothing else is ready: claim answers task null.
 	var none trellis.VineClaimResult
 	res = callOK(t, ctx, cs, schemas, "vine_claim", map[string]any{"file": f, "agent": "agent-2"}, &none)
-	if none.Task != nil || !strings.Contains(text(res), "No task is ready") {
+	if none.Node != nil || !strings.Contains(text(res), "No task is ready") {
 		t.Fatalf("claim with nothing ready = %+v, %q", none, text(res))
 	}
 	var raw map[string]any
@@ -254,10 +255,10 @@ func TestVineLoopMCP(t *testing.T) {
 		t.Fatalf("after claiming b: %+v", fr)
 	}
 	var rd struct {
-		Result vine.TaskContext `json:"result"`
+		Result vine.NodeContext `json:"result"`
 	}
 	callOK(t, ctx, cs, schemas, "vine_read", map[string]any{"file": f, "action": "context", "id": "b"}, &rd)
-	if rd.Result.Task.ID != "b" || len(rd.Result.Dependants) != 1 || rd.Result.Dependants[0].ID != "root" {
+	if rd.Result.Node.ID != "b" || len(rd.Result.Dependants) != 1 || rd.Result.Dependants[0].ID != "root" {
 		t.Fatalf("context of b = %+v", rd.Result)
 	}
 	finish("b", "built it")
@@ -348,10 +349,10 @@ func TestVineBadInputMCP(t *testing.T) {
 	t.Parallel()
 	b, ctx := setupVine(t)
 	cs := b.connect(t, ctx)
-	f := b.file(t, "bad.vine", vineChain)
+	f := b.file(t, "bad.vine", servicetest.Chain)
 	call(t, ctx, cs, "vine_next", map[string]any{"file": f}) // import
 	outside := filepath.Join(t.TempDir(), "outside.vine")
-	if err := os.WriteFile(outside, []byte(vineChain), 0o644); err != nil {
+	if err := os.WriteFile(outside, []byte(servicetest.Chain), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	binary := b.file(t, "bin.vine", "vine 1.2.0\n---\n[a] A (notstarted)\n\x00\x01")
@@ -415,7 +416,7 @@ func TestVineBadInputMCP(t *testing.T) {
 		t.Fatalf("bad input changed the VINE log: last seq %d -> %d", before, after)
 	}
 	data, _ := os.ReadFile(f)
-	if string(data) != vineChain {
+	if string(data) != servicetest.Chain {
 		t.Fatalf("bad input changed the file:\n%s", data)
 	}
 }
@@ -470,14 +471,14 @@ func TestVineClaimsAcrossSessions(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if cr.Task == nil {
+				if cr.Node == nil {
 					return
 				}
 				mu.Lock()
-				if prev, dup := claimedBy[cr.Task.Task.ID]; dup {
-					t.Errorf("%s claimed twice (%s, then %s)", cr.Task.Task.ID, prev, cs.ID())
+				if prev, dup := claimedBy[cr.Node.Node.ID]; dup {
+					t.Errorf("%s claimed twice (%s, then %s)", cr.Node.Node.ID, prev, cs.ID())
 				}
-				claimedBy[cr.Task.Task.ID] = cs.ID()
+				claimedBy[cr.Node.Node.ID] = cs.ID()
 				mu.Unlock()
 			}
 		})

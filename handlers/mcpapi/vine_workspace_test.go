@@ -43,7 +43,7 @@ func TestVineRelativeFileMCP(t *testing.T) {
 	}
 	var cr trellis.VineClaimResult
 	callOK(t, ctx, cs, schemas, "vine_claim", map[string]any{"file": rel}, &cr)
-	if cr.GraphID != gid || cr.Task == nil || cr.Task.Task.ID != "a" {
+	if cr.GraphID != gid || cr.Node == nil || cr.Node.Node.ID != "a" {
 		t.Fatalf("vine_claim = %+v; want a claimed in %s", cr, gid)
 	}
 	var wr trellis.VineWriteResult

@@ -8,6 +8,11 @@
 // This package is the server's side: the subjects and operations
 // (subjects.go), the bodies without a type in the root package (wire.go),
 // and the responder that authorizes, decodes and answers each request
-// through the composed service. The Go side that sends the requests is
+// through the domains' interfaces (Service; the server passes the
+// composed handlers.Service). The Go side that sends the requests is
 // client.API in package client, Trellis's front door for Go programs.
+//
+// It decides nothing of the domains' (only whether a request is well formed,
+// in time and allowed for its token) and appends no events: the service it
+// calls does.
 package natsapi

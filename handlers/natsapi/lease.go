@@ -11,7 +11,6 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -24,49 +23,6 @@ import (
 // worker never appends events nor talks to JetStream, and a server that
 // dies takes no lease with it (another one answers the next heartbeat).
 
-// prepareRequest readies a queue for a pool.
-type prepareRequest struct {
-	Queue   string `json:"queue"`
-	LeaseMS int64  `json:"lease_ms"`
-}
-
-// claimRequest asks for one leased claim.
-type claimRequest struct {
-	Queue  string `json:"queue"`
-	Worker string `json:"worker"`
-	WaitMS int64  `json:"wait_ms"`
-}
-
-// claimResult is a leased claim (task null when none came) and the lease
-// the queue's pools heartbeat for now.
-type claimResult struct {
-	Task    *trellis.Task `json:"task"`
-	Lease   string        `json:"lease,omitempty"`
-	LeaseMS int64         `json:"lease_ms,omitempty"`
-}
-
-// leaseResult answers a prepare and a heartbeat: the lease the queue's
-// pools heartbeat for now (it changes when a pool or an operator sets
-// another; see taskqueue.Handler.SetLease).
-type leaseResult struct {
-	LeaseMS int64 `json:"lease_ms"`
-}
-
-// leaseRequest names a task's lease (heartbeat, ack). A heartbeat
-// without a lease is an agent's (trellis.HeartbeatRequest).
-type leaseRequest struct {
-	TaskID string `json:"task_id"`
-	Worker string `json:"worker"`
-	Lease  string `json:"lease"`
-}
-
-// releaseRequest gives a claimed task back.
-type releaseRequest struct {
-	TaskID string `json:"task_id"`
-	Worker string `json:"worker"`
-	Reason string `json:"reason"`
-}
-
 // maxClaimWait bounds how long one claim request waits for a dispatch.
 const maxClaimWait = 5 * time.Second
 
@@ -74,10 +30,10 @@ const maxClaimWait = 5 * time.Second
 // leaves, to claim the task that came and answer.
 const claimMargin = time.Second
 
-func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Context, []byte) (any, error) {
+func leaseOps(svc Service, nc *nats.Conn) map[string]func(context.Context, []byte) (any, error) {
 	q := svc.QueueHandler()
 	return map[string]func(context.Context, []byte) (any, error){
-		OpQueuePrepare: handler(func(ctx context.Context, r prepareRequest) (any, error) {
+		OpQueuePrepare: handler(func(ctx context.Context, r PrepareRequest) (any, error) {
 			queue, err := workQueue(ctx, r.Queue)
 			if err != nil {
 				return nil, err
@@ -92,9 +48,9 @@ func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Cont
 			if err != nil {
 				return nil, err
 			}
-			return leaseResult{LeaseMS: lease.Milliseconds()}, nil
+			return LeaseResult{LeaseMS: lease.Milliseconds()}, nil
 		}),
-		OpQueueClaim: handler(func(ctx context.Context, r claimRequest) (any, error) {
+		OpQueueClaim: handler(func(ctx context.Context, r ClaimRequest) (any, error) {
 			queue, err := workQueue(ctx, r.Queue)
 			if err != nil {
 				return nil, err
@@ -109,7 +65,7 @@ func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Cont
 			}
 			return claimLeased(ctx, q, queue, worker, wait)
 		}),
-		OpQueueHeartbeat: handler(func(ctx context.Context, r leaseRequest) (any, error) {
+		OpQueueHeartbeat: handler(func(ctx context.Context, r LeaseRequest) (any, error) {
 			if r.Lease == "" {
 				// An agent's heartbeat on a claim made by queue next,
 				// whose lease is on the log.
@@ -128,11 +84,11 @@ func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Cont
 			}
 			lease, err := q.PoolLease(ctx, task.Queue)
 			if err != nil {
-				return leaseResult{}, nil // extended; the pool keeps the lease it knows
+				return LeaseResult{}, nil // extended; the pool keeps the lease it knows
 			}
-			return leaseResult{LeaseMS: lease.Milliseconds()}, nil
+			return LeaseResult{LeaseMS: lease.Milliseconds()}, nil
 		}),
-		OpQueueAck: handler(func(ctx context.Context, r leaseRequest) (any, error) {
+		OpQueueAck: handler(func(ctx context.Context, r LeaseRequest) (any, error) {
 			task, _, err := checkLease(ctx, svc, r, false)
 			if err != nil {
 				return nil, err
@@ -142,7 +98,7 @@ func leaseOps(svc *handlers.Service, nc *nats.Conn) map[string]func(context.Cont
 			}
 			return struct{}{}, nc.Flush()
 		}),
-		OpQueueRelease: handler(func(ctx context.Context, r releaseRequest) (*trellis.Task, error) {
+		OpQueueRelease: handler(func(ctx context.Context, r ReleaseRequest) (*trellis.Task, error) {
 			worker, err := actingWorker(ctx, r.Worker)
 			if err != nil {
 				return nil, err
@@ -182,12 +138,12 @@ func actingWorker(ctx context.Context, worker string) (string, error) {
 
 // claimLeased claims the next task of queue for worker, best priority
 // lane first, holding its dispatch as the lease, or none within wait.
-func claimLeased(ctx context.Context, q *taskqueue.Handler, queue, worker string, wait time.Duration) (*claimResult, error) {
+func claimLeased(ctx context.Context, q *taskqueue.Handler, queue, worker string, wait time.Duration) (*ClaimResult, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		// Leave the claim itself and the answer time before the caller
 		// gives up.
 		if wait = min(wait, time.Until(deadline)-claimMargin); wait <= 0 {
-			return &claimResult{}, nil
+			return &ClaimResult{}, nil
 		}
 	}
 	task, msg, err := q.ClaimNext(ctx, queue, worker, true, wait)
@@ -204,7 +160,7 @@ func claimLeased(ctx context.Context, q *taskqueue.Handler, queue, worker string
 		}
 		return nil, trellis.Errorf(trellis.CodeUnavailable, "claim of task %s made after the request's deadline: released", task.TaskID)
 	}
-	res := &claimResult{}
+	res := &ClaimResult{}
 	if task != nil {
 		res.Task, res.Lease = task, msg.Reply()
 	}
@@ -243,7 +199,7 @@ func parseLease(s string) (ackLease, error) {
 // checkLease checks that r.Lease is a dispatch of r.TaskID's queue
 // consumer whose claim r.Worker holds (held) or held and has since ended
 // (!held: the outcome is recorded, the lease may be acknowledged).
-func checkLease(ctx context.Context, svc *handlers.Service, r leaseRequest, held bool) (*trellis.Task, ackLease, error) {
+func checkLease(ctx context.Context, svc Service, r LeaseRequest, held bool) (*trellis.Task, ackLease, error) {
 	worker, err := actingWorker(ctx, r.Worker)
 	if err != nil {
 		return nil, ackLease{}, err

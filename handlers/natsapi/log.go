@@ -11,31 +11,18 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/codememory"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/taskqueue"
 )
-
-// auditRequest names the aggregate to audit.
-type auditRequest struct {
-	ID string `json:"id"`
-}
-
-// ingestRequest asks the server to ingest a directory it can read inside
-// its workspace roots.
-type ingestRequest struct {
-	Root string `json:"root"`
-	Repo string `json:"repo,omitempty"`
-}
 
 // logOps are the reads of the log a client without JetStream access
 // needs (audit) and ingest, which the server runs on a directory it can
 // read (a client with a token may not append chunk events itself).
-func logOps(svc *handlers.Service) map[string]func(context.Context, []byte) (any, error) {
+func logOps(svc Service) map[string]func(context.Context, []byte) (any, error) {
 	return map[string]func(context.Context, []byte) (any, error){
-		OpAudit: handler(func(ctx context.Context, r auditRequest) ([]events.Recorded, error) {
+		OpAudit: handler(func(ctx context.Context, r AuditRequest) ([]events.Recorded, error) {
 			return svc.Audit(ctx, r.ID)
 		}),
-		OpIngest: handler(func(ctx context.Context, r ingestRequest) (*codememory.IngestSummary, error) {
+		OpIngest: handler(func(ctx context.Context, r IngestRequest) (*codememory.IngestSummary, error) {
 			if r.Root == "" {
 				return nil, trellis.FieldError("root", "must name a directory the server can read")
 			}
@@ -51,11 +38,11 @@ func logOps(svc *handlers.Service) map[string]func(context.Context, []byte) (any
 
 // The export is streamed: the server answers one request with messages of
 // at most exportChunk bytes of JSONL, each with a sequence header, and an
-// empty last one with headerExportEnd (or an error body).
+// empty last one with HeaderExportEnd (or an error body).
 const (
 	exportChunk     = 256 << 10
-	headerExportSeq = "Trellis-Export-Seq"
-	headerExportEnd = "Trellis-Export-End"
+	HeaderExportSeq = "Trellis-Export-Seq"
+	HeaderExportEnd = "Trellis-Export-End"
 )
 
 // chunkWriter sends what is written in messages of at most exportChunk
@@ -80,16 +67,16 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 func (w *chunkWriter) send(data []byte, end bool) error {
 	m := nats.NewMsg(w.reply)
 	m.Data = append([]byte(nil), data...)
-	m.Header.Set(headerExportSeq, strconv.Itoa(w.n))
+	m.Header.Set(HeaderExportSeq, strconv.Itoa(w.n))
 	if end {
-		m.Header.Set(headerExportEnd, "1")
+		m.Header.Set(HeaderExportEnd, "1")
 	}
 	w.n++
 	return w.nc.PublishMsg(m)
 }
 
 // serveExport answers one export request.
-func serveExport(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig, m *nats.Msg) {
+func serveExport(nc *nats.Conn, svc Service, cfg ServeConfig, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ctx, err := authorize(ctx, cfg.Auth, m, OpQueueExport)

@@ -12,7 +12,11 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/auth"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/handlers"
+	"github.com/trellis/trellis/taskqueue"
+	"github.com/trellis/trellis/vinegraph"
+	"github.com/trellis/trellis/workflow"
 )
 
 // Responder answers API requests for one Service until Stop.
@@ -42,8 +46,30 @@ type ServeConfig struct {
 	Tokens *auth.Service
 }
 
+// Service is what the API calls: the domains behind the root package's
+// interfaces, and the glue beside them (Composition). The server passes
+// its *handlers.Service, which composes them all.
+type Service interface {
+	trellis.Domains
+	trellis.ProjectionStatus
+	Composition
+}
+
+// Composition is what the API needs of the composed service beyond the
+// domains: the log (export, ingest, leases), an aggregate's events, the
+// rebuild, the queue's and VINE's command handlers (leased claims, the
+// workspace roots) and the workflows.
+type Composition interface {
+	Store() *events.Store
+	Audit(ctx context.Context, id string) ([]events.Recorded, error)
+	Replay(ctx context.Context) (*handlers.ReplayResult, error)
+	QueueHandler() *taskqueue.Handler
+	VineHandler() *vinegraph.Handler
+	Workflows() *workflow.Engine
+}
+
 // Serve subscribes the API subjects on nc and answers them with svc.
-func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, error) {
+func Serve(nc *nats.Conn, svc Service, cfg ServeConfig) (*Responder, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 256
 	}
@@ -125,73 +151,21 @@ func Serve(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) (*Responder, e
 
 // operations returns every operation of the API but the streamed export,
 // by name.
-func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[string]func(context.Context, []byte) (any, error) {
+func operations(nc *nats.Conn, svc Service, cfg ServeConfig) map[string]func(context.Context, []byte) (any, error) {
 	ops := map[string]func(ctx context.Context, data []byte) (any, error){
-		OpPing: func(context.Context, []byte) (any, error) { return cfg.Info, nil },
-		OpQueueAdd: func(ctx context.Context, data []byte) (any, error) {
-			var req trellis.AddTaskRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.Add(ctx, req)
-		},
-		OpQueueAddMany: func(ctx context.Context, data []byte) (any, error) {
-			var req trellis.AddManyRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.AddMany(ctx, req)
-		},
-		OpQueueNext: func(ctx context.Context, data []byte) (any, error) {
-			var req trellis.NextRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.Next(ctx, req)
-		},
-		OpQueueDone: func(ctx context.Context, data []byte) (any, error) {
-			var req trellis.DoneRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.Done(ctx, req)
-		},
-		OpQueueFail: func(ctx context.Context, data []byte) (any, error) {
-			var req trellis.FailRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.Fail(ctx, req)
-		},
-		OpQueueShow: func(ctx context.Context, data []byte) (any, error) {
-			var req showRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.Show(ctx, req.TaskID)
-		},
-		OpQueueList: func(ctx context.Context, data []byte) (any, error) {
-			var req trellis.ListRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.List(ctx, req)
-		},
-		OpReplay: func(ctx context.Context, _ []byte) (any, error) { return svc.Replay(ctx) },
-		OpRetry: func(ctx context.Context, data []byte) (any, error) {
-			var req trellis.RetryRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.Retry(ctx, req)
-		},
-		OpControl: func(ctx context.Context, data []byte) (any, error) {
-			var req trellis.ControlRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.Control(ctx, req)
-		},
+		OpPing:         func(context.Context, []byte) (any, error) { return cfg.Info, nil },
+		OpQueueAdd:     handler(svc.Add),
+		OpQueueAddMany: handler(svc.AddMany),
+		OpQueueNext:    handler(svc.Next),
+		OpQueueDone:    handler(svc.Done),
+		OpQueueFail:    handler(svc.Fail),
+		OpQueueShow: handler(func(ctx context.Context, r ShowRequest) (*trellis.Task, error) {
+			return svc.Show(ctx, r.TaskID)
+		}),
+		OpQueueList:         handler(svc.List),
+		OpReplay:            func(ctx context.Context, _ []byte) (any, error) { return svc.Replay(ctx) },
+		OpRetry:             handler(svc.Retry),
+		OpControl:           handler(svc.Control),
 		OpCancel:            handler(svc.Cancel),
 		OpQueueReleaseClaim: handler(svc.ReleaseClaim),
 		OpScheduleAdd:       handler(svc.AddSchedule),
@@ -199,26 +173,22 @@ func operations(nc *nats.Conn, svc *handlers.Service, cfg ServeConfig) map[strin
 		OpScheduleList: handler(func(ctx context.Context, _ struct{}) ([]*trellis.Schedule, error) {
 			return svc.Schedules(ctx)
 		}),
-		OpControls: func(ctx context.Context, data []byte) (any, error) {
-			var req controlsRequest
-			if err := decode(ctx, data, &req); err != nil {
-				return nil, err
-			}
-			return svc.Controls(ctx, req.Queue)
-		},
+		OpControls: handler(func(ctx context.Context, r ControlsRequest) (*trellis.QueueControls, error) {
+			return svc.Controls(ctx, r.Queue)
+		}),
 	}
-	for op, fn := range vineOps(svc.Vine()) {
+	for op, fn := range vineOps(svc) {
 		ops[op] = fn
 	}
-	for op, fn := range memoryOps(svc.Memory()) {
+	for op, fn := range memoryOps(svc) {
 		ops[op] = fn
 	}
-	ops[OpSearch] = handler(svc.Code().Search)
-	ops[OpExplain] = handler(svc.Code().Explain)
+	ops[OpSearch] = handler(svc.Search)
+	ops[OpExplain] = handler(svc.Explain)
 	ops[OpAuditQuery] = handler(svc.AuditQuery)
 	ops[OpAuditProjections] = func(ctx context.Context, _ []byte) (any, error) { return svc.Projections(ctx) }
-	ops[OpChunk] = handler(func(ctx context.Context, r chunkRequest) (*trellis.ChunkHit, error) {
-		return svc.Code().Chunk(ctx, r.ChunkID)
+	ops[OpChunk] = handler(func(ctx context.Context, r ChunkRequest) (*trellis.ChunkHit, error) {
+		return svc.Chunk(ctx, r.ChunkID)
 	})
 	for op, fn := range leaseOps(svc, nc) {
 		ops[op] = fn
@@ -256,19 +226,19 @@ func respond(m *nats.Msg, res any, err error, log *slog.Logger) {
 	var body reply
 	if err != nil {
 		te := trellis.PublicError(log, err, "transport", "nats", "subject", m.Subject)
-		body.Error = &replyError{Code: string(te.Code), Field: te.Field, Message: te.Message}
+		body.Error = &ReplyError{Code: string(te.Code), Field: te.Field, Message: te.Message}
 	} else {
 		body.Result = res
 	}
 	data, mErr := json.Marshal(body)
 	if mErr != nil {
 		te := trellis.PublicError(log, fmt.Errorf("encode reply: %w", mErr), "transport", "nats", "subject", m.Subject)
-		data, _ = json.Marshal(reply{Error: &replyError{Code: string(te.Code), Message: te.Message}})
+		data, _ = json.Marshal(reply{Error: &ReplyError{Code: string(te.Code), Message: te.Message}})
 	}
 	err = m.Respond(data)
 	if errors.Is(err, nats.ErrMaxPayload) {
 		// Tell the caller, who would otherwise wait out its timeout.
-		data, _ = json.Marshal(reply{Error: &replyError{Code: string(trellis.CodeInternal),
+		data, _ = json.Marshal(reply{Error: &ReplyError{Code: string(trellis.CodeInternal),
 			Message: fmt.Sprintf("the reply (%d bytes) is larger than the NATS server's max_payload: ask for less (a page, a filter) or raise max_payload", len(data))}})
 		err = m.Respond(data)
 	}
@@ -344,8 +314,8 @@ func vineOps(svc trellis.VineService) map[string]func(context.Context, []byte) (
 
 // memoryOps are the agent-task and memory operations of the API.
 func memoryOps(svc trellis.MemoryService) map[string]func(context.Context, []byte) (any, error) {
-	byTask := func(fn func(context.Context, string) (any, error)) func(context.Context, taskRequest) (any, error) {
-		return func(ctx context.Context, r taskRequest) (any, error) { return fn(ctx, r.Task) }
+	byTask := func(fn func(context.Context, string) (any, error)) func(context.Context, AgentTaskRequest) (any, error) {
+		return func(ctx context.Context, r AgentTaskRequest) (any, error) { return fn(ctx, r.Task) }
 	}
 	return map[string]func(context.Context, []byte) (any, error){
 		OpTaskCreate:        handler(svc.TaskCreate),

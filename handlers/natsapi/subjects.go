@@ -95,33 +95,7 @@ const HeaderDeadline = "Trellis-Deadline"
 // reply is the body of every answer.
 type reply struct {
 	Result any         `json:"result,omitempty"`
-	Error  *replyError `json:"error,omitempty"`
-}
-
-type replyError struct {
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
-// controlsRequest names one queue.
-type controlsRequest struct {
-	Queue string `json:"queue"`
-}
-
-// chunkRequest names one chunk.
-type chunkRequest struct {
-	ChunkID string `json:"chunk_id"`
-}
-
-// taskRequest names one agent task (by name or id).
-type taskRequest struct {
-	Task string `json:"task"`
-}
-
-// showRequest names one task.
-type showRequest struct {
-	TaskID string `json:"task_id"`
+	Error  *ReplyError `json:"error,omitempty"`
 }
 
 // PingInfo is what a server answers to ping.

@@ -7,19 +7,6 @@ import (
 	"github.com/trellis/trellis/auth"
 )
 
-// tokenCreateRequest asks for a new token.
-type tokenCreateRequest struct {
-	Name   string   `json:"name"`
-	Role   string   `json:"role"`
-	Queues []string `json:"queues,omitempty"`
-}
-
-// tokenNameRequest names a token.
-type tokenNameRequest struct {
-	Name   string `json:"name"`
-	Reason string `json:"reason,omitempty"`
-}
-
 // tokenOps are the token operations (admin only, see auth.Required) and
 // who-am-I (any role).
 func tokenOps(tokens *auth.Service) map[string]func(context.Context, []byte) (any, error) {
@@ -27,7 +14,7 @@ func tokenOps(tokens *auth.Service) map[string]func(context.Context, []byte) (an
 		return trellis.Errorf(trellis.CodeUnavailable, "authentication is off on this server: start it with `trellis serve --auth` to manage tokens")
 	}
 	return map[string]func(context.Context, []byte) (any, error){
-		OpTokenCreate: handler(func(ctx context.Context, r tokenCreateRequest) (*auth.Created, error) {
+		OpTokenCreate: handler(func(ctx context.Context, r TokenCreateRequest) (*auth.Created, error) {
 			if tokens == nil {
 				return nil, off()
 			}
@@ -39,7 +26,7 @@ func tokenOps(tokens *auth.Service) map[string]func(context.Context, []byte) (an
 			}
 			return tokens.List(ctx)
 		}),
-		OpTokenRevoke: handler(func(ctx context.Context, r tokenNameRequest) (*auth.Token, error) {
+		OpTokenRevoke: handler(func(ctx context.Context, r TokenNameRequest) (*auth.Token, error) {
 			if tokens == nil {
 				return nil, off()
 			}

@@ -16,15 +16,11 @@ const (
 	OpWorkflowRetry  = "workflow.retry"
 )
 
-type workflowShowRequest struct {
-	RunID string `json:"run_id"`
-}
-
 // workflowOps are the workflow operations of the API.
 func workflowOps(wf workflow.Service) map[string]func(context.Context, []byte) (any, error) {
 	return map[string]func(context.Context, []byte) (any, error){
 		OpWorkflowStart: handler(wf.Start),
-		OpWorkflowShow: handler(func(ctx context.Context, r workflowShowRequest) (*workflow.Run, error) {
+		OpWorkflowShow: handler(func(ctx context.Context, r WorkflowShowRequest) (*workflow.Run, error) {
 			return wf.Show(ctx, r.RunID)
 		}),
 		OpWorkflowList:   handler(wf.List),

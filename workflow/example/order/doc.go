@@ -13,4 +13,7 @@
 // The server is found like every other trellis command: --nats-url (env
 // TRELLIS_NATS_URL), else the serve.json of --data (env TRELLIS_DATA,
 // default ./data).
+//
+// It decides the order workflow's steps; the runs' events are appended by
+// the workflow engine (package workflow) on TRELLIS_WORKFLOWS.
 package main
