@@ -16,4 +16,7 @@
 // fixed slice of it with the rest of the suite. It needs root (network
 // namespaces; iptables for packet delay and loss, skipped without it);
 // without root the cluster tests skip.
+//
+// It decides nothing of the log and appends no events of its own: the
+// events it reads are the ones the Trellis processes under test append.
 package chaos

@@ -1,5 +1,5 @@
-// Package embedding turns text into vectors for hybrid code search (seed
-// 002, priorities 2 and 3). It holds the [Embedder] interface, the
+// Package embedding turns text into vectors for hybrid code search. It
+// holds the [Embedder] interface, the
 // contextual text a chunk is embedded as ([ContextualText]: "File:",
 // "Type:", "Name:", "---", content), and [OpenAI], a provider for any
 // OpenAI-compatible /v1/embeddings endpoint (Ollama, llama.cpp server,

@@ -9,9 +9,15 @@
 // check.
 //
 // It prunes finished aggregates (queue tasks that are done, failed, dead
-// or cancelled) and cuts open gates and open tasks at a snapshot (see
-// gates.go, opentasks.go): the events the snapshot replaces are archived
-// and the record names the snapshot, which continues the aggregate's
-// chain in the live log. Other open aggregates (schedules, VINE graphs,
-// agent tasks, workflow runs) are kept whole (docs/retention.md).
+// or cancelled) and cuts open ones at a snapshot: gates, open tasks
+// (heartbeating ones included), schedules, queue controls and unique
+// keys (see gates.go, opentasks.go and the files beside them). The events
+// a snapshot replaces are archived and the record names the snapshot,
+// which continues the aggregate's chain in the live log. VINE graphs,
+// agent tasks and workflow runs live on other streams and are kept whole
+// (docs/retention.md).
+//
+// It decides which events may leave the log and appends the prune
+// records (`pruned`, naming every removed sequence and the snapshot each
+// cut aggregate continues from) and the open tasks' snapshots.
 package retention

@@ -4,4 +4,7 @@
 // is called — what a disk's volatile cache and the page cache lose when a
 // machine loses power. Directory operations (create, rename, unlink,
 // mkdir) reach the backing directory at once.
+//
+// It knows nothing of Trellis's log: it decides nothing and appends no
+// events.
 package powerfs
