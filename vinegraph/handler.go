@@ -62,6 +62,7 @@ type Handler struct {
 	cfg    Config
 	graphs *command.Runner[*events.GraphState]
 	files  *fileMemory
+	writer *fileWriter
 }
 
 // graphKind is the VINE graph aggregate: every event of
@@ -106,7 +107,10 @@ func NewHandler(store *events.Store, cfg Config) *Handler {
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = GraphCacheSize
 	}
-	return &Handler{store: store, cfg: cfg, files: newFileMemory(),
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Handler{store: store, cfg: cfg, files: newFileMemory(), writer: newFileWriter(),
 		graphs: command.New(store, graphKind, command.Config{
 			Now: cfg.Now, CacheSize: cfg.CacheSize,
 			// Many agents on one graph contend here: allow many rounds.
@@ -268,27 +272,41 @@ func firstOr(list []string, def string) string {
 // readVineFile reads and checks a .vine file: size, text, parse, validate.
 // A missing file returns (nil graph, "", nil).
 func (v *Handler) readVineFile(path, field string) (*vine.Graph, string, error) {
+	text, exists, err := v.readVineText(path, field)
+	if err != nil || !exists {
+		return nil, text, err
+	}
+	return parseVineText(path, field, text)
+}
+
+// readVineText reads a .vine file and checks its size and that it is text;
+// exists is false for a missing file.
+func (v *Handler) readVineText(path, field string) (text string, exists bool, err error) {
 	info, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, "", nil
+		return "", false, nil
 	}
 	if err != nil {
-		return nil, "", trellis.FieldError(field, "%v", err)
+		return "", true, trellis.FieldError(field, "%v", err)
 	}
 	if info.IsDir() {
-		return nil, "", trellis.FieldError(field, "%s is a directory, not a .vine file", path)
+		return "", true, trellis.FieldError(field, "%s is a directory, not a .vine file", path)
 	}
 	if info.Size() > v.cfg.MaxFileBytes {
-		return nil, "", trellis.FieldError(field, "%s is %d bytes; .vine files up to %d bytes are accepted", path, info.Size(), v.cfg.MaxFileBytes)
+		return "", true, trellis.FieldError(field, "%s is %d bytes; .vine files up to %d bytes are accepted", path, info.Size(), v.cfg.MaxFileBytes)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", trellis.FieldError(field, "%v", err)
+		return "", true, trellis.FieldError(field, "%v", err)
 	}
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
-		return nil, "", trellis.FieldError(field, "%s holds binary data, not UTF-8 text", path)
+		return "", true, trellis.FieldError(field, "%s holds binary data, not UTF-8 text", path)
 	}
-	text := string(data)
+	return string(data), true, nil
+}
+
+// parseVineText parses and validates the text of the .vine file path.
+func parseVineText(path, field, text string) (*vine.Graph, string, error) {
 	g, err := vine.Parse(text)
 	if err != nil {
 		return nil, text, parseError(field, path, err)
@@ -401,14 +419,25 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 		return st, nil, command.StoreError("load graph", err)
 	}
 	before := stampOf(f.abs)
-	g, text, ferr := v.readVineFile(f.abs, "file")
+	text, exists, ferr := v.readVineText(f.abs, "file")
 	h := events.TextHash(text)
-	rep.read = fileRead{exists: g != nil || ferr != nil, hash: h}
+	rep.read = fileRead{exists: exists, hash: h}
 	if after := stampOf(f.abs); rep.read.exists && before == after {
 		rep.read.stamp = after // else saved while read: no rewrite this time
 	}
 	if !rep.read.exists {
 		rep.read.hash = ""
+	}
+	mem := v.files.get(f.graphID)
+	if st.Exists() && exists && ferr == nil && (h == st.Value.Hash || mem.knows(h)) {
+		// What the log holds, what this process wrote or is writing (the
+		// log may be ahead: the next write catches up), or a text already
+		// merged: nothing to parse.
+		return st, rep, nil
+	}
+	var g *vine.Graph
+	if exists && ferr == nil {
+		g, _, ferr = parseVineText(f.abs, "file", text)
 	}
 	if !st.Exists() {
 		// Not in the log yet: the file is imported as it is.
@@ -421,19 +450,13 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 		if st, err = v.appendSnapshot(ctx, st, f, events.GraphImported, *g, actor, "", nil); err != nil {
 			return st, nil, err
 		}
-		v.files.wrote(f.graphID, text)
+		v.files.wrote(f.graphID, text, h, fileStamp{})
 		rep.imported = true
 		return st, rep, nil
 	}
 	if g == nil && ferr == nil {
 		// The file is gone: the log still has the graph.
 		rep.missing = true
-		return st, rep, nil
-	}
-	mem := v.files.get(f.graphID)
-	if ferr == nil && (h == st.Value.Hash || h == events.TextHash(mem.written) || h == mem.judged) {
-		// What the log holds, what this process last wrote (the log may
-		// be ahead: the next write catches up), or a text already merged.
 		return st, rep, nil
 	}
 	if ferr != nil {
@@ -474,18 +497,18 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 	// The file's text is now merged into the log: it is the base of the
 	// next hand edit's merge (a later save of the same buffer only adds
 	// what is new in it).
-	v.files.wrote(f.graphID, text)
+	v.files.wrote(f.graphID, text, h, fileStamp{})
 	v.files.judged(f.graphID, h)
 	return st, rep, nil
 }
 
 // restore writes a missing file back from the log; an existing file is
 // left alone (a merged hand edit is written with the next change).
-func (v *Handler) restore(st graphState, f vineFile, rep *openReport) error {
+func (v *Handler) restore(ctx context.Context, st graphState, f vineFile, rep *openReport) error {
 	if !rep.missing {
 		return nil
 	}
-	return v.writeGraph(st, f, rep.read)
+	return v.writeGraph(ctx, st, f, rep.read)
 }
 
 // isPastState reports whether g equals any state the graph had in its
@@ -581,55 +604,46 @@ func (v *Handler) appendSnapshot(ctx context.Context, st graphState, f vineFile,
 // the log has moved past before the judgement was recorded.
 var errJudgedStale = errors.New("the graph changed while its file was being reconciled")
 
-// writeGraph rewrites the .vine file from the state, atomically, if it
-// still holds what was read (see writeFileCAS): a file saved by someone
-// meanwhile is left for the next command to merge.
-func (v *Handler) writeGraph(st graphState, f vineFile, read fileRead) error {
-	text, err := vine.Serialize(st.Value.Graph)
-	if err != nil {
-		return vineError("file", err)
-	}
-	if err := writeFileCAS(f.abs, []byte(text), read); err != nil {
-		if errors.Is(err, errFileChanged) {
-			return nil
-		}
-		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
-	}
-	v.files.wrote(f.graphID, text)
-	return nil
-}
-
 // submit runs one graph command combined with the others submitted for
 // the same graph at the same time (command.Runner.Submit): the round
 // reconciles the file once, decides the commands in order, appends their
-// events as one chain and rewrites the file once.
-func (v *Handler) submit(ctx context.Context, f vineFile, actor string, decide func(*events.GraphState) (command.Decision, error)) (graphState, error) {
+// events as one chain and hands the state to the file's writer once (see
+// writer.go). With wait, the caller also waits for the file to be
+// written; a claim does not (its event is the claim).
+func (v *Handler) submit(ctx context.Context, f vineFile, actor string, wait bool, decide func(*events.GraphState) (command.Decision, error)) (graphState, error) {
 	var rep *openReport
-	return v.graphs.Submit(ctx, f.graphID, command.Command[*events.GraphState]{Actor: actor, Decide: decide}, &command.Hooks[*events.GraphState]{
+	st, err := v.graphs.Submit(ctx, f.graphID, command.Command[*events.GraphState]{Actor: actor, Decide: decide}, &command.Hooks[*events.GraphState]{
 		Prepare: func(ctx context.Context, _ string) (graphState, error) {
 			st, r, err := v.reconcile(ctx, f, actor)
 			rep = r
 			return st, err
 		},
-		Finish: func(_ context.Context, st graphState, appended bool) error {
+		Finish: func(ctx context.Context, st graphState, appended bool) error {
 			if appended && rep != nil {
-				return v.writeGraph(st, f, rep.read)
+				v.queue(f, st, rep.read)
+				return nil
 			}
-			return v.restore(st, f, rep)
+			return v.restore(ctx, st, f, rep)
 		},
 	})
+	if err == nil && wait {
+		// The round's writer job covers this command's state: the leader
+		// queued it before any caller of the round returned.
+		err = v.flush(f.graphID, v.writer.ticket(f.graphID))
+	}
+	return st, err
 }
 
 // mutate runs build against the current graph and records the batch it
 // returns (combined with other commands on the graph), then rewrites the
 // file. It returns the batch result.
-func (v *Handler) mutate(ctx context.Context, file, actor string, build func(g vine.Graph) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
+func (v *Handler) mutate(ctx context.Context, file, actor string, wait bool, build func(g vine.Graph) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
 	f, err := v.resolve(file)
 	if err != nil {
 		return nil, nil, err
 	}
 	var res vine.BatchResult
-	st, err := v.submit(ctx, f, actor, func(cur *events.GraphState) (command.Decision, error) {
+	st, err := v.submit(ctx, f, actor, wait, func(cur *events.GraphState) (command.Decision, error) {
 		ops, err := build(cur.Graph)
 		if err != nil {
 			return command.Decision{}, err
@@ -704,7 +718,7 @@ func (v *Handler) Write(ctx context.Context, req trellis.VineWriteRequest) (*tre
 	if err := v.checkExtractTargets(req); err != nil {
 		return nil, err
 	}
-	res, _, err := v.mutate(ctx, req.File, events.ActorOr(req.Agent), func(vine.Graph) ([]vine.Op, error) { return req.Operations, nil })
+	res, _, err := v.mutate(ctx, req.File, events.ActorOr(req.Agent), true, func(vine.Graph) ([]vine.Op, error) { return req.Operations, nil })
 	return res, err
 }
 
@@ -742,7 +756,7 @@ func (v *Handler) Claim(ctx context.Context, req trellis.VineClaimRequest) (*tre
 	if err := trellis.ValidateWorkerID(req.Agent); err != nil {
 		return nil, trellis.FieldError("agent", "%s", trellis.AsError(err).Message)
 	}
-	res, batch, err := v.mutate(ctx, req.File, req.Agent, func(g vine.Graph) ([]vine.Op, error) {
+	res, batch, err := v.mutate(ctx, req.File, req.Agent, false, func(g vine.Graph) ([]vine.Op, error) {
 		if req.ID != "" {
 			return []vine.Op{{Op: vine.OpClaim, ID: req.ID}}, nil
 		}
@@ -803,7 +817,7 @@ func (v *Handler) Expand(ctx context.Context, req trellis.VineExpandRequest) (*t
 		return nil, trellis.Errorf(trellis.CodeInternal, "compress child graph: %w", err)
 	}
 	rel, _ := filepath.Rel(filepath.Dir(f.abs), childPath)
-	st, err := v.submit(ctx, f, events.ActorOr(req.Agent), func(cur *events.GraphState) (command.Decision, error) {
+	st, err := v.submit(ctx, f, events.ActorOr(req.Agent), true, func(cur *events.GraphState) (command.Decision, error) {
 		g, err := vine.Expand(cur.Graph, req.RefID, *child)
 		if err != nil {
 			return command.Decision{}, vineError("ref_id", err)
@@ -832,7 +846,7 @@ func (v *Handler) Graph(ctx context.Context, file string) (vine.Graph, string, u
 		return vine.Graph{}, "", 0, err
 	}
 	defer unlock()
-	if err := v.restore(st, f, rep); err != nil {
+	if err := v.restore(ctx, st, f, rep); err != nil {
 		return vine.Graph{}, "", 0, err
 	}
 	return st.Value.Graph, f.graphID, st.Seq, nil
@@ -845,7 +859,7 @@ func (v *Handler) Import(ctx context.Context, req trellis.VineFileRequest) (*tre
 		return nil, err
 	}
 	defer unlock()
-	if err := v.restore(st, f, rep); err != nil {
+	if err := v.restore(ctx, st, f, rep); err != nil {
 		return nil, err
 	}
 	return &trellis.VineGraphInfo{GraphID: f.graphID, File: f.abs, Path: f.rel, Imported: rep.imported, HandEdit: rep.handEdit,
