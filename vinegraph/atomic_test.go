@@ -246,7 +246,7 @@ func TestVineReadsLeaveFileUnchanged(t *testing.T) {
 	if _, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-1"}); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(f)
+	before := []byte(waitFile(t, f, holds("[b] Build (started)"))) // the claim's write follows it
 	if c, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"}); err != nil || c.Task != nil {
 		t.Fatalf("claim with nothing ready = %+v, %v", c, err)
 	}

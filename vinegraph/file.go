@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -133,8 +134,10 @@ func writeFileCAS(path string, data []byte, want fileRead) (fileStamp, error) {
 // fileMemory remembers, per graph, the text this process last wrote to
 // its file (the base of a three-way merge of a hand edit) with its hash
 // and the file's stamp after that write, the hash of a text being written
-// now (its rename may land while a command reads the file), and the hash
-// of the last hand-edited text merged (judged once).
+// now (its rename may land while a command reads the file), the hashes of
+// the last texts it wrote (a command that read the file while the writer
+// replaced it twice holds one of them: a state of the log, not a hand
+// edit), and the hash of the last hand-edited text merged (judged once).
 type fileMemory struct {
 	mu sync.Mutex
 	m  map[string]fileMem
@@ -145,13 +148,17 @@ type fileMem struct {
 	writtenHash string
 	stamp       fileStamp
 	writing     string
+	recent      []string
 	judged      string
 }
+
+// recentWrites bounds fileMem.recent.
+const recentWrites = 16
 
 // knows reports whether a file text of hash h is one this process wrote,
 // is writing, or has merged already.
 func (m fileMem) knows(h string) bool {
-	return h != "" && (h == m.writtenHash || h == m.writing || h == m.judged)
+	return h != "" && (h == m.writtenHash || h == m.writing || h == m.judged || slices.Contains(m.recent, h))
 }
 
 func newFileMemory() *fileMemory { return &fileMemory{m: map[string]fileMem{}} }
@@ -178,8 +185,19 @@ func (f *fileMemory) update(graphID string, fn func(*fileMem)) {
 
 // wrote records text (of hash h) as the base of the next merge; stamp is
 // the file's stamp when this process wrote it (zero when it only read it).
-func (f *fileMemory) wrote(graphID, text, h string, stamp fileStamp) {
-	f.update(graphID, func(m *fileMem) { m.written, m.writtenHash, m.stamp = text, h, stamp })
+// A text that is a state of the log (written from it, or imported) is
+// remembered among the recent ones; a merged hand edit is not.
+func (f *fileMemory) wrote(graphID, text, h string, stamp fileStamp, logState bool) {
+	f.update(graphID, func(m *fileMem) {
+		m.written, m.writtenHash, m.stamp = text, h, stamp
+		if !logState {
+			return
+		}
+		m.recent = append(m.recent, h)
+		if len(m.recent) > recentWrites {
+			m.recent = slices.Delete(m.recent, 0, len(m.recent)-recentWrites)
+		}
+	})
 }
 
 func (f *fileMemory) judged(graphID, hash string) {

@@ -61,8 +61,9 @@ type Handler struct {
 	store  *events.Store
 	cfg    Config
 	graphs *command.Runner[*events.GraphState]
-	files  *fileMemory
-	writer *fileWriter
+	files   *fileMemory
+	writer  *fileWriter
+	derived *derivedCache
 }
 
 // graphKind is the VINE graph aggregate: every event of
@@ -110,12 +111,15 @@ func NewHandler(store *events.Store, cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Handler{store: store, cfg: cfg, files: newFileMemory(), writer: newFileWriter(),
-		graphs: command.New(store, graphKind, command.Config{
-			Now: cfg.Now, CacheSize: cfg.CacheSize,
-			// Many agents on one graph contend here: allow many rounds.
-			MaxAttempts: 64,
-		})}
+	v := &Handler{store: store, cfg: cfg, files: newFileMemory(), writer: newFileWriter(), derived: newDerivedCache()}
+	kind := graphKind
+	kind.Fold = v.derived.fold
+	v.graphs = command.New(store, kind, command.Config{
+		Now: cfg.Now, CacheSize: cfg.CacheSize,
+		// Many agents on one graph contend here: allow many rounds.
+		MaxAttempts: 64,
+	})
+	return v
 }
 
 // Roots returns the workspace roots.
@@ -450,7 +454,7 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 		if st, err = v.appendSnapshot(ctx, st, f, events.GraphImported, *g, actor, "", nil); err != nil {
 			return st, nil, err
 		}
-		v.files.wrote(f.graphID, text, h, fileStamp{})
+		v.files.wrote(f.graphID, text, h, fileStamp{}, true)
 		rep.imported = true
 		return st, rep, nil
 	}
@@ -497,7 +501,7 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 	// The file's text is now merged into the log: it is the base of the
 	// next hand edit's merge (a later save of the same buffer only adds
 	// what is new in it).
-	v.files.wrote(f.graphID, text, h, fileStamp{})
+	v.files.wrote(f.graphID, text, h, fileStamp{}, false)
 	v.files.judged(f.graphID, h)
 	return st, rep, nil
 }
@@ -637,31 +641,41 @@ func (v *Handler) submit(ctx context.Context, f vineFile, actor string, wait boo
 // mutate runs build against the current graph and records the batch it
 // returns (combined with other commands on the graph), then rewrites the
 // file. It returns the batch result.
-func (v *Handler) mutate(ctx context.Context, file, actor string, wait bool, build func(g vine.Graph) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
+func (v *Handler) mutate(ctx context.Context, file, actor string, wait bool, build func(cur *events.GraphState) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
 	f, err := v.resolve(file)
 	if err != nil {
 		return nil, nil, err
 	}
 	var res vine.BatchResult
+	var progress vine.Progress // after the batch, when the fold of its event knows it
 	st, err := v.submit(ctx, f, actor, wait, func(cur *events.GraphState) (command.Decision, error) {
-		ops, err := build(cur.Graph)
+		progress = vine.Progress{}
+		ops, err := build(cur)
 		if err != nil {
 			return command.Decision{}, err
 		}
 		if res, err = vine.Apply(cur.Graph, ops); err != nil {
 			return command.Decision{}, vineError("operations", err)
 		}
-		if res.Graph.Equal(cur.Graph) {
+		base, err := v.derived.text(f.graphID, cur)
+		if err != nil {
+			return command.Decision{}, vineError("operations", err)
+		}
+		// The text of the result: only the blocks the batch changed are
+		// written again.
+		text, changed, whole, err := base.Update(res.Graph)
+		if err != nil {
+			return command.Decision{}, vineError("operations", err)
+		}
+		if !whole && len(changed) == 0 || whole && res.Graph.Equal(cur.Graph) {
 			// Nothing to record (a task set to the status it has): no
 			// event, so a repeated completion is recorded once.
 			return command.Decision{}, errBatchUnchanged
 		}
-		text, err := vine.Serialize(res.Graph)
-		if err != nil {
-			return command.Decision{}, vineError("operations", err)
-		}
+		h := events.TextHash(text.String())
+		v.derived.decide(f.graphID, cur, &decidedBatch{hash: h, text: text, changed: changed, whole: whole, progress: &progress})
 		return command.Decision{Subject: events.VineSubject(f.graphID, events.GraphBatchApplied), Type: events.GraphBatchApplied,
-			Payload: events.GraphBatchPayload{Ops: ops, Summary: res.Summary, Hash: events.TextHash(text)}}, nil
+			Payload: events.GraphBatchPayload{Ops: ops, Summary: res.Summary, Hash: h}}, nil
 	})
 	if errors.Is(err, errNothingReady) {
 		// Nothing to change: a success that leaves the file alone
@@ -679,6 +693,11 @@ func (v *Handler) mutate(ctx context.Context, file, actor string, wait bool, bui
 	written, err := v.writeExtracted(f, res)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !wait && progress.RootID != "" {
+		// A claim reports the progress only: the frontier index's.
+		return &trellis.VineWriteResult{GraphID: f.graphID, Summary: res.Summary, Results: res.Results, Progress: progress,
+			Written: append([]string{f.abs}, written...)}, &res, nil
 	}
 	fr := vine.Next(st.Value.Graph)
 	return &trellis.VineWriteResult{GraphID: f.graphID, Summary: res.Summary, Results: res.Results, Progress: fr.Progress, Frontier: fr,
@@ -718,7 +737,7 @@ func (v *Handler) Write(ctx context.Context, req trellis.VineWriteRequest) (*tre
 	if err := v.checkExtractTargets(req); err != nil {
 		return nil, err
 	}
-	res, _, err := v.mutate(ctx, req.File, events.ActorOr(req.Agent), true, func(vine.Graph) ([]vine.Op, error) { return req.Operations, nil })
+	res, _, err := v.mutate(ctx, req.File, events.ActorOr(req.Agent), true, func(*events.GraphState) ([]vine.Op, error) { return req.Operations, nil })
 	return res, err
 }
 
@@ -756,15 +775,14 @@ func (v *Handler) Claim(ctx context.Context, req trellis.VineClaimRequest) (*tre
 	if err := trellis.ValidateWorkerID(req.Agent); err != nil {
 		return nil, trellis.FieldError("agent", "%s", trellis.AsError(err).Message)
 	}
-	res, batch, err := v.mutate(ctx, req.File, req.Agent, false, func(g vine.Graph) ([]vine.Op, error) {
+	res, batch, err := v.mutate(ctx, req.File, req.Agent, false, func(cur *events.GraphState) ([]vine.Op, error) {
 		if req.ID != "" {
 			return []vine.Op{{Op: vine.OpClaim, ID: req.ID}}, nil
 		}
-		ready := vine.Next(g).ReadyToStart
-		for _, n := range ready {
-			if !n.IsRef() {
-				return []vine.Op{{Op: vine.OpClaim, ID: n.ID}}, nil
-			}
+		// The first task ready to start, in graph order (Next's first),
+		// from the graph's frontier index.
+		if n, ok := v.derived.firstReady(cur.GraphID, cur); ok {
+			return []vine.Op{{Op: vine.OpClaim, ID: n.ID}}, nil
 		}
 		return nil, errNothingReady
 	})

@@ -161,9 +161,12 @@ func (v *Handler) Close() {
 // command to merge.
 func (v *Handler) writeState(job *writeJob) error {
 	f := job.f
-	text, err := vine.Serialize(job.st.Value.Graph)
-	if err != nil {
-		return vineError("file", err)
+	text, ok := v.derived.cachedText(f.graphID, job.st.Value)
+	if !ok {
+		var err error
+		if text, err = vine.Serialize(job.st.Value.Graph); err != nil {
+			return vineError("file", err)
+		}
 	}
 	h := job.st.Value.Hash
 	if h == "" {
@@ -185,9 +188,8 @@ func (v *Handler) writeState(job *writeJob) error {
 		}
 		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
 	}
-	v.files.update(f.graphID, func(m *fileMem) {
-		m.written, m.writtenHash, m.stamp, m.writing = text, h, stamp, ""
-	})
+	v.files.wrote(f.graphID, text, h, stamp, true)
+	v.files.update(f.graphID, func(m *fileMem) { m.writing = "" })
 	return nil
 }
 
