@@ -58,9 +58,9 @@ type Config struct {
 // process and checked against the log across processes, and the .vine file
 // is rewritten from the resulting state after each change.
 type Handler struct {
-	store  *events.Store
-	cfg    Config
-	graphs *command.Runner[*events.GraphState]
+	store   *events.Store
+	cfg     Config
+	graphs  *command.Runner[*events.GraphState]
 	files   *fileMemory
 	writer  *fileWriter
 	derived *derivedCache
