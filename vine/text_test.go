@@ -99,3 +99,29 @@ func BenchmarkTextUpdateClaim50k(b *testing.B) {
 		}
 	}
 }
+
+// TestApplyValidIsApply: on a valid graph, ApplyValid gives Apply's result
+// and errors for status batches (claims of tasks not ready included) and
+// for every other batch.
+func TestApplyValidIsApply(t *testing.T) {
+	g := genGraph(200, 3)
+	batches := [][]Op{
+		{{Op: OpSetStatus, ID: "t5", Status: StatusComplete}, {Op: OpSetStatus, ID: "t7", Status: StatusBlocked}},
+		{{Op: OpClaim, ID: "t199"}},
+		{{Op: OpClaim, ID: "t0"}},
+		{{Op: OpSetStatus, ID: "nope", Status: StatusComplete}},
+		{{Op: OpSetStatus, ID: "t3", Status: "finished"}},
+		{{Op: OpAddDep, TaskID: "t150", DepID: "t0"}}, // a cycle: refused by validation
+		{{Op: OpAddTask, ID: "n1", Name: "New"}},      // unreachable: refused by validation
+	}
+	for i, ops := range batches {
+		want, werr := Apply(g, ops)
+		got, gerr := ApplyValid(g, ops)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("batch %d: ApplyValid error %v, Apply error %v", i, gerr, werr)
+		}
+		if werr == nil && (!got.Graph.Equal(want.Graph) || got.Summary != want.Summary) {
+			t.Fatalf("batch %d: results differ", i)
+		}
+	}
+}

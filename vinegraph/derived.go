@@ -77,6 +77,16 @@ func (c *derivedCache) text(graphID string, st *events.GraphState) (*vine.Text, 
 	return d.text, nil
 }
 
+// put keeps the text of a state just recorded (an import or a merged hand
+// edit) and builds its frontier index.
+func (c *derivedCache) put(graphID string, st *events.GraphState, text *vine.Text) {
+	fx := vine.NewFrontierIndex(vine.Graph{Metadata: st.Graph.Metadata, Nodes: slices.Clone(st.Graph.Nodes)})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.entry(graphID, st)
+	d.text, d.fx = text, fx
+}
+
 // cachedText returns the canonical text of st when it is kept.
 func (c *derivedCache) cachedText(graphID string, st *events.GraphState) (string, bool) {
 	c.mu.Lock()

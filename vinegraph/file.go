@@ -148,6 +148,7 @@ type fileMem struct {
 	writtenHash string
 	stamp       fileStamp
 	writing     string
+	writingText string
 	recent      []string
 	judged      string
 }

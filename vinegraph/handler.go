@@ -424,15 +424,20 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 	}
 	before := stampOf(f.abs)
 	text, exists, ferr := v.readVineText(f.abs, "file")
-	h := events.TextHash(text)
-	rep.read = fileRead{exists: exists, hash: h}
+	rep.read = fileRead{exists: exists}
 	if after := stampOf(f.abs); rep.read.exists && before == after {
 		rep.read.stamp = after // else saved while read: no rewrite this time
 	}
-	if !rep.read.exists {
-		rep.read.hash = ""
-	}
 	mem := v.files.get(f.graphID)
+	if st.Exists() && exists && ferr == nil && v.isKnownText(f.graphID, st.Value, mem, text) {
+		// The text of the log's state, or the one this process last wrote
+		// or is writing: compared as it is, without hashing it.
+		return st, rep, nil
+	}
+	h := events.TextHash(text)
+	if exists {
+		rep.read.hash = h
+	}
 	if st.Exists() && exists && ferr == nil && (h == st.Value.Hash || mem.knows(h)) {
 		// What the log holds, what this process wrote or is writing (the
 		// log may be ahead: the next write catches up), or a text already
@@ -506,6 +511,19 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 	return st, rep, nil
 }
 
+// isKnownText reports whether text is the canonical text of st (when this
+// process keeps it) or a text it wrote or is writing to the file.
+func (v *Handler) isKnownText(graphID string, st *events.GraphState, mem fileMem, text string) bool {
+	if text == "" {
+		return false // an empty file is never a graph
+	}
+	if text == mem.written || text == mem.writingText {
+		return true
+	}
+	cur, ok := v.derived.cachedText(graphID, st)
+	return ok && text == cur
+}
+
 // restore writes a missing file back from the log; an existing file is
 // left alone (a merged hand edit is written with the next change).
 func (v *Handler) restore(ctx context.Context, st graphState, f vineFile, rep *openReport) error {
@@ -567,10 +585,11 @@ func graphError(graphID, what string, err error) error {
 }
 
 func (v *Handler) appendSnapshot(ctx context.Context, st graphState, f vineFile, typ string, g vine.Graph, actor, noticedBy string, conflicts []vine.MergeConflict) (graphState, error) {
-	text, err := vine.Serialize(g)
+	vt, err := vine.NewText(g)
 	if err != nil {
 		return st, vineError("file", err)
 	}
+	text := vt.String()
 	gz, err := events.Compress(text)
 	if err != nil {
 		return st, trellis.Errorf(trellis.CodeInternal, "compress graph: %w", err)
@@ -601,6 +620,9 @@ func (v *Handler) appendSnapshot(ctx context.Context, st graphState, f vineFile,
 		}
 		return st, graphError(f.graphID, "append "+typ, err)
 	}
+	// The next changes start from this state: its text and frontier
+	// index are kept for them.
+	v.derived.put(f.graphID, next.Value, vt)
 	return next, nil
 }
 
@@ -654,7 +676,9 @@ func (v *Handler) mutate(ctx context.Context, file, actor string, wait bool, bui
 		if err != nil {
 			return command.Decision{}, err
 		}
-		if res, err = vine.Apply(cur.Graph, ops); err != nil {
+		// cur is a recorded state, valid: a batch of status changes is not
+		// validated again.
+		if res, err = vine.ApplyValid(cur.Graph, ops); err != nil {
 			return command.Decision{}, vineError("operations", err)
 		}
 		base, err := v.derived.text(f.graphID, cur)

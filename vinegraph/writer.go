@@ -179,17 +179,17 @@ func (v *Handler) writeState(job *writeJob) error {
 		// before that write landed): a state of the log, safe to replace.
 		want = fileRead{exists: true, stamp: mem.stamp}
 	}
-	v.files.update(f.graphID, func(m *fileMem) { m.writing = h })
+	v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = h, text })
 	stamp, err := writeFileCAS(f.abs, []byte(text), want)
 	if err != nil {
-		v.files.update(f.graphID, func(m *fileMem) { m.writing = "" })
+		v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = "", "" })
 		if errors.Is(err, errFileChanged) {
 			return nil
 		}
 		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
 	}
 	v.files.wrote(f.graphID, text, h, stamp, true)
-	v.files.update(f.graphID, func(m *fileMem) { m.writing = "" })
+	v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = "", "" })
 	return nil
 }
 
