@@ -116,7 +116,7 @@ func TestApplyValidIsApply(t *testing.T) {
 	}
 	for i, ops := range batches {
 		want, werr := Apply(g, ops)
-		got, gerr := ApplyValid(g, ops)
+		got, gerr := ApplyValid(g, g.Index(), ops)
 		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
 			t.Fatalf("batch %d: ApplyValid error %v, Apply error %v", i, gerr, werr)
 		}

@@ -26,6 +26,7 @@ type derived struct {
 	st      *events.GraphState
 	text    *vine.Text
 	fx      *vine.FrontierIndex // nil until a claim needs it; follows st
+	index   map[string]int      // st.Graph.Index(), nil until needed; only read
 	decided *decidedBatch       // the last batch decided on st
 }
 
@@ -87,6 +88,17 @@ func (c *derivedCache) put(graphID string, st *events.GraphState, text *vine.Tex
 	d.text, d.fx = text, fx
 }
 
+// index returns st.Graph.Index(), kept while only statuses change.
+func (c *derivedCache) index(graphID string, st *events.GraphState) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.entry(graphID, st)
+	if d.index == nil {
+		d.index = st.Graph.Index()
+	}
+	return d.index
+}
+
 // cachedText returns the canonical text of st when it is kept.
 func (c *derivedCache) cachedText(graphID string, st *events.GraphState) (string, bool) {
 	c.mu.Lock()
@@ -141,7 +153,15 @@ func (c *derivedCache) fold(st *events.GraphState, rec events.Recorded) (*events
 	}
 	b := d.decided
 	next := &events.GraphState{GraphID: st.GraphID, Path: st.Path, Graph: b.text.Graph(), Events: st.Events + 1, Hash: p.Hash}
-	fx := d.fx
+	fx, index := d.fx, d.index
+	if b.whole {
+		index = nil
+	}
+	for _, i := range b.changed {
+		if st.Graph.Nodes[i].ID != next.Graph.Nodes[i].ID {
+			index = nil
+		}
+	}
 	if fx != nil && !b.whole {
 		for _, i := range b.changed {
 			was, now := st.Graph.Nodes[i], next.Graph.Nodes[i]
@@ -161,6 +181,6 @@ func (c *derivedCache) fold(st *events.GraphState, rec events.Recorded) (*events
 		*b.progress = fx.Progress()
 	}
 	d.decided = nil
-	c.m[st.GraphID] = &derived{st: next, text: b.text, fx: fx}
+	c.m[st.GraphID] = &derived{st: next, text: b.text, fx: fx, index: index}
 	return next, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/command"
@@ -306,7 +307,12 @@ func (v *Handler) readVineText(path, field string) (text string, exists bool, er
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
 		return "", true, trellis.FieldError(field, "%s holds binary data, not UTF-8 text", path)
 	}
-	return string(data), true, nil
+	if len(data) == 0 {
+		return "", true, nil
+	}
+	// data is never written again: the text is made of it, not copied
+	// (a graph's file may be megabytes, read by every command).
+	return unsafe.String(&data[0], len(data)), true, nil
 }
 
 // parseVineText parses and validates the text of the .vine file path.
@@ -678,7 +684,7 @@ func (v *Handler) mutate(ctx context.Context, file, actor string, wait bool, bui
 		}
 		// cur is a recorded state, valid: a batch of status changes is not
 		// validated again.
-		if res, err = vine.ApplyValid(cur.Graph, ops); err != nil {
+		if res, err = vine.ApplyValid(cur.Graph, v.derived.index(f.graphID, cur), ops); err != nil {
 			return command.Decision{}, vineError("operations", err)
 		}
 		base, err := v.derived.text(f.graphID, cur)
