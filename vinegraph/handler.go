@@ -444,6 +444,13 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 	if exists {
 		rep.read.hash = h
 	}
+	if st.Exists() && exists && !(ferr == nil && (h == st.Value.Hash || mem.knows(h))) && v.writer.busy(f.graphID) {
+		// A text this process does not know while its writer is
+		// replacing the file: judged once the write is done (the base of
+		// a merge is the text it wrote), read again.
+		_ = v.flush(f.graphID, v.writer.ticket(f.graphID))
+		return v.reconcileOnce(ctx, f, actor)
+	}
 	if st.Exists() && exists && ferr == nil && (h == st.Value.Hash || mem.knows(h)) {
 		// What the log holds, what this process wrote or is writing (the
 		// log may be ahead: the next write catches up), or a text already

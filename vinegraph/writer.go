@@ -150,6 +150,14 @@ func (w *fileWriter) ticket(graphID string) uint64 {
 	return 0
 }
 
+// busy reports whether graphID's writer is writing or has a state waiting.
+func (w *fileWriter) busy(graphID string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	gw := w.graphs[graphID]
+	return gw != nil && (gw.running || gw.next != nil)
+}
+
 // Close waits for the files being written.
 func (v *Handler) Close() {
 	v.writer.wg.Wait()
