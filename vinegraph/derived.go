@@ -40,8 +40,9 @@ type decidedBatch struct {
 	progress *vine.Progress
 }
 
-// maxDerived bounds the graphs whose derived state a process keeps.
-const maxDerived = 64
+// maxDerived bounds the graphs whose derived state a process keeps (a
+// 50,000-node graph keeps about 30 MB: its text, index and frontier).
+const maxDerived = 16
 
 func newDerivedCache() *derivedCache { return &derivedCache{m: map[string]*derived{}} }
 
