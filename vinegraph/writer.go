@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
@@ -30,11 +31,15 @@ import (
 
 // fileWriter runs the per-graph writers of a Handler.
 type fileWriter struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	graphs map[string]*graphWrites
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	cond    *sync.Cond
+	graphs  map[string]*graphWrites
+	wg      sync.WaitGroup
+	closing bool
 }
+
+// maxRest bounds the pause of a graph's writer between two writes.
+const maxRest = 500 * time.Millisecond
 
 // graphWrites is the write state of one graph's file.
 type graphWrites struct {
@@ -45,6 +50,8 @@ type graphWrites struct {
 	written uint64 // the highest sequence written
 	failed  uint64 // the ticket of the last write that failed
 	err     error
+	waiters int       // callers waiting in flush
+	rest    time.Time // no write starts before, unless someone waits
 }
 
 // writeJob is one state to write to a file.
@@ -100,12 +107,23 @@ func (v *Handler) writeLoop(gw *graphWrites) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for gw.next != nil {
+		// Pacing: after a write the disk is left to the log as long as
+		// the write took (the claims recorded meanwhile go to the file
+		// together), unless a caller waits for the file.
+		for wait := time.Until(gw.rest); wait > 0 && gw.waiters == 0 && !w.closing; wait = time.Until(gw.rest) {
+			w.mu.Unlock()
+			time.Sleep(min(wait, 5*time.Millisecond))
+			w.mu.Lock()
+		}
 		job := gw.next
 		gw.next = nil
 		if job.st.Seq >= gw.written {
 			w.mu.Unlock()
+			start := time.Now()
 			err := v.writeState(job)
+			took := time.Since(start)
 			w.mu.Lock()
+			gw.rest = time.Now().Add(min(took, maxRest))
 			if err != nil {
 				gw.failed, gw.err = job.ticket, err
 				v.cfg.Logger.Warn("vine: rewriting the file failed; the next change writes it again", "file", job.f.abs, "graph", job.f.graphID, "err", err)
@@ -131,6 +149,8 @@ func (v *Handler) flush(graphID string, ticket uint64) error {
 	if gw == nil {
 		return nil
 	}
+	gw.waiters++
+	defer func() { gw.waiters-- }()
 	for gw.done < ticket {
 		w.cond.Wait()
 	}
@@ -160,6 +180,9 @@ func (w *fileWriter) busy(graphID string) bool {
 
 // Close waits for the files being written.
 func (v *Handler) Close() {
+	v.writer.mu.Lock()
+	v.writer.closing = true
+	v.writer.mu.Unlock()
 	v.writer.wg.Wait()
 }
 
