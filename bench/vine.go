@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,8 @@ type VineReport struct {
 	BigBytes          int     `json:"big_graph_bytes"`
 	BigImportNextMs   float64 `json:"big_graph_import_and_next_ms"`
 	BigClaimMs        float64 `json:"big_graph_claim_ms"`
+	BigFirstClaimMs   float64 `json:"big_graph_first_claim_ms"`
+	BigClaims         int     `json:"big_graph_claims"`
 }
 
 // Print writes the report.
@@ -53,8 +56,8 @@ func (r *VineReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "  %d-node graph: parse+validate+frontier from the file %.2f ms (goal < 20 ms); frontier read from the projection %.3f ms (goal < 1 ms)\n",
 		r.FrontierGraphSize, r.FileFrontierMs, r.ProjectionReadMs)
 	fmt.Fprintf(w, "  1,000-operation batch on a 1,000-node graph: %.2f ms\n", r.Batch1000OpsMs)
-	fmt.Fprintf(w, "  %d-node graph (%.1f MB .vine): imported and its frontier read by vine next in %.0f ms (goal < 2000 ms); one claim %.0f ms\n",
-		r.BigNodes, float64(r.BigBytes)/(1<<20), r.BigImportNextMs, r.BigClaimMs)
+	fmt.Fprintf(w, "  %d-node graph (%.1f MB .vine): imported and its frontier read by vine next in %.0f ms (goal < 2000 ms); one claim %.1f ms (median of %d; the first %.1f ms; goal < 20 ms)\n",
+		r.BigNodes, float64(r.BigBytes)/(1<<20), r.BigImportNextMs, r.BigClaimMs, r.BigClaims, r.BigFirstClaimMs)
 }
 
 // RunVine measures claims/s of concurrent agents on one graph beside the
@@ -130,11 +133,28 @@ func timeBigGraph(ctx context.Context, ws string, store *events.Store, rep *Vine
 		return err
 	}
 	rep.BigImportNextMs = float64(time.Since(start)) / float64(time.Millisecond)
-	start = time.Now()
-	if _, err := svc.VineClaim(ctx, trellis.VineClaimRequest{File: file, Agent: "bench"}); err != nil {
-		return err
+	// Claims one after the other: each claimed task is then completed
+	// (not timed), which makes the next one in the chain ready.
+	rep.BigClaims = 9
+	times := make([]float64, 0, rep.BigClaims)
+	for i := 0; i < rep.BigClaims; i++ {
+		start = time.Now()
+		c, err := svc.VineClaim(ctx, trellis.VineClaimRequest{File: file, Agent: "bench"})
+		if err != nil {
+			return err
+		}
+		times = append(times, float64(time.Since(start))/float64(time.Millisecond))
+		if c.Node == nil {
+			return fmt.Errorf("claim %d: nothing ready", i)
+		}
+		if _, err := svc.VineWrite(ctx, trellis.VineWriteRequest{File: file, Agent: "bench",
+			Operations: []vine.Op{{Op: vine.OpSetStatus, ID: c.Node.Node.ID, Status: vine.StatusComplete}}}); err != nil {
+			return err
+		}
 	}
-	rep.BigClaimMs = float64(time.Since(start)) / float64(time.Millisecond)
+	rep.BigFirstClaimMs = times[0]
+	slices.Sort(times)
+	rep.BigClaimMs = times[len(times)/2]
 	return nil
 }
 

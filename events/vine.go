@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unsafe"
 
 	"github.com/trellis/trellis/vine"
 )
@@ -109,7 +110,9 @@ func ResultHash(rec Recorded) string {
 
 // TextHash is the hash recorded for a canonical text.
 func TextHash(text string) string {
-	sum := sha256.Sum256([]byte(text))
+	// The text is hashed where it is, not copied first (it may be
+	// megabytes, hashed on every VINE change): Sum256 only reads it.
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(text), len(text)))
 	return hex.EncodeToString(sum[:16])
 }
 

@@ -179,6 +179,7 @@ func (s *Service) Close() error {
 		_ = s.wfMetrics.Stop()
 	}
 	s.activity.stop()
+	s.vine.Close()
 	for _, r := range s.runners {
 		if err := r.Stop(); err != nil && first == nil {
 			first = err

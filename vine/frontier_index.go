@@ -379,3 +379,17 @@ func (x *FrontierIndex) addLabel(label string, d int) {
 	}
 	x.byStatus[label] = c
 }
+
+// FirstReadyToStart returns the position of the first node in graph order
+// that Next lists as ready to start (a task, never a reference), or -1.
+func (x *FrontierIndex) FirstReadyToStart() int {
+	if x.classCount[classStart] == 0 {
+		return -1
+	}
+	for i, c := range x.class {
+		if c == classStart {
+			return i
+		}
+	}
+	return -1
+}

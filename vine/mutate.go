@@ -152,10 +152,16 @@ func DecodeOps(data []byte) ([]Op, error) {
 //
 // Apply never modifies g; the result shares unchanged nodes with it.
 func Apply(g Graph, ops []Op) (BatchResult, error) {
+	return apply(g, ops, true, nil)
+}
+
+// apply is Apply, validating the result when validate is set, with g's
+// index when it is given (status batches only: the index is not changed).
+func apply(g Graph, ops []Op, validate bool, index map[string]int) (BatchResult, error) {
 	if len(ops) == 0 {
 		return BatchResult{}, errf(CodeInvalid, "no operations to apply")
 	}
-	b := newBatch(g)
+	b := newBatch(g, index)
 	res := BatchResult{Results: make([]OpResult, 0, len(ops))}
 	for i, op := range ops {
 		r, err := b.apply(i, op)
@@ -166,8 +172,12 @@ func Apply(g Graph, ops []Op) (BatchResult, error) {
 		res.Results = append(res.Results, r)
 	}
 	out := b.graph()
-	if err := Validate(out); err != nil {
-		return BatchResult{}, fmt.Errorf("batch of %d operation(s) rejected: %w", len(ops), err)
+	// Without validate only statuses changed (ApplyValid): the
+	// constraints hold as they did in g.
+	if validate {
+		if err := Validate(out); err != nil {
+			return BatchResult{}, fmt.Errorf("batch of %d operation(s) rejected: %w", len(ops), err)
+		}
 	}
 	res.Graph = out
 	parts := make([]string, len(res.Results))
@@ -176,6 +186,22 @@ func Apply(g Graph, ops []Op) (BatchResult, error) {
 	}
 	res.Summary = fmt.Sprintf("%d operation(s) applied: %s.", len(ops), strings.Join(parts, "; "))
 	return res, nil
+}
+
+// ApplyValid is Apply for a graph known to be valid (a state recorded in
+// the log, which was validated when it was recorded): a batch whose
+// operations only change task statuses (set_status, claim) cannot break a
+// constraint, so its result is not validated again, which on a large
+// graph is most of the cost of a claim. index, when not nil, is
+// g.Index() kept by the caller (it is only read). Any other batch is
+// Apply's.
+func ApplyValid(g Graph, index map[string]int, ops []Op) (BatchResult, error) {
+	for _, op := range ops {
+		if op.Op != OpSetStatus && op.Op != OpClaim {
+			return Apply(g, ops)
+		}
+	}
+	return apply(g, ops, false, index)
 }
 
 // batch is the working state of Apply. The input's node slice is copied on
@@ -191,13 +217,16 @@ type batch struct {
 	index    map[string]int // live ids only
 }
 
-func newBatch(g Graph) *batch {
+func newBatch(g Graph, index map[string]int) *batch {
+	if index == nil {
+		index = g.Index()
+	}
 	return &batch{
 		meta:    maps.Clone(g.Metadata),
 		nodes:   g.Nodes,
 		owned:   make([]bool, len(g.Nodes)),
 		removed: make([]bool, len(g.Nodes)),
-		index:   g.Index(),
+		index:   index,
 	}
 }
 

@@ -246,7 +246,7 @@ func TestVineReadsLeaveFileUnchanged(t *testing.T) {
 	if _, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-1"}); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(f)
+	before := []byte(waitFile(t, f, holds("[b] Build (started)"))) // the claim's write follows it
 	if c, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"}); err != nil || c.Node != nil {
 		t.Fatalf("claim with nothing ready = %+v, %v", c, err)
 	}
@@ -299,8 +299,8 @@ func TestVineSuccessfulChangeRewritesCanonical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := os.ReadFile(f)
-		if string(got) != exp.Text || !strings.HasPrefix(exp.Text, "vine 1.2.0\n") {
+		got := waitFile(t, f, func(s string) bool { return s != messy }) // a claim's write follows it
+		if got != exp.Text || !strings.HasPrefix(exp.Text, "vine 1.2.0\n") {
 			t.Fatalf("%s: file after the change:\n%s\nwant the canonical text:\n%s", c.name, got, exp.Text)
 		}
 	}

@@ -1,7 +1,9 @@
 // Package vinegraph is the VINE graph domain: it runs .vine task graphs
 // as event-sourced aggregates, one per graph (trellis.vine.<graph_id>),
 // deciding every change through package command (checked appends on the
-// graph's aggregate) and rewriting the .vine file from the log after each.
+// graph's aggregate) and rewriting the .vine file from the log after each
+// (a claim returns once its event is recorded; one writer per graph
+// writes the file behind it, see writer.go).
 //
 // What it decides: which file a request names and whether it lies inside a
 // workspace root (Handler.Inside; references a graph expands too), the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -54,12 +55,14 @@ var errFileChanged = errors.New("the file changed since it was read")
 // The swap is an atomic exchange (renameat2 RENAME_EXCHANGE): what it
 // displaced is checked, and if someone saved the file between the check
 // and the exchange, their content is swapped back and errFileChanged
-// returned, so a concurrent save is never lost.
-func writeFileCAS(path string, data []byte, want fileRead) error {
+// returned, so a concurrent save is never lost. It returns the stamp of
+// the file it wrote, taken before the file was put in place (a save right
+// after the swap is not taken for this write).
+func writeFileCAS(path string, data []byte, want fileRead) (fileStamp, error) {
 	dir := filepath.Dir(path)
 	now := stampOf(path)
 	if want.exists && (want.stamp == fileStamp{} || now != want.stamp) || !want.exists && now != (fileStamp{}) {
-		return errFileChanged
+		return fileStamp{}, errFileChanged
 	}
 	mode, uid, gid := os.FileMode(0o644), -1, -1
 	if info, err := os.Stat(path); err == nil {
@@ -70,71 +73,93 @@ func writeFileCAS(path string, data []byte, want fileRead) error {
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fileStamp{}, fmt.Errorf("write %s: %w", path, err)
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(data); err != nil {
 		_ = tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+		return fileStamp{}, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Chmod(mode); err != nil {
 		_ = tmp.Close()
-		return fmt.Errorf("chmod %s: %w", path, err)
+		return fileStamp{}, fmt.Errorf("chmod %s: %w", path, err)
 	}
 	if uid >= 0 && (uid != os.Getuid() || gid != os.Getgid()) {
 		_ = tmp.Chown(uid, gid) // best effort: only root may give a file away
 	}
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
+		return fileStamp{}, fmt.Errorf("sync %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
+		return fileStamp{}, fmt.Errorf("close %s: %w", path, err)
 	}
+	written := stampOf(tmp.Name())
 	if !want.exists {
 		// Nothing to displace: link fails if someone created it meanwhile.
 		if err := os.Link(tmp.Name(), path); err != nil {
 			if errors.Is(err, os.ErrExist) {
-				return errFileChanged
+				return fileStamp{}, errFileChanged
 			}
-			return fmt.Errorf("create %s: %w", path, err)
+			return fileStamp{}, fmt.Errorf("create %s: %w", path, err)
 		}
-		return projections.SyncDir(dir)
+		return written, projections.SyncDir(dir)
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return fileStamp{}, errFileChanged // removed since the check
+		}
 		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
-			return fmt.Errorf("replace %s: %w", path, err)
+			return fileStamp{}, fmt.Errorf("replace %s: %w", path, err)
 		}
 		// A file system without exchange: a plain rename (the window
 		// between the check above and here stays open).
 		if err := os.Rename(tmp.Name(), path); err != nil {
-			return fmt.Errorf("rename %s: %w", path, err)
+			return fileStamp{}, fmt.Errorf("rename %s: %w", path, err)
 		}
-		return projections.SyncDir(dir)
+		return written, projections.SyncDir(dir)
 	}
 	if stampOf(tmp.Name()) != want.stamp {
 		// Saved by someone between the check and the exchange: put their
 		// content back; the next command merges it.
 		if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
-			return fmt.Errorf("restore %s: %w", path, err)
+			return fileStamp{}, fmt.Errorf("restore %s: %w", path, err)
 		}
 		_ = projections.SyncDir(dir)
-		return errFileChanged
+		return fileStamp{}, errFileChanged
 	}
-	return projections.SyncDir(dir)
+	return written, projections.SyncDir(dir)
 }
 
 // fileMemory remembers, per graph, the text this process last wrote to
-// its file (the base of a three-way merge of a hand edit) and the hash
-// of the last hand-edited text merged (judged once).
+// its file (the base of a three-way merge of a hand edit) with its hash
+// and the file's stamp after that write, the hash of a text being written
+// now (its rename may land while a command reads the file), the hashes of
+// the last texts it wrote (a command that read the file while the writer
+// replaced it twice holds one of them: a state of the log, not a hand
+// edit), and the hash of the last hand-edited text merged (judged once).
 type fileMemory struct {
 	mu sync.Mutex
 	m  map[string]fileMem
 }
 
 type fileMem struct {
-	written string
-	judged  string
+	written     string
+	writtenHash string
+	stamp       fileStamp
+	writing     string
+	writingText string
+	recent      []string
+	judged      string
+}
+
+// recentWrites bounds fileMem.recent.
+const recentWrites = 16
+
+// knows reports whether a file text of hash h is one this process wrote,
+// is writing, or has merged already.
+func (m fileMem) knows(h string) bool {
+	return h != "" && (h == m.writtenHash || h == m.writing || h == m.judged || slices.Contains(m.recent, h))
 }
 
 func newFileMemory() *fileMemory { return &fileMemory{m: map[string]fileMem{}} }
@@ -159,8 +184,21 @@ func (f *fileMemory) update(graphID string, fn func(*fileMem)) {
 	f.m[graphID] = m
 }
 
-func (f *fileMemory) wrote(graphID, text string) {
-	f.update(graphID, func(m *fileMem) { m.written = text })
+// wrote records text (of hash h) as the base of the next merge; stamp is
+// the file's stamp when this process wrote it (zero when it only read it).
+// A text that is a state of the log (written from it, or imported) is
+// remembered among the recent ones; a merged hand edit is not.
+func (f *fileMemory) wrote(graphID, text, h string, stamp fileStamp, logState bool) {
+	f.update(graphID, func(m *fileMem) {
+		m.written, m.writtenHash, m.stamp = text, h, stamp
+		if !logState {
+			return
+		}
+		m.recent = append(m.recent, h)
+		if len(m.recent) > recentWrites {
+			m.recent = slices.Delete(m.recent, 0, len(m.recent)-recentWrites)
+		}
+	})
 }
 
 func (f *fileMemory) judged(graphID, hash string) {

@@ -81,7 +81,9 @@ func TestVineStaleEditorSaveNeverUndoesClaim(t *testing.T) {
 	if err != nil || c1.Node == nil || c1.Node.Node.ID != "a" {
 		t.Fatalf("agent-1 claim: %+v %v", c1, err)
 	}
-	// The person saves the stale buffer with an edit of their own.
+	// The file shows the claim; then the person saves the stale buffer
+	// with an edit of their own.
+	waitFile(t, path, holds("[a] Analyse (started)"))
 	saveLikeEditor(t, path, addDecision(string(buffer), "b", "use the new API"))
 	if err := os.Chmod(path, 0o640); err != nil { // the person's file mode
 		t.Fatal(err)

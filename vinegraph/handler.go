@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/command"
@@ -58,10 +59,12 @@ type Config struct {
 // process and checked against the log across processes, and the .vine file
 // is rewritten from the resulting state after each change.
 type Handler struct {
-	store  *events.Store
-	cfg    Config
-	graphs *command.Runner[*events.GraphState]
-	files  *fileMemory
+	store   *events.Store
+	cfg     Config
+	graphs  *command.Runner[*events.GraphState]
+	files   *fileMemory
+	writer  *fileWriter
+	derived *derivedCache
 }
 
 // graphKind is the VINE graph aggregate: every event of
@@ -106,12 +109,18 @@ func NewHandler(store *events.Store, cfg Config) *Handler {
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = GraphCacheSize
 	}
-	return &Handler{store: store, cfg: cfg, files: newFileMemory(),
-		graphs: command.New(store, graphKind, command.Config{
-			Now: cfg.Now, CacheSize: cfg.CacheSize,
-			// Many agents on one graph contend here: allow many rounds.
-			MaxAttempts: 64,
-		})}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	v := &Handler{store: store, cfg: cfg, files: newFileMemory(), writer: newFileWriter(), derived: newDerivedCache()}
+	kind := graphKind
+	kind.Fold = v.derived.fold
+	v.graphs = command.New(store, kind, command.Config{
+		Now: cfg.Now, CacheSize: cfg.CacheSize,
+		// Many agents on one graph contend here: allow many rounds.
+		MaxAttempts: 64,
+	})
+	return v
 }
 
 // Roots returns the workspace roots.
@@ -268,27 +277,46 @@ func firstOr(list []string, def string) string {
 // readVineFile reads and checks a .vine file: size, text, parse, validate.
 // A missing file returns (nil graph, "", nil).
 func (v *Handler) readVineFile(path, field string) (*vine.Graph, string, error) {
+	text, exists, err := v.readVineText(path, field)
+	if err != nil || !exists {
+		return nil, text, err
+	}
+	return parseVineText(path, field, text)
+}
+
+// readVineText reads a .vine file and checks its size and that it is text;
+// exists is false for a missing file.
+func (v *Handler) readVineText(path, field string) (text string, exists bool, err error) {
 	info, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, "", nil
+		return "", false, nil
 	}
 	if err != nil {
-		return nil, "", trellis.FieldError(field, "%v", err)
+		return "", true, trellis.FieldError(field, "%v", err)
 	}
 	if info.IsDir() {
-		return nil, "", trellis.FieldError(field, "%s is a directory, not a .vine file", path)
+		return "", true, trellis.FieldError(field, "%s is a directory, not a .vine file", path)
 	}
 	if info.Size() > v.cfg.MaxFileBytes {
-		return nil, "", trellis.FieldError(field, "%s is %d bytes; .vine files up to %d bytes are accepted", path, info.Size(), v.cfg.MaxFileBytes)
+		return "", true, trellis.FieldError(field, "%s is %d bytes; .vine files up to %d bytes are accepted", path, info.Size(), v.cfg.MaxFileBytes)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", trellis.FieldError(field, "%v", err)
+		return "", true, trellis.FieldError(field, "%v", err)
 	}
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
-		return nil, "", trellis.FieldError(field, "%s holds binary data, not UTF-8 text", path)
+		return "", true, trellis.FieldError(field, "%s holds binary data, not UTF-8 text", path)
 	}
-	text := string(data)
+	if len(data) == 0 {
+		return "", true, nil
+	}
+	// data is never written again: the text is made of it, not copied
+	// (a graph's file may be megabytes, read by every command).
+	return unsafe.String(&data[0], len(data)), true, nil
+}
+
+// parseVineText parses and validates the text of the .vine file path.
+func parseVineText(path, field, text string) (*vine.Graph, string, error) {
 	g, err := vine.Parse(text)
 	if err != nil {
 		return nil, text, parseError(field, path, err)
@@ -401,14 +429,37 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 		return st, nil, command.StoreError("load graph", err)
 	}
 	before := stampOf(f.abs)
-	g, text, ferr := v.readVineFile(f.abs, "file")
-	h := events.TextHash(text)
-	rep.read = fileRead{exists: g != nil || ferr != nil, hash: h}
+	text, exists, ferr := v.readVineText(f.abs, "file")
+	rep.read = fileRead{exists: exists}
 	if after := stampOf(f.abs); rep.read.exists && before == after {
 		rep.read.stamp = after // else saved while read: no rewrite this time
 	}
-	if !rep.read.exists {
-		rep.read.hash = ""
+	mem := v.files.get(f.graphID)
+	if st.Exists() && exists && ferr == nil && v.isKnownText(f.graphID, st.Value, mem, text) {
+		// The text of the log's state, or the one this process last wrote
+		// or is writing: compared as it is, without hashing it.
+		return st, rep, nil
+	}
+	h := events.TextHash(text)
+	if exists {
+		rep.read.hash = h
+	}
+	if st.Exists() && exists && !(ferr == nil && (h == st.Value.Hash || mem.knows(h))) && v.writer.busy(f.graphID) {
+		// A text this process does not know while its writer is
+		// replacing the file: judged once the write is done (the base of
+		// a merge is the text it wrote), read again.
+		_ = v.flush(f.graphID, v.writer.ticket(f.graphID))
+		return v.reconcileOnce(ctx, f, actor)
+	}
+	if st.Exists() && exists && ferr == nil && (h == st.Value.Hash || mem.knows(h)) {
+		// What the log holds, what this process wrote or is writing (the
+		// log may be ahead: the next write catches up), or a text already
+		// merged: nothing to parse.
+		return st, rep, nil
+	}
+	var g *vine.Graph
+	if exists && ferr == nil {
+		g, _, ferr = parseVineText(f.abs, "file", text)
 	}
 	if !st.Exists() {
 		// Not in the log yet: the file is imported as it is.
@@ -421,19 +472,13 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 		if st, err = v.appendSnapshot(ctx, st, f, events.GraphImported, *g, actor, "", nil); err != nil {
 			return st, nil, err
 		}
-		v.files.wrote(f.graphID, text)
+		v.files.wrote(f.graphID, text, h, fileStamp{}, true)
 		rep.imported = true
 		return st, rep, nil
 	}
 	if g == nil && ferr == nil {
 		// The file is gone: the log still has the graph.
 		rep.missing = true
-		return st, rep, nil
-	}
-	mem := v.files.get(f.graphID)
-	if ferr == nil && (h == st.Value.Hash || h == events.TextHash(mem.written) || h == mem.judged) {
-		// What the log holds, what this process last wrote (the log may
-		// be ahead: the next write catches up), or a text already merged.
 		return st, rep, nil
 	}
 	if ferr != nil {
@@ -474,18 +519,31 @@ func (v *Handler) reconcileOnce(ctx context.Context, f vineFile, actor string) (
 	// The file's text is now merged into the log: it is the base of the
 	// next hand edit's merge (a later save of the same buffer only adds
 	// what is new in it).
-	v.files.wrote(f.graphID, text)
+	v.files.wrote(f.graphID, text, h, fileStamp{}, false)
 	v.files.judged(f.graphID, h)
 	return st, rep, nil
 }
 
+// isKnownText reports whether text is the canonical text of st (when this
+// process keeps it) or a text it wrote or is writing to the file.
+func (v *Handler) isKnownText(graphID string, st *events.GraphState, mem fileMem, text string) bool {
+	if text == "" {
+		return false // an empty file is never a graph
+	}
+	if text == mem.written || text == mem.writingText {
+		return true
+	}
+	cur, ok := v.derived.cachedText(graphID, st)
+	return ok && text == cur
+}
+
 // restore writes a missing file back from the log; an existing file is
 // left alone (a merged hand edit is written with the next change).
-func (v *Handler) restore(st graphState, f vineFile, rep *openReport) error {
+func (v *Handler) restore(ctx context.Context, st graphState, f vineFile, rep *openReport) error {
 	if !rep.missing {
 		return nil
 	}
-	return v.writeGraph(st, f, rep.read)
+	return v.writeGraph(ctx, st, f, rep.read)
 }
 
 // isPastState reports whether g equals any state the graph had in its
@@ -540,10 +598,11 @@ func graphError(graphID, what string, err error) error {
 }
 
 func (v *Handler) appendSnapshot(ctx context.Context, st graphState, f vineFile, typ string, g vine.Graph, actor, noticedBy string, conflicts []vine.MergeConflict) (graphState, error) {
-	text, err := vine.Serialize(g)
+	vt, err := vine.NewText(g)
 	if err != nil {
 		return st, vineError("file", err)
 	}
+	text := vt.String()
 	gz, err := events.Compress(text)
 	if err != nil {
 		return st, trellis.Errorf(trellis.CodeInternal, "compress graph: %w", err)
@@ -574,6 +633,9 @@ func (v *Handler) appendSnapshot(ctx context.Context, st graphState, f vineFile,
 		}
 		return st, graphError(f.graphID, "append "+typ, err)
 	}
+	// The next changes start from this state: its text and frontier
+	// index are kept for them.
+	v.derived.put(f.graphID, next.Value, vt)
 	return next, nil
 }
 
@@ -581,73 +643,76 @@ func (v *Handler) appendSnapshot(ctx context.Context, st graphState, f vineFile,
 // the log has moved past before the judgement was recorded.
 var errJudgedStale = errors.New("the graph changed while its file was being reconciled")
 
-// writeGraph rewrites the .vine file from the state, atomically, if it
-// still holds what was read (see writeFileCAS): a file saved by someone
-// meanwhile is left for the next command to merge.
-func (v *Handler) writeGraph(st graphState, f vineFile, read fileRead) error {
-	text, err := vine.Serialize(st.Value.Graph)
-	if err != nil {
-		return vineError("file", err)
-	}
-	if err := writeFileCAS(f.abs, []byte(text), read); err != nil {
-		if errors.Is(err, errFileChanged) {
-			return nil
-		}
-		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
-	}
-	v.files.wrote(f.graphID, text)
-	return nil
-}
-
 // submit runs one graph command combined with the others submitted for
 // the same graph at the same time (command.Runner.Submit): the round
 // reconciles the file once, decides the commands in order, appends their
-// events as one chain and rewrites the file once.
-func (v *Handler) submit(ctx context.Context, f vineFile, actor string, decide func(*events.GraphState) (command.Decision, error)) (graphState, error) {
+// events as one chain and hands the state to the file's writer once (see
+// writer.go). With wait, the caller also waits for the file to be
+// written; a claim does not (its event is the claim).
+func (v *Handler) submit(ctx context.Context, f vineFile, actor string, wait bool, decide func(*events.GraphState) (command.Decision, error)) (graphState, error) {
 	var rep *openReport
-	return v.graphs.Submit(ctx, f.graphID, command.Command[*events.GraphState]{Actor: actor, Decide: decide}, &command.Hooks[*events.GraphState]{
+	st, err := v.graphs.Submit(ctx, f.graphID, command.Command[*events.GraphState]{Actor: actor, Decide: decide}, &command.Hooks[*events.GraphState]{
 		Prepare: func(ctx context.Context, _ string) (graphState, error) {
 			st, r, err := v.reconcile(ctx, f, actor)
 			rep = r
 			return st, err
 		},
-		Finish: func(_ context.Context, st graphState, appended bool) error {
+		Finish: func(ctx context.Context, st graphState, appended bool) error {
 			if appended && rep != nil {
-				return v.writeGraph(st, f, rep.read)
+				v.queue(f, st, rep.read)
+				return nil
 			}
-			return v.restore(st, f, rep)
+			return v.restore(ctx, st, f, rep)
 		},
 	})
+	if err == nil && wait {
+		// The round's writer job covers this command's state: the leader
+		// queued it before any caller of the round returned.
+		err = v.flush(f.graphID, v.writer.ticket(f.graphID))
+	}
+	return st, err
 }
 
 // mutate runs build against the current graph and records the batch it
 // returns (combined with other commands on the graph), then rewrites the
 // file. It returns the batch result.
-func (v *Handler) mutate(ctx context.Context, file, actor string, build func(g vine.Graph) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
+func (v *Handler) mutate(ctx context.Context, file, actor string, wait bool, build func(cur *events.GraphState) ([]vine.Op, error)) (*trellis.VineWriteResult, *vine.BatchResult, error) {
 	f, err := v.resolve(file)
 	if err != nil {
 		return nil, nil, err
 	}
 	var res vine.BatchResult
-	st, err := v.submit(ctx, f, actor, func(cur *events.GraphState) (command.Decision, error) {
-		ops, err := build(cur.Graph)
+	var progress vine.Progress // after the batch, when the fold of its event knows it
+	st, err := v.submit(ctx, f, actor, wait, func(cur *events.GraphState) (command.Decision, error) {
+		progress = vine.Progress{}
+		ops, err := build(cur)
 		if err != nil {
 			return command.Decision{}, err
 		}
-		if res, err = vine.Apply(cur.Graph, ops); err != nil {
+		// cur is a recorded state, valid: a batch of status changes is not
+		// validated again.
+		if res, err = vine.ApplyValid(cur.Graph, v.derived.index(f.graphID, cur), ops); err != nil {
 			return command.Decision{}, vineError("operations", err)
 		}
-		if res.Graph.Equal(cur.Graph) {
+		base, err := v.derived.text(f.graphID, cur)
+		if err != nil {
+			return command.Decision{}, vineError("operations", err)
+		}
+		// The text of the result: only the blocks the batch changed are
+		// written again.
+		text, changed, whole, err := base.Update(res.Graph)
+		if err != nil {
+			return command.Decision{}, vineError("operations", err)
+		}
+		if !whole && len(changed) == 0 || whole && res.Graph.Equal(cur.Graph) {
 			// Nothing to record (a task set to the status it has): no
 			// event, so a repeated completion is recorded once.
 			return command.Decision{}, errBatchUnchanged
 		}
-		text, err := vine.Serialize(res.Graph)
-		if err != nil {
-			return command.Decision{}, vineError("operations", err)
-		}
+		h := events.TextHash(text.String())
+		v.derived.decide(f.graphID, cur, &decidedBatch{hash: h, text: text, changed: changed, whole: whole, progress: &progress})
 		return command.Decision{Subject: events.VineSubject(f.graphID, events.GraphBatchApplied), Type: events.GraphBatchApplied,
-			Payload: events.GraphBatchPayload{Ops: ops, Summary: res.Summary, Hash: events.TextHash(text)}}, nil
+			Payload: events.GraphBatchPayload{Ops: ops, Summary: res.Summary, Hash: h}}, nil
 	})
 	if errors.Is(err, errNothingReady) {
 		// Nothing to change: a success that leaves the file alone
@@ -665,6 +730,11 @@ func (v *Handler) mutate(ctx context.Context, file, actor string, build func(g v
 	written, err := v.writeExtracted(f, res)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !wait && progress.RootID != "" {
+		// A claim reports the progress only: the frontier index's.
+		return &trellis.VineWriteResult{GraphID: f.graphID, Summary: res.Summary, Results: res.Results, Progress: progress,
+			Written: append([]string{f.abs}, written...)}, &res, nil
 	}
 	fr := vine.Next(st.Value.Graph)
 	return &trellis.VineWriteResult{GraphID: f.graphID, Summary: res.Summary, Results: res.Results, Progress: fr.Progress, Frontier: fr,
@@ -704,7 +774,7 @@ func (v *Handler) Write(ctx context.Context, req trellis.VineWriteRequest) (*tre
 	if err := v.checkExtractTargets(req); err != nil {
 		return nil, err
 	}
-	res, _, err := v.mutate(ctx, req.File, events.ActorOr(req.Agent), func(vine.Graph) ([]vine.Op, error) { return req.Operations, nil })
+	res, _, err := v.mutate(ctx, req.File, events.ActorOr(req.Agent), true, func(*events.GraphState) ([]vine.Op, error) { return req.Operations, nil })
 	return res, err
 }
 
@@ -742,15 +812,14 @@ func (v *Handler) Claim(ctx context.Context, req trellis.VineClaimRequest) (*tre
 	if err := trellis.ValidateWorkerID(req.Agent); err != nil {
 		return nil, trellis.FieldError("agent", "%s", trellis.AsError(err).Message)
 	}
-	res, batch, err := v.mutate(ctx, req.File, req.Agent, func(g vine.Graph) ([]vine.Op, error) {
+	res, batch, err := v.mutate(ctx, req.File, req.Agent, false, func(cur *events.GraphState) ([]vine.Op, error) {
 		if req.ID != "" {
 			return []vine.Op{{Op: vine.OpClaim, ID: req.ID}}, nil
 		}
-		ready := vine.Next(g).ReadyToStart
-		for _, n := range ready {
-			if !n.IsRef() {
-				return []vine.Op{{Op: vine.OpClaim, ID: n.ID}}, nil
-			}
+		// The first task ready to start, in graph order (Next's first),
+		// from the graph's frontier index.
+		if n, ok := v.derived.firstReady(cur.GraphID, cur); ok {
+			return []vine.Op{{Op: vine.OpClaim, ID: n.ID}}, nil
 		}
 		return nil, errNothingReady
 	})
@@ -803,7 +872,7 @@ func (v *Handler) Expand(ctx context.Context, req trellis.VineExpandRequest) (*t
 		return nil, trellis.Errorf(trellis.CodeInternal, "compress child graph: %w", err)
 	}
 	rel, _ := filepath.Rel(filepath.Dir(f.abs), childPath)
-	st, err := v.submit(ctx, f, events.ActorOr(req.Agent), func(cur *events.GraphState) (command.Decision, error) {
+	st, err := v.submit(ctx, f, events.ActorOr(req.Agent), true, func(cur *events.GraphState) (command.Decision, error) {
 		g, err := vine.Expand(cur.Graph, req.RefID, *child)
 		if err != nil {
 			return command.Decision{}, vineError("ref_id", err)
@@ -832,7 +901,7 @@ func (v *Handler) Graph(ctx context.Context, file string) (vine.Graph, string, u
 		return vine.Graph{}, "", 0, err
 	}
 	defer unlock()
-	if err := v.restore(st, f, rep); err != nil {
+	if err := v.restore(ctx, st, f, rep); err != nil {
 		return vine.Graph{}, "", 0, err
 	}
 	return st.Value.Graph, f.graphID, st.Seq, nil
@@ -845,7 +914,7 @@ func (v *Handler) Import(ctx context.Context, req trellis.VineFileRequest) (*tre
 		return nil, err
 	}
 	defer unlock()
-	if err := v.restore(st, f, rep); err != nil {
+	if err := v.restore(ctx, st, f, rep); err != nil {
 		return nil, err
 	}
 	return &trellis.VineGraphInfo{GraphID: f.graphID, File: f.abs, Path: f.rel, Imported: rep.imported, HandEdit: rep.handEdit,

@@ -38,6 +38,9 @@ func New(store *events.Store, cfg Config) *Service {
 	return s
 }
 
+// Close waits for the .vine files being written (see Handler.Close).
+func (s *Service) Close() { s.handler.Close() }
+
 // Handler returns the VINE command handler.
 func (s *Service) Handler() *Handler { return s.handler }
 
