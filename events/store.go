@@ -348,16 +348,39 @@ func (s *Store) findOwn(ctx context.Context, subject string, expect Expect, id s
 		return 0, false
 	}
 	recs, _, err := s.LoadFrom(ctx, spec.Name, filter, expect.LastSeq+1)
-	if err != nil {
+	if err == nil {
+		for i := len(recs) - 1; i >= 0; i-- {
+			if recs[i].ID == id {
+				return recs[i].Seq, true
+			}
+		}
+	}
+	if !s.replicated(spec.Name) {
 		return 0, false
 	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].ID == id {
-			return recs[i].Seq, true
+	// A direct get may be answered by a replica that lags the leader which
+	// stored the earlier attempt (most often right after an election, when
+	// an append is sent again at once): ask the leader too. A stored attempt
+	// passed the check, so it is among the aggregate's first events after
+	// the expected sequence; a few are read.
+	seq := expect.LastSeq + 1
+	for range findOwnLeaderReads {
+		m, ok, err := s.leaderNext(ctx, spec.Name, filter, seq, nil)
+		if err != nil || !ok {
+			return 0, false
 		}
+		if m.ID == id {
+			return m.Seq, true
+		}
+		seq = m.Seq + 1
 	}
 	return 0, false
 }
+
+// findOwnLeaderReads is how many of an aggregate's events after the
+// expected sequence findOwn reads from the leader when the replica that
+// answered its load did not hold the event.
+const findOwnLeaderReads = 8
 
 // loadBatch is how many events one direct-get round trip returns.
 const loadBatch = 512
