@@ -3,6 +3,7 @@ package vinegraph
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -34,7 +35,8 @@ type fileWriter struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	graphs  map[string]*graphWrites
-	wg      sync.WaitGroup
+	tickets uint64 // jobs queued so far, over all graphs: a graph's entry forgotten and made again never hands out a ticket it handed out before
+	running int    // graph writers running
 	closing bool
 }
 
@@ -45,7 +47,7 @@ const maxRest = 500 * time.Millisecond
 type graphWrites struct {
 	next    *writeJob // the newest state waiting to be written
 	running bool
-	tickets uint64 // jobs queued so far
+	tickets uint64 // the last ticket queued for this graph (see fileWriter.tickets)
 	done    uint64 // the last ticket written (or given up: a newer state was on disk, or a save came first)
 	written uint64 // the highest sequence written
 	failed  uint64 // the ticket of the last write that failed
@@ -87,14 +89,15 @@ func (v *Handler) queue(f vineFile, st graphState, read fileRead) uint64 {
 		gw = &graphWrites{}
 		w.graphs[f.graphID] = gw
 	}
-	gw.tickets++
+	w.tickets++
+	gw.tickets = w.tickets
 	if gw.next == nil || st.Seq >= gw.next.st.Seq {
 		gw.next = &writeJob{f: f, st: st, read: read}
 	}
 	gw.next.ticket = gw.tickets
 	if !gw.running {
 		gw.running = true
-		w.wg.Add(1)
+		w.running++
 		go v.writeLoop(gw)
 	}
 	return gw.tickets
@@ -103,7 +106,6 @@ func (v *Handler) queue(f vineFile, st graphState, read fileRead) uint64 {
 // writeLoop writes the newest waiting state until none is left.
 func (v *Handler) writeLoop(gw *graphWrites) {
 	w := v.writer
-	defer w.wg.Done()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for gw.next != nil {
@@ -135,6 +137,7 @@ func (v *Handler) writeLoop(gw *graphWrites) {
 		w.cond.Broadcast()
 	}
 	gw.running = false
+	w.running--
 	w.cond.Broadcast()
 }
 
@@ -178,12 +181,18 @@ func (w *fileWriter) busy(graphID string) bool {
 	return gw != nil && (gw.running || gw.next != nil)
 }
 
-// Close waits for the files being written.
+// Close waits for the files being written, without pauses between
+// writes. A command finishing after Close still queues its write, which
+// starts at once (the file follows unless the process exits first: then
+// the next change brings it up to date, see reconcile).
 func (v *Handler) Close() {
-	v.writer.mu.Lock()
-	v.writer.closing = true
-	v.writer.mu.Unlock()
-	v.writer.wg.Wait()
+	w := v.writer
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closing = true
+	for w.running > 0 {
+		w.cond.Wait()
+	}
 }
 
 // writeState rewrites the file from job's state, atomically, if it still
@@ -212,6 +221,15 @@ func (v *Handler) writeState(job *writeJob) error {
 	}
 	v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = h, text })
 	stamp, err := writeFileCAS(f.abs, []byte(text), want)
+	if errors.Is(err, errFileChanged) {
+		// Another server's writer may have replaced the file with an
+		// older state of the log meanwhile: that is no person's save, and
+		// leaving it would keep the file behind the log until the next
+		// command (TestFileBehindAnotherWriterIsReplaced).
+		if read, ok := v.behind(job); ok {
+			stamp, err = writeFileCAS(f.abs, []byte(text), read)
+		}
+	}
 	if err != nil {
 		v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = "", "" })
 		if errors.Is(err, errFileChanged) {
@@ -223,6 +241,39 @@ func (v *Handler) writeState(job *writeJob) error {
 	v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = "", "" })
 	return nil
 }
+
+// behind reports whether the file, changed since job's command read it,
+// holds a state of the log older than job's — what another server's
+// writer leaves when it wrote a state before this one — and returns the
+// read to replace it with. A text no event of the graph resulted in (a
+// person's save) or a newer state is not behind.
+func (v *Handler) behind(job *writeJob) (fileRead, bool) {
+	stamp := stampOf(job.f.abs)
+	data, err := os.ReadFile(job.f.abs)
+	if err != nil || stamp == (fileStamp{}) || stampOf(job.f.abs) != stamp {
+		return fileRead{}, false
+	}
+	h := events.TextHash(string(data))
+	ctx, cancel := context.WithTimeout(context.Background(), behindLoadTimeout)
+	defer cancel()
+	recs, _, err := v.store.Load(ctx, events.StreamVine, events.GraphFilter(job.f.graphID))
+	if err != nil {
+		return fileRead{}, false
+	}
+	var at uint64
+	for _, r := range recs {
+		if events.ResultHash(r) == h {
+			at = r.Seq
+		}
+	}
+	if at == 0 || at >= job.st.Seq {
+		return fileRead{}, false
+	}
+	return fileRead{exists: true, hash: h, stamp: stamp}, true
+}
+
+// behindLoadTimeout bounds the read of a graph's events that behind makes.
+const behindLoadTimeout = 10 * time.Second
 
 // writeGraph rewrites the .vine file from the state and waits for the
 // write (see writeState).
