@@ -224,3 +224,53 @@ func TestVineBrokenFileBetweenClaims(t *testing.T) {
 		t.Fatalf("export after the refusals: %v", err)
 	}
 }
+
+// TestVineEditKeepingStampIsMerged: a claim after the file was written
+// takes it for the text written without reading it only while its stamp
+// and change time are unchanged. An edit in place of the same size whose
+// modification time is then set back to the written one (as `cp -p` or
+// `touch -d` would leave it: the stamp of the racily-clean case) is still
+// read and merged.
+func TestVineEditKeepingStampIsMerged(t *testing.T) {
+	t.Parallel()
+	b := setupVine(t)
+	ctx := context.Background()
+	f := b.file(t, "plan.vine", broadGraph(500))
+	c1, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-1"})
+	if err != nil || c1.Node == nil {
+		t.Fatalf("claim: %+v %v", c1, err)
+	}
+	text := waitFile(t, f, holds("("+string(vine.StatusStarted)+")"))
+	info, err := os.Stat(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(text, "Description of leaf 3.7:", "Description of leaf 3.7;", 1)
+	if edited == text {
+		t.Fatal("nothing to edit")
+	}
+	fh, err := os.OpenFile(f, os.O_WRONLY, 0) // in place: same inode, same size
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt([]byte(edited), 0); err != nil {
+		t.Fatal(err)
+	}
+	_ = fh.Close()
+	if err := os.Chtimes(f, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := os.Stat(f); err != nil || !now.ModTime().Equal(info.ModTime()) || now.Size() != info.Size() {
+		t.Fatalf("the edit changed the stamp: %v %v", now, err)
+	}
+	c2, err := b.svc.VineClaim(ctx, trellis.VineClaimRequest{File: f, Agent: "agent-2"})
+	if err != nil || c2.Node == nil || c2.Node.Node.ID == c1.Node.Node.ID {
+		t.Fatalf("second claim: %+v %v", c2, err)
+	}
+	g, _ := b.graph(t, c1.GraphID)
+	leaf, _ := g.Lookup("l00003-07")
+	if !strings.Contains(leaf.Description, "leaf 3.7;") {
+		t.Fatalf("edit lost: %q", leaf.Description)
+	}
+	waitFile(t, f, holds("leaf 3.7;", "["+c2.Node.Node.ID+"]"))
+}

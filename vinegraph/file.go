@@ -45,6 +45,39 @@ func stampOf(path string) fileStamp {
 	return fileStamp{ino: st.Ino, size: uint64(info.Size()), mtime: info.ModTime().UnixNano()}
 }
 
+// fileTrust is a stamp of a file this process wrote, with the file's
+// change time (ctime), taken once the file was in place: a later command
+// that finds the file with this very stamp and change time takes it for
+// the text written without reading it. Taken only when the ctime is later
+// than the mtime (settledStamp), i.e. the file system's clock had moved
+// past the tick of the last write when the file was put in place: any
+// later write in place then gets an mtime of that later tick or after, so
+// an edit of the same size in the same tick as the write (the racily
+// clean case) cannot keep the stamp. Any change of content, mode or
+// times also moves the ctime, which must be equal too.
+type fileTrust struct {
+	stamp fileStamp
+	ctime int64
+}
+
+// settledStamp returns the stamp and trust of path when its ctime is
+// later than its mtime, else the zero trust (ok false).
+func settledStamp(path string) (fileTrust, bool) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return fileTrust{}, false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileTrust{}, false
+	}
+	t := fileTrust{stamp: fileStamp{ino: st.Ino, size: uint64(info.Size()), mtime: info.ModTime().UnixNano()}, ctime: st.Ctim.Nano()}
+	if t.ctime <= t.stamp.mtime {
+		return fileTrust{}, false
+	}
+	return t, true
+}
+
 // errFileChanged reports a rewrite skipped because the file changed since
 // it was read (a person saved it meanwhile): the next command merges it.
 var errFileChanged = errors.New("the file changed since it was read")
@@ -151,6 +184,7 @@ type fileMem struct {
 	writingText string
 	recent      []string
 	judged      string
+	trust       fileTrust // set when the file written (stamp) was found settled (see fileTrust)
 }
 
 // recentWrites bounds fileMem.recent.
@@ -191,12 +225,23 @@ func (f *fileMemory) update(graphID string, fn func(*fileMem)) {
 func (f *fileMemory) wrote(graphID, text, h string, stamp fileStamp, logState bool) {
 	f.update(graphID, func(m *fileMem) {
 		m.written, m.writtenHash, m.stamp = text, h, stamp
+		m.trust = fileTrust{}
 		if !logState {
 			return
 		}
 		m.recent = append(m.recent, h)
 		if len(m.recent) > recentWrites {
 			m.recent = slices.Delete(m.recent, 0, len(m.recent)-recentWrites)
+		}
+	})
+}
+
+// settled records trust (see fileTrust) of the file written with text of
+// hash h and stamp, if that still is what the memory holds.
+func (f *fileMemory) settled(graphID, h string, stamp fileStamp, trust fileTrust) {
+	f.update(graphID, func(m *fileMem) {
+		if m.writtenHash == h && m.stamp == stamp && trust.stamp == stamp {
+			m.trust = trust
 		}
 	})
 }

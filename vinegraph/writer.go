@@ -238,6 +238,9 @@ func (v *Handler) writeState(job *writeJob) error {
 		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
 	}
 	v.files.wrote(f.graphID, text, h, stamp, true)
+	if trust, ok := settledStamp(f.abs); ok {
+		v.files.settled(f.graphID, h, stamp, trust)
+	}
 	v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = "", "" })
 	return nil
 }
