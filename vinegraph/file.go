@@ -62,6 +62,11 @@ type fileTrust struct {
 
 // settledStamp returns the stamp and trust of path when its ctime is
 // later than its mtime, else the zero trust (ok false).
+//
+// The writer takes it after the directory sync that follows the swap; an
+// edit made between the swap and then would be trusted with its own ctime,
+// so the writer asks settledBy: the ctime must still be the one read
+// right after the swap.
 func settledStamp(path string) (fileTrust, bool) {
 	info, err := os.Lstat(path)
 	if err != nil {
@@ -78,6 +83,33 @@ func settledStamp(path string) (fileTrust, bool) {
 	return t, true
 }
 
+// settledBy is settledStamp for a file this process put in place, whose
+// ctime right after the swap was placed: a ctime that moved since is
+// someone else's change, not trusted. (Compared with the file's own ctime,
+// not the process's clock: the kernel stamps with a coarser clock that
+// may lag it by several milliseconds.)
+func settledBy(path string, placed int64) (fileTrust, bool) {
+	t, ok := settledStamp(path)
+	if !ok || placed == 0 || t.ctime != placed {
+		return fileTrust{}, false
+	}
+	return t, true
+}
+
+// ctimeOf returns path's change time in Unix nanoseconds (0 when it cannot
+// be read).
+func ctimeOf(path string) int64 {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	return st.Ctim.Nano()
+}
+
 // errFileChanged reports a rewrite skipped because the file changed since
 // it was read (a person saved it meanwhile): the next command merges it.
 var errFileChanged = errors.New("the file changed since it was read")
@@ -91,11 +123,11 @@ var errFileChanged = errors.New("the file changed since it was read")
 // returned, so a concurrent save is never lost. It returns the stamp of
 // the file it wrote, taken before the file was put in place (a save right
 // after the swap is not taken for this write).
-func writeFileCAS(path string, data []byte, want fileRead) (fileStamp, error) {
+func writeFileCAS(path string, data []byte, want fileRead) (fileStamp, int64, error) {
 	dir := filepath.Dir(path)
 	now := stampOf(path)
 	if want.exists && (want.stamp == fileStamp{} || now != want.stamp) || !want.exists && now != (fileStamp{}) {
-		return fileStamp{}, errFileChanged
+		return fileStamp{}, 0, errFileChanged
 	}
 	mode, uid, gid := os.FileMode(0o644), -1, -1
 	if info, err := os.Stat(path); err == nil {
@@ -106,62 +138,65 @@ func writeFileCAS(path string, data []byte, want fileRead) (fileStamp, error) {
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fileStamp{}, fmt.Errorf("write %s: %w", path, err)
+		return fileStamp{}, 0, fmt.Errorf("write %s: %w", path, err)
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(data); err != nil {
 		_ = tmp.Close()
-		return fileStamp{}, fmt.Errorf("write %s: %w", path, err)
+		return fileStamp{}, 0, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Chmod(mode); err != nil {
 		_ = tmp.Close()
-		return fileStamp{}, fmt.Errorf("chmod %s: %w", path, err)
+		return fileStamp{}, 0, fmt.Errorf("chmod %s: %w", path, err)
 	}
 	if uid >= 0 && (uid != os.Getuid() || gid != os.Getgid()) {
 		_ = tmp.Chown(uid, gid) // best effort: only root may give a file away
 	}
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
-		return fileStamp{}, fmt.Errorf("sync %s: %w", path, err)
+		return fileStamp{}, 0, fmt.Errorf("sync %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fileStamp{}, fmt.Errorf("close %s: %w", path, err)
+		return fileStamp{}, 0, fmt.Errorf("close %s: %w", path, err)
 	}
 	written := stampOf(tmp.Name())
 	if !want.exists {
 		// Nothing to displace: link fails if someone created it meanwhile.
 		if err := os.Link(tmp.Name(), path); err != nil {
 			if errors.Is(err, os.ErrExist) {
-				return fileStamp{}, errFileChanged
+				return fileStamp{}, 0, errFileChanged
 			}
-			return fileStamp{}, fmt.Errorf("create %s: %w", path, err)
+			return fileStamp{}, 0, fmt.Errorf("create %s: %w", path, err)
 		}
-		return written, projections.SyncDir(dir)
+		placed := ctimeOf(path)
+		return written, placed, projections.SyncDir(dir)
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return fileStamp{}, errFileChanged // removed since the check
+			return fileStamp{}, 0, errFileChanged // removed since the check
 		}
 		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
-			return fileStamp{}, fmt.Errorf("replace %s: %w", path, err)
+			return fileStamp{}, 0, fmt.Errorf("replace %s: %w", path, err)
 		}
 		// A file system without exchange: a plain rename (the window
 		// between the check above and here stays open).
 		if err := os.Rename(tmp.Name(), path); err != nil {
-			return fileStamp{}, fmt.Errorf("rename %s: %w", path, err)
+			return fileStamp{}, 0, fmt.Errorf("rename %s: %w", path, err)
 		}
-		return written, projections.SyncDir(dir)
+		placed := ctimeOf(path)
+		return written, placed, projections.SyncDir(dir)
 	}
+	placed := ctimeOf(path)
 	if stampOf(tmp.Name()) != want.stamp {
 		// Saved by someone between the check and the exchange: put their
 		// content back; the next command merges it.
 		if err := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
-			return fileStamp{}, fmt.Errorf("restore %s: %w", path, err)
+			return fileStamp{}, 0, fmt.Errorf("restore %s: %w", path, err)
 		}
 		_ = projections.SyncDir(dir)
-		return fileStamp{}, errFileChanged
+		return fileStamp{}, 0, errFileChanged
 	}
-	return written, projections.SyncDir(dir)
+	return written, placed, projections.SyncDir(dir)
 }
 
 // fileMemory remembers, per graph, the text this process last wrote to

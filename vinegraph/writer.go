@@ -220,14 +220,14 @@ func (v *Handler) writeState(job *writeJob) error {
 		want = fileRead{exists: true, stamp: mem.stamp}
 	}
 	v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = h, text })
-	stamp, err := writeFileCAS(f.abs, []byte(text), want)
+	stamp, placed, err := writeFileCAS(f.abs, []byte(text), want)
 	if errors.Is(err, errFileChanged) {
 		// Another server's writer may have replaced the file with an
 		// older state of the log meanwhile: that is no person's save, and
 		// leaving it would keep the file behind the log until the next
 		// command (TestFileBehindAnotherWriterIsReplaced).
 		if read, ok := v.behind(job); ok {
-			stamp, err = writeFileCAS(f.abs, []byte(text), read)
+			stamp, placed, err = writeFileCAS(f.abs, []byte(text), read)
 		}
 	}
 	if err != nil {
@@ -238,7 +238,7 @@ func (v *Handler) writeState(job *writeJob) error {
 		return trellis.Errorf(trellis.CodeInternal, "write %s: %w", f.abs, err)
 	}
 	v.files.wrote(f.graphID, text, h, stamp, true)
-	if trust, ok := settledStamp(f.abs); ok {
+	if trust, ok := settledBy(f.abs, placed); ok {
 		v.files.settled(f.graphID, h, stamp, trust)
 	}
 	v.files.update(f.graphID, func(m *fileMem) { m.writing, m.writingText = "", "" })
