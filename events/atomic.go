@@ -95,7 +95,7 @@ func (s *Store) appendBatch(ctx context.Context, ps []Pending, what string) ([]A
 		// may be stored (its own message ids would then refuse this one as
 		// repeated). A first attempt has nothing to find.
 		if unanswered {
-			if seq, ok := s.findOwn(ctx, first.p.Subject, first.p.Expect, first.p.Envelope.ID); ok {
+			if seq, ok := s.findOwn(ctx, first.p.Subject, first.p.Expect, first.p.Envelope.ID, true); ok {
 				for i := range out {
 					out[i] = Appended{Seq: seq + uint64(i), Duplicate: true}
 				}

@@ -323,7 +323,7 @@ func (s *Store) findOwnInDoubt(ctx context.Context, r *request) (uint64, bool) {
 	wait := 25 * time.Millisecond
 	deadline := time.Now().Add(time.Second)
 	for {
-		if seq, ok := s.findOwn(ctx, r.p.Subject, r.p.Expect, r.p.Envelope.ID); ok || !r.inDoubt || time.Now().After(deadline) {
+		if seq, ok := s.findOwn(ctx, r.p.Subject, r.p.Expect, r.p.Envelope.ID, r.inDoubt); ok || !r.inDoubt || time.Now().After(deadline) {
 			return seq, ok
 		}
 		select {
@@ -337,8 +337,15 @@ func (s *Store) findOwnInDoubt(ctx context.Context, r *request) (uint64, bool) {
 
 // findOwn looks for an event with id among the aggregate's events appended
 // after the expected sequence (all subjects of the filter, or the subject
-// alone): only those can be an earlier attempt of this append.
-func (s *Store) findOwn(ctx context.Context, subject string, expect Expect, id string) (uint64, bool) {
+// alone): only those can be an earlier attempt of this append. An append
+// in doubt (an earlier attempt went unanswered) asks the stream's leader
+// too when the replica that answered the load lacks the event: right after
+// an election an append is sent again at once, and a lagging replica's
+// "not there" would make a stored append read as refused. A stored attempt
+// passed the check, so it is the aggregate's first event after the
+// expected sequence: one read. An append not in doubt (an ordinary
+// conflict) asks no more than the load.
+func (s *Store) findOwn(ctx context.Context, subject string, expect Expect, id string, inDoubt bool) (uint64, bool) {
 	filter := expect.Filter
 	if filter == "" {
 		filter = subject
@@ -355,32 +362,15 @@ func (s *Store) findOwn(ctx context.Context, subject string, expect Expect, id s
 			}
 		}
 	}
-	if !s.replicated(spec.Name) {
+	if !inDoubt || !s.replicated(spec.Name) {
 		return 0, false
 	}
-	// A direct get may be answered by a replica that lags the leader which
-	// stored the earlier attempt (most often right after an election, when
-	// an append is sent again at once): ask the leader too. A stored attempt
-	// passed the check, so it is among the aggregate's first events after
-	// the expected sequence; a few are read.
-	seq := expect.LastSeq + 1
-	for range findOwnLeaderReads {
-		m, ok, err := s.leaderNext(ctx, spec.Name, filter, seq, nil)
-		if err != nil || !ok {
-			return 0, false
-		}
-		if m.ID == id {
-			return m.Seq, true
-		}
-		seq = m.Seq + 1
+	m, ok, err := s.leaderNext(ctx, spec.Name, filter, expect.LastSeq+1, nil)
+	if err != nil || !ok || m.ID != id {
+		return 0, false
 	}
-	return 0, false
+	return m.Seq, true
 }
-
-// findOwnLeaderReads is how many of an aggregate's events after the
-// expected sequence findOwn reads from the leader when the replica that
-// answered its load did not hold the event.
-const findOwnLeaderReads = 8
 
 // loadBatch is how many events one direct-get round trip returns.
 const loadBatch = 512
