@@ -122,7 +122,9 @@ var errFileChanged = errors.New("the file changed since it was read")
 // and the exchange, their content is swapped back and errFileChanged
 // returned, so a concurrent save is never lost. It returns the stamp of
 // the file it wrote, taken before the file was put in place (a save right
-// after the swap is not taken for this write).
+// after the swap is not taken for this write), and the file's ctime read
+// right after it was put in place (see settledBy; a new file's is moved
+// again when its temporary name is removed, so it is never trusted).
 func writeFileCAS(path string, data []byte, want fileRead) (fileStamp, int64, error) {
 	dir := filepath.Dir(path)
 	now := stampOf(path)
