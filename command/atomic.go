@@ -69,6 +69,22 @@ func (r *Runner[S]) expect(st State[S], d Decision) events.Expect {
 	return events.Expect{Filter: filter, LastSeq: st.Seq}
 }
 
+// Once appends decision d on st once, checked against st's sequence, and
+// returns the state after it: no retry, so an aggregate that moved on
+// meanwhile answers events.ErrWrongLastSequence (the snapshots that
+// aggregates append of themselves are left for the next command then).
+func (r *Runner[S]) Once(ctx context.Context, st State[S], actor string, d Decision) (State[S], error) {
+	p, err := r.Pending(ctx, st, actor, d)
+	if err != nil {
+		return st, err
+	}
+	ack, err := r.store.AppendWithHeaders(ctx, p.Subject, p.Envelope, p.Expect, p.MsgID, p.Header)
+	if err != nil {
+		return st, err
+	}
+	return r.Appended(st, p, ack.Seq)
+}
+
 // Appended folds an event an atomic command stored at seq into st and
 // caches the new state.
 func (r *Runner[S]) Appended(st State[S], p events.Pending, seq uint64) (State[S], error) {

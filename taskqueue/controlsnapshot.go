@@ -98,13 +98,5 @@ func (q *Handler) maybeSnapshotControls(ctx context.Context, st command.State[*t
 	}
 	c := cloneControls(st.Value)
 	p := SnapshotPayload{Replaces: st.Head, ReplacesSeq: st.Seq, Events: c.Folded, Controls: c}
-	pd, err := q.controls.Pending(ctx, st, "trellis", command.Decision{Subject: controlSnapshotSubject(st.ID), Type: Snapshot, Payload: p})
-	if err != nil {
-		return
-	}
-	ack, err := q.store.AppendWithHeaders(ctx, pd.Subject, pd.Envelope, pd.Expect, pd.MsgID, pd.Header)
-	if err != nil {
-		return
-	}
-	_, _ = q.controls.Appended(st, pd, ack.Seq)
+	_, _ = q.controls.Once(ctx, st, "trellis", command.Decision{Subject: controlSnapshotSubject(st.ID), Type: Snapshot, Payload: p})
 }

@@ -125,13 +125,5 @@ func (q *Handler) maybeSnapshotGate(ctx context.Context, st command.State[*Gate]
 	}
 	g := cloneGate(st.Value)
 	p := SnapshotPayload{Replaces: st.Head, ReplacesSeq: st.Seq, Events: g.since, Gate: g}
-	pd, err := q.gates.Pending(ctx, st, "trellis", command.Decision{Subject: gateSnapshotSubject(st.ID), Type: Snapshot, Payload: p})
-	if err != nil {
-		return
-	}
-	ack, err := q.store.AppendWithHeaders(ctx, pd.Subject, pd.Envelope, pd.Expect, pd.MsgID, pd.Header)
-	if err != nil {
-		return
-	}
-	_, _ = q.gates.Appended(st, pd, ack.Seq)
+	_, _ = q.gates.Once(ctx, st, "trellis", command.Decision{Subject: gateSnapshotSubject(st.ID), Type: Snapshot, Payload: p})
 }

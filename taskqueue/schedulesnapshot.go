@@ -102,14 +102,6 @@ func (q *Handler) maybeSnapshotSchedule(ctx context.Context, name string) {
 	}
 	s := st.Value.Clone()
 	p := SnapshotPayload{Replaces: st.Head, ReplacesSeq: st.Seq, Events: s.Folded, Schedule: s}
-	pd, err := q.schedules.Pending(ctx, st, "trellis", command.Decision{Subject: scheduleSubject(s.Queue, name, Snapshot),
+	_, _ = q.schedules.Once(ctx, st, "trellis", command.Decision{Subject: scheduleSubject(s.Queue, name, Snapshot),
 		Type: Snapshot, Payload: p, Check: ScheduleFilter(name)})
-	if err != nil {
-		return
-	}
-	ack, err := q.store.AppendWithHeaders(ctx, pd.Subject, pd.Envelope, pd.Expect, pd.MsgID, pd.Header)
-	if err != nil {
-		return
-	}
-	_, _ = q.schedules.Appended(st, pd, ack.Seq)
 }

@@ -104,13 +104,5 @@ func (q *Handler) maybeSnapshotUnique(ctx context.Context, st command.State[*Uni
 	}
 	u := &UniqueHold{TaskID: st.Value.TaskID, Until: utcPtr(st.Value.Until)}
 	p := SnapshotPayload{Replaces: st.Head, ReplacesSeq: st.Seq, Events: st.Value.since, Unique: u}
-	pd, err := q.uniques.Pending(ctx, st, "trellis", command.Decision{Subject: uniqueSnapshotSubject(st.ID), Type: Snapshot, Payload: p})
-	if err != nil {
-		return
-	}
-	ack, err := q.store.AppendWithHeaders(ctx, pd.Subject, pd.Envelope, pd.Expect, pd.MsgID, pd.Header)
-	if err != nil {
-		return
-	}
-	_, _ = q.uniques.Appended(st, pd, ack.Seq)
+	_, _ = q.uniques.Once(ctx, st, "trellis", command.Decision{Subject: uniqueSnapshotSubject(st.ID), Type: Snapshot, Payload: p})
 }
