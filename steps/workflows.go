@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/trellis/trellis/workflow"
 )
@@ -144,36 +143,29 @@ func (w *World) hostWorkflows(ctx context.Context) error {
 	}
 	pctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- e.Serve(pctx, workflow.ServeConfig{Logger: w.cfg.Logger}) }()
+	ready := make(chan struct{})
+	go func() {
+		done <- e.Serve(pctx, workflow.ServeConfig{Logger: w.cfg.Logger, Ready: func() { close(ready) }})
+	}()
 	w.OnClose(func() {
 		stop()
 		<-done
 	})
 	w.wf.pool = true
-	// Ready once every hosted workflow is registered on the log.
-	return w.untilRegistered(ctx, e, done)
-}
-
-// untilRegistered waits until the pool's workflows are registered (its
-// first move), or the pool fails.
-func (w *World) untilRegistered(ctx context.Context, e *workflow.Engine, done <-chan error) error {
+	// Ready once every hosted workflow is registered on the log: a run
+	// started next finds its workflow, whichever was registered last.
 	ctx, cancel, err := w.call(ctx)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	for {
-		list, err := e.List(ctx, workflow.ListRequest{Limit: 1})
-		if err == nil && len(list.Versions) > 0 {
-			return nil
-		}
-		select {
-		case err := <-done:
-			return fmt.Errorf("the workflow pool stopped: %w", err)
-		case <-ctx.Done():
-			return fmt.Errorf("the workflow pool did not register its workflows: %w", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+	select {
+	case <-ready:
+		return nil
+	case err := <-done:
+		return fmt.Errorf("the workflow pool stopped: %w", err)
+	case <-ctx.Done():
+		return fmt.Errorf("the workflow pool did not register its workflows: %w", ctx.Err())
 	}
 }
 

@@ -36,6 +36,10 @@ type ServeConfig struct {
 	Logger *slog.Logger
 	// Metrics records the pools' metrics (default unregistered).
 	Metrics *workers.Metrics
+	// Ready, if set, is called once every hosted version is registered on
+	// the log, before the pools start: from then on Start finds each of
+	// them (a readiness probe, or a test that starts runs next).
+	Ready func()
 }
 
 // DefaultActivationClaimWindow is ServeConfig.ClaimWindow's default:
@@ -79,6 +83,9 @@ func (e *Engine) Serve(ctx context.Context, cfg ServeConfig) error {
 			return err
 		}
 		pools = append(pools, p)
+	}
+	if cfg.Ready != nil {
+		cfg.Ready()
 	}
 	errs := make(chan error, len(pools))
 	var wg sync.WaitGroup

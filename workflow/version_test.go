@@ -53,3 +53,36 @@ func TestRunsArePinnedToTheirVersion(t *testing.T) {
 		t.Fatalf("list versions %+v %v", l.Versions, err)
 	}
 }
+
+// TestServeReadyAfterEveryVersionRegistered: ServeConfig.Ready is called
+// only once every hosted workflow can be started; a step that starts runs
+// right after it (steps' "a workflow pool hosts ...") once found one of
+// three workflows not yet registered.
+func TestServeReadyAfterEveryVersionRegistered(t *testing.T) {
+	b := setup(t)
+	names := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}
+	for _, n := range names {
+		if err := workflow.Register(b.e, n, 1, func(c *workflow.Context, _ any) (bool, error) { return true, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := workflow.Register(b.e, "alpha", 2, func(c *workflow.Context, _ any) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	b.serve(t, workflow.ServeConfig{Ready: func() { close(ready) }})
+	select {
+	case <-ready:
+	case <-ctxT(t).Done():
+		t.Fatal("Serve never called Ready")
+	}
+	for _, n := range names {
+		d, err := b.e.Definition(ctxT(t), n)
+		if err != nil {
+			t.Fatalf("after Ready: %v", err)
+		}
+		if n == "alpha" && len(d.Versions) != 2 {
+			t.Fatalf("after Ready: alpha has versions %v; want 1 and 2", d.Versions)
+		}
+	}
+}
