@@ -2,6 +2,7 @@ package projections_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -251,17 +252,38 @@ func TestProjectionResumesAfterRestart(t *testing.T) {
 	if err := restarted.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	resumed := restarted.Board().Tasks()
 	fresh := handlers.NewService(b.Store, handlers.ServiceConfig{DataDir: t.TempDir()})
 	if err := fresh.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	if err := fresh.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(resumed, fresh.Board().Tasks()) {
-		t.Fatal("resumed board differs from a board built from scratch")
+	// Both services run a reactor, which may still append (releasing the
+	// dependents of tasks the second workload ended while no reactor ran):
+	// compare the boards at one position of the log, the same before and
+	// after both caught up.
+	for {
+		before, err := b.Store.LastSeq(ctx, events.StreamQueue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := restarted.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := fresh.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		resumed, scratch := restarted.Board().Tasks(), fresh.Board().Tasks()
+		after, err := b.Store.LastSeq(ctx, events.StreamQueue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after != before {
+			continue // the log moved while the boards were read
+		}
+		if !reflect.DeepEqual(resumed, scratch) {
+			t.Fatalf("resumed board differs from a board built from scratch at #%d:\n%s", after, boardDiff(resumed, scratch))
+		}
+		return
 	}
 }
 
@@ -312,4 +334,32 @@ func TestCheckpointMarkdown(t *testing.T) {
 	if !sort.IntsAreSorted(idx) {
 		t.Errorf("sections out of order: %v", idx)
 	}
+}
+
+// boardDiff names the tasks two boards disagree on.
+func boardDiff(a, b []*trellis.Task) string {
+	index := func(ts []*trellis.Task) map[string]*trellis.Task {
+		m := map[string]*trellis.Task{}
+		for _, t := range ts {
+			m[t.TaskID] = t
+		}
+		return m
+	}
+	ma, mb := index(a), index(b)
+	var out []string
+	for id, ta := range ma {
+		tb := mb[id]
+		if !reflect.DeepEqual(ta, tb) {
+			ja, _ := json.Marshal(ta)
+			jb, _ := json.Marshal(tb)
+			out = append(out, fmt.Sprintf("%s:\n  resumed %s\n  fresh   %s", id, ja, jb))
+		}
+	}
+	for id := range mb {
+		if ma[id] == nil {
+			out = append(out, id+": only in fresh")
+		}
+	}
+	sort.Strings(out)
+	return fmt.Sprintf("%d and %d tasks; %s", len(a), len(b), strings.Join(out, "\n"))
 }
