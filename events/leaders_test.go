@@ -101,3 +101,50 @@ func TestElectionResendsSilentAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseUnsubscribesLeaderElections: the subscription to leader
+// elections a store makes on its first append is gone after Close, and
+// stays gone (a later append does not subscribe again); Close is
+// idempotent, also after the connection closed.
+func TestCloseUnsubscribesLeaderElections(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	nc, err := nats.Connect(b.Server.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	appendOne := func() {
+		t.Helper()
+		e := env(t, "added", events.NewID(time.Now()))
+		if _, err := store.Append(ctx, "trellis.queue.default."+e.AggregateID+".added", e,
+			events.Expect{Filter: "trellis.queue.*." + e.AggregateID + ".>"}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne()
+	open := nc.NumSubscriptions()
+	if err := store.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if got := nc.NumSubscriptions(); got != open-1 {
+		t.Fatalf("%d subscriptions after Close, want %d (the leader elections' one gone)", got, open-1)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	appendOne()
+	if got := nc.NumSubscriptions(); got != open-1 {
+		t.Fatalf("%d subscriptions after an append after Close, want %d", got, open-1)
+	}
+	nc.Close()
+	if err := store.Close(); err != nil {
+		t.Fatalf("close after the connection closed: %v", err)
+	}
+}
