@@ -56,6 +56,25 @@ func startSilentProxy(t *testing.T, target, prefix string, drop int) *silentProx
 	return p
 }
 
+// url is the nats:// URL clients use to connect through the proxy.
+func (p *silentProxy) url() string { return "nats://" + p.ln.Addr().String() }
+
+// storeVia connects a store to the server at url; the connection closes
+// when the test ends.
+func storeVia(t *testing.T, url string, cfg events.StoreConfig) (*nats.Conn, *events.Store) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	store, err := events.NewStore(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, store
+}
+
 func (p *silentProxy) swallowed() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -111,15 +130,7 @@ func TestSilentAttemptSentAgain(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
 	proxy := startSilentProxy(t, b.Server.Addr().String(), "trellis.queue.", 1)
-	nc, err := nats.Connect("nats://" + proxy.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := storeVia(t, proxy.url(), events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e := env(t, "added", events.NewID(time.Now()))
@@ -193,15 +204,7 @@ func TestSilentSnapshotReadSentAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := startSilentProxy(t, b.Server.Addr().String(), "$JS.API.DIRECT.GET.", 1)
-	nc, err := nats.Connect("nats://" + proxy.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := storeVia(t, proxy.url(), events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: 300 * time.Millisecond})
 	runner := command.New(store, command.Kind[int]{
 		Name:     "counter",
 		Stream:   events.StreamQueue,

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
@@ -23,15 +21,7 @@ func TestElectionResendsSilentAttempt(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
 	proxy := startSilentProxy(t, b.Server.Addr().String(), "trellis.queue.", 0)
-	nc, err := nats.Connect("nats://" + proxy.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := storeVia(t, proxy.url(), events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A first append: the store learns the stream and hears elections.
@@ -109,15 +99,7 @@ func TestElectionResendsSilentAttempt(t *testing.T) {
 func TestCloseUnsubscribesLeaderElections(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
-	nc, err := nats.Connect(b.Server.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, store := storeVia(t, b.Server.ClientURL(), events.StoreConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	appendOne := func() {
