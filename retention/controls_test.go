@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/taskqueue"
 )
@@ -47,13 +48,13 @@ func TestPruneCutsQueueControls(t *testing.T) {
 		}
 	}
 	filter := taskqueue.ControlFilter("cq")
-	all := loadEvents(t, ctx, b.Store, filter)
+	all := eventstest.Load(t, ctx, b.Store, events.StreamQueue, filter)
 	before, err := taskqueue.FoldControls(all)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := pruneKeyed(t, ctx, b.Store)
-	live := loadEvents(t, ctx, b.Store, filter)
+	live := eventstest.Load(t, ctx, b.Store, events.StreamQueue, filter)
 	t.Logf("prune: %d tasks, %d control events cut; the controls keep %d of their %d events", res.Tasks, res.ControlEvents, len(live), len(all))
 	if res.Tasks != 1 || res.ControlEvents == 0 || len(live)+res.ControlEvents != len(all) {
 		t.Fatalf("prune: %d tasks, %d control events cut, %d of %d kept (gates kept %v)", res.Tasks, res.ControlEvents, len(live), len(all), res.GatesKept)

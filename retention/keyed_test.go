@@ -49,13 +49,3 @@ func verifyPruned(t *testing.T, ctx context.Context, store *events.Store, res *r
 		}
 	}
 }
-
-// loadEvents reads the events of the queue stream matching filter.
-func loadEvents(t *testing.T, ctx context.Context, store *events.Store, filter string) []events.Recorded {
-	t.Helper()
-	recs, _, err := store.Load(ctx, events.StreamQueue, filter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
-}

@@ -52,15 +52,15 @@ func TestPruneCutsUniqueKeys(t *testing.T) {
 		}
 	}
 	delayedKey := "trellis.queue." + taskqueue.UniqueID("ud", "later") + ".>"
-	delayedAll := loadEvents(t, ctx, b.Store, delayedKey)
+	delayedAll := eventstest.Load(t, ctx, b.Store, events.StreamQueue, delayedKey)
 	filter := "trellis.queue." + taskqueue.UniqueID("uq", "nightly") + ".>"
-	all := loadEvents(t, ctx, b.Store, filter)
+	all := eventstest.Load(t, ctx, b.Store, events.StreamQueue, filter)
 	before, err := taskqueue.FoldUnique(all)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := pruneKeyed(t, ctx, b.Store)
-	live := loadEvents(t, ctx, b.Store, filter)
+	live := eventstest.Load(t, ctx, b.Store, events.StreamQueue, filter)
 	t.Logf("prune: %d tasks, %d unique key events cut; the key keeps %d of its %d events; kept %v", res.Tasks, res.UniqueEvents, len(live), len(all), res.GatesKept)
 	if res.Tasks != n-1 || res.UniqueEvents == 0 || len(live)+res.UniqueEvents != len(all) || live[0].Type != taskqueue.Snapshot {
 		t.Fatalf("prune: %d tasks, %d unique key events cut, %d of %d kept from a %s (gates kept %v)", res.Tasks, res.UniqueEvents, len(live), len(all), live[0].Type, res.GatesKept)

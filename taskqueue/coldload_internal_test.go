@@ -43,16 +43,6 @@ func coldLoad[S any](t *testing.T, ctx context.Context, store *events.Store, kin
 	return st, folded
 }
 
-// loadAll reads every event matching filter (what a replay folds).
-func loadAll(t *testing.T, ctx context.Context, store *events.Store, filter string) []events.Recorded {
-	t.Helper()
-	recs, _, err := store.Load(ctx, events.StreamQueue, filter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
-}
-
 // jsonOf is v as JSON, to compare states and to print them.
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()

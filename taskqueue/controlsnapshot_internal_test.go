@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
 )
 
 // TestControlSnapshotBoundsColdStart: a queue paused and resumed 150 times
@@ -26,7 +28,7 @@ func TestControlSnapshotBoundsColdStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs := loadAll(t, ctx, b.Store, ControlFilter("c"))
+	recs := eventstest.Load(t, ctx, b.Store, events.StreamQueue, ControlFilter("c"))
 	whole, err := FoldControls(recs)
 	if err != nil {
 		t.Fatal(err)

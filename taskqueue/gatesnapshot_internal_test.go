@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
 )
 
 // TestGateSnapshotBoundsColdStart: a concurrency key's gate records every
@@ -40,7 +42,7 @@ func TestGateSnapshotBoundsColdStart(t *testing.T) {
 	}
 	id := KeyGateID("g", "repo")
 	st, folded := coldLoad(t, ctx, b.Store, gateKind, id)
-	recs := loadAll(t, ctx, b.Store, infraFilter(id))
+	recs := eventstest.Load(t, ctx, b.Store, events.StreamQueue, infraFilter(id))
 	var whole *Gate
 	for _, r := range recs {
 		var err error

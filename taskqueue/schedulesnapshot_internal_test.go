@@ -7,6 +7,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
 )
 
 // TestScheduleSnapshotBoundsColdStart: a schedule records two events per
@@ -30,7 +31,7 @@ func TestScheduleSnapshotBoundsColdStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSchedule(t, q, "pulse", 7)
-	recs := loadAll(t, ctx, b.Store, ScheduleFilter("pulse"))
+	recs := eventstest.Load(t, ctx, b.Store, events.StreamQueue, ScheduleFilter("pulse"))
 	snaps := 0
 	for _, rec := range recs {
 		if rec.Type == Snapshot {

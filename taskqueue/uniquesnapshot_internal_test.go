@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
 )
 
 // TestUniqueSnapshotBoundsColdStart: a unique key held by 150 tasks one
@@ -30,7 +32,7 @@ func TestUniqueSnapshotBoundsColdStart(t *testing.T) {
 		}
 	}
 	id := UniqueID("u", "k")
-	recs := loadAll(t, ctx, b.Store, infraFilter(id))
+	recs := eventstest.Load(t, ctx, b.Store, events.StreamQueue, infraFilter(id))
 	whole, err := FoldUnique(recs)
 	if err != nil {
 		t.Fatal(err)
