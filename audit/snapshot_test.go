@@ -33,35 +33,75 @@ func gatedClaims(t *testing.T, q *taskqueue.Handler, key string, n int) {
 	}
 }
 
-// forgeSnapshot appends a snapshot of gate id as a client holding only
-// NATS credentials could: chained to the gate's last event, checked
-// against its last sequence, under its event id, with the state the
-// gate's events fold to changed by mutate.
-func forgeSnapshot(t *testing.T, b *eventstest.Bundle, id string, mutate func(*taskqueue.SnapshotPayload)) uint64 {
+// queueOnBundle starts a server and a queue handler on it.
+func queueOnBundle(t *testing.T) (*eventstest.Bundle, context.Context, *taskqueue.Handler) {
+	t.Helper()
+	b := eventstest.Start(t)
+	return b, context.Background(), taskqueue.New(b.Store, taskqueue.Config{})
+}
+
+// forgeSnapshot appends a snapshot of aggregate id (its events match
+// filter; the snapshot goes to subject) as a client holding only NATS
+// credentials could: chained to the aggregate's last event, checked
+// against its last sequence, under its own event id, with the state
+// forge puts into the payload from the aggregate's events. It returns the
+// snapshot's sequence.
+func forgeSnapshot(t *testing.T, b *eventstest.Bundle, id, filter, subject string, forge func([]events.Recorded, *taskqueue.SnapshotPayload)) uint64 {
 	t.Helper()
 	ctx := context.Background()
-	filter := "trellis.queue." + id + ".>"
 	recs, last, err := b.Store.Load(ctx, events.StreamQueue, filter)
 	if err != nil || len(recs) == 0 {
 		t.Fatalf("load %s: %d events, %v", id, len(recs), err)
 	}
 	head := events.Hash(recs[len(recs)-1].Envelope)
-	g, err := taskqueue.FoldGate(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Gate: g}
-	mutate(&p)
+	p := taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last}
+	forge(recs, &p)
 	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, id, "trellis", taskqueue.Schema, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	env.Prev = head
-	ack, err := b.Store.Append(ctx, "trellis.queue."+id+"."+taskqueue.Snapshot, env, events.Expect{Filter: filter, LastSeq: last}, "")
+	ack, err := b.Store.Append(ctx, subject, env, events.Expect{Filter: filter, LastSeq: last}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ack.Seq
+}
+
+// forgeGateSnapshot forges a snapshot of gate id (see forgeSnapshot): the
+// state its events fold to, changed by mutate.
+func forgeGateSnapshot(t *testing.T, b *eventstest.Bundle, id string, mutate func(*taskqueue.SnapshotPayload)) uint64 {
+	t.Helper()
+	return forgeSnapshot(t, b, id, "trellis.queue."+id+".>", "trellis.queue."+id+"."+taskqueue.Snapshot, func(recs []events.Recorded, p *taskqueue.SnapshotPayload) {
+		g, err := taskqueue.FoldGate(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Gate = g
+		mutate(p)
+	})
+}
+
+// verifiedSnapshots verifies the log, which must have no findings (what
+// names the snapshots in the failure), and returns how many snapshots of
+// the queue stream it checked.
+func verifiedSnapshots(t *testing.T, store *events.Store, what string) uint64 {
+	t.Helper()
+	fs, rep := verify(t, store, audit.VerifyOptions{})
+	if len(fs) > 0 {
+		t.Fatalf("verify with %s: %v", what, fs)
+	}
+	return streamReport(rep, events.StreamQueue).Snapshots
+}
+
+// wantAlteredOnly verifies the log and wants one finding: an altered
+// event at seq (a forged snapshot).
+func wantAlteredOnly(t *testing.T, store *events.Store, seq uint64) {
+	t.Helper()
+	fs, _ := verify(t, store, audit.VerifyOptions{})
+	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, seq, "") || len(fs) != 1 {
+		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, seq)
+	}
 }
 
 // TestVerifyChecksGateSnapshots: the snapshots the claim path appends to a
@@ -72,26 +112,20 @@ func forgeSnapshot(t *testing.T, b *eventstest.Bundle, id string, mutate func(*t
 // one it replaces, is an altered finding at its sequence.
 func TestVerifyChecksGateSnapshots(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
-	ctx := context.Background()
-	q := taskqueue.New(b.Store, taskqueue.Config{})
+	b, ctx, q := queueOnBundle(t)
 	if _, err := q.SetPerKey(ctx, "s", "ops", 1); err != nil {
 		t.Fatal(err)
 	}
 	gatedClaims(t, q, "a", taskqueue.GateSnapshotEvery+2)
 	gatedClaims(t, q, "b", 2)
-	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
-	if len(fs) > 0 {
-		t.Fatalf("verify with the claim path's snapshots: %v", fs)
-	}
-	if n := streamReport(rep, events.StreamQueue).Snapshots; n != 1 {
+	if n := verifiedSnapshots(t, b.Store, "the claim path's snapshots"); n != 1 {
 		t.Fatalf("verify checked %d snapshots; want the 1 the claims made", n)
 	}
-	freed := forgeSnapshot(t, b, taskqueue.KeyGateID("s", "a"), func(p *taskqueue.SnapshotPayload) { p.Gate.Holders = nil })
-	misnamed := forgeSnapshot(t, b, taskqueue.KeyGateID("s", "b"), func(p *taskqueue.SnapshotPayload) {
+	freed := forgeGateSnapshot(t, b, taskqueue.KeyGateID("s", "a"), func(p *taskqueue.SnapshotPayload) { p.Gate.Holders = nil })
+	misnamed := forgeGateSnapshot(t, b, taskqueue.KeyGateID("s", "b"), func(p *taskqueue.SnapshotPayload) {
 		p.Replaces = "sha256-0000000000000000000000000000000000000000000000000000000000000000"
 	})
-	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
+	fs, _ := verify(t, b.Store, audit.VerifyOptions{})
 	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, freed, "") {
 		t.Fatalf("no altered finding at the forged state #%d: %v", freed, fs)
 	}
@@ -135,10 +169,8 @@ func TestVerifyChecksScheduleSnapshots(t *testing.T) {
 	// The timer armed before the removal fires once more; then the
 	// schedule is still.
 	filter := taskqueue.ScheduleFilter("beat")
-	var recs []events.Recorded
-	var last uint64
 	for {
-		recs, last, err = b.Store.Load(ctx, events.StreamQueue, filter)
+		recs, _, err := b.Store.Load(ctx, events.StreamQueue, filter)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,33 +182,18 @@ func TestVerifyChecksScheduleSnapshots(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
-	if len(fs) > 0 {
-		t.Fatalf("verify with the schedule's snapshots: %v", fs)
-	}
-	if n := streamReport(rep, events.StreamQueue).Snapshots; n < 1 {
+	if n := verifiedSnapshots(t, b.Store, "the schedule's snapshots"); n < 1 {
 		t.Fatalf("verify checked %d snapshots; want the schedule's", n)
 	}
-	s, err := taskqueue.FoldSchedule(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Fired = 1000
-	head := events.Hash(recs[len(recs)-1].Envelope)
-	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, "beat", "trellis", taskqueue.Schema,
-		taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Schedule: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Prev = head
-	ack, err := b.Store.Append(ctx, "trellis.queue.c._schedule.beat."+taskqueue.Snapshot, env, events.Expect{Filter: filter, LastSeq: last}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
-	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, ack.Seq, "") || len(fs) != 1 {
-		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
-	}
+	forged := forgeSnapshot(t, b, "beat", filter, "trellis.queue.c._schedule.beat."+taskqueue.Snapshot, func(recs []events.Recorded, p *taskqueue.SnapshotPayload) {
+		s, err := taskqueue.FoldSchedule(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Fired = 1000
+		p.Schedule = s
+	})
+	wantAlteredOnly(t, b.Store, forged)
 }
 
 // TestVerifyChecksControlSnapshots: the snapshots a queue's controls
@@ -185,9 +202,7 @@ func TestVerifyChecksScheduleSnapshots(t *testing.T) {
 // queue resumed while its events leave it paused, is an altered finding.
 func TestVerifyChecksControlSnapshots(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
-	ctx := context.Background()
-	q := taskqueue.New(b.Store, taskqueue.Config{})
+	b, ctx, q := queueOnBundle(t)
 	for i := 0; i < taskqueue.ControlSnapshotEvery+1; i++ { // ends paused
 		var err error
 		if i%2 == 0 {
@@ -199,38 +214,18 @@ func TestVerifyChecksControlSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
-	if len(fs) > 0 {
-		t.Fatalf("verify with the controls' snapshot: %v", fs)
-	}
-	if n := streamReport(rep, events.StreamQueue).Snapshots; n != 1 {
+	if n := verifiedSnapshots(t, b.Store, "the controls' snapshot"); n != 1 {
 		t.Fatalf("verify checked %d snapshots; want the controls' 1", n)
 	}
-	filter := taskqueue.ControlFilter("k")
-	recs, last, err := b.Store.Load(ctx, events.StreamQueue, filter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := taskqueue.FoldControls(recs)
-	if err != nil || !c.Paused {
-		t.Fatalf("controls %+v, %v; want paused", c, err)
-	}
-	c.Paused = false
-	head := events.Hash(recs[len(recs)-1].Envelope)
-	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, "k", "trellis", taskqueue.Schema,
-		taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Controls: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Prev = head
-	ack, err := b.Store.Append(ctx, taskqueue.ControlSubject("k", taskqueue.Snapshot), env, events.Expect{Filter: filter, LastSeq: last}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
-	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, ack.Seq, "") || len(fs) != 1 {
-		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
-	}
+	forged := forgeSnapshot(t, b, "k", taskqueue.ControlFilter("k"), taskqueue.ControlSubject("k", taskqueue.Snapshot), func(recs []events.Recorded, p *taskqueue.SnapshotPayload) {
+		c, err := taskqueue.FoldControls(recs)
+		if err != nil || !c.Paused {
+			t.Fatalf("controls %+v, %v; want paused", c, err)
+		}
+		c.Paused = false
+		p.Controls = c
+	})
+	wantAlteredOnly(t, b.Store, forged)
 }
 
 // TestVerifyChecksUniqueSnapshots: the snapshot a unique key appends after
@@ -239,9 +234,7 @@ func TestVerifyChecksControlSnapshots(t *testing.T) {
 // the key) is an altered finding.
 func TestVerifyChecksUniqueSnapshots(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
-	ctx := context.Background()
-	q := taskqueue.New(b.Store, taskqueue.Config{})
+	b, ctx, q := queueOnBundle(t)
 	for i := 0; i < taskqueue.UniqueSnapshotEvery; i++ {
 		task, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "u", Objective: "x", UniqueKey: "k"})
 		if err != nil {
@@ -251,32 +244,12 @@ func TestVerifyChecksUniqueSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fs, rep := verify(t, b.Store, audit.VerifyOptions{})
-	if len(fs) > 0 {
-		t.Fatalf("verify with the key's snapshot: %v", fs)
-	}
-	if n := streamReport(rep, events.StreamQueue).Snapshots; n != 1 {
+	if n := verifiedSnapshots(t, b.Store, "the key's snapshot"); n != 1 {
 		t.Fatalf("verify checked %d snapshots; want the key's 1", n)
 	}
 	id := taskqueue.UniqueID("u", "k")
-	filter := "trellis.queue." + id + ".>"
-	recs, last, err := b.Store.Load(ctx, events.StreamQueue, filter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := events.Hash(recs[len(recs)-1].Envelope)
-	env, err := events.NewEnvelope(time.Now(), taskqueue.Snapshot, id, "trellis", taskqueue.Schema,
-		taskqueue.SnapshotPayload{Replaces: head, ReplacesSeq: last, Unique: &taskqueue.UniqueHold{TaskID: "01ARZ3NDEKTSV4RRFFQ69G5FAV"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Prev = head
-	ack, err := b.Store.Append(ctx, "trellis.queue."+id+"."+taskqueue.Snapshot, env, events.Expect{Filter: filter, LastSeq: last}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, _ = verify(t, b.Store, audit.VerifyOptions{})
-	if !hasFinding(fs, audit.FindingAltered, events.StreamQueue, ack.Seq, "") || len(fs) != 1 {
-		t.Fatalf("findings %v; want one altered finding at the forged snapshot #%d", fs, ack.Seq)
-	}
+	forged := forgeSnapshot(t, b, id, "trellis.queue."+id+".>", "trellis.queue."+id+"."+taskqueue.Snapshot, func(_ []events.Recorded, p *taskqueue.SnapshotPayload) {
+		p.Unique = &taskqueue.UniqueHold{TaskID: "01ARZ3NDEKTSV4RRFFQ69G5FAV"}
+	})
+	wantAlteredOnly(t, b.Store, forged)
 }

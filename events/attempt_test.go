@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
@@ -53,6 +54,25 @@ func startSilentProxy(t *testing.T, target, prefix string, drop int) *silentProx
 		}
 	}()
 	return p
+}
+
+// url is the nats:// URL clients use to connect through the proxy.
+func (p *silentProxy) url() string { return "nats://" + p.ln.Addr().String() }
+
+// storeVia connects a store to the server at url; the connection closes
+// when the test ends.
+func storeVia(t *testing.T, url string, cfg events.StoreConfig) (*nats.Conn, *events.Store) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	store, err := events.NewStore(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, store
 }
 
 func (p *silentProxy) swallowed() int {
@@ -110,15 +130,7 @@ func TestSilentAttemptSentAgain(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
 	proxy := startSilentProxy(t, b.Server.Addr().String(), "trellis.queue.", 1)
-	nc, err := nats.Connect("nats://" + proxy.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := storeVia(t, proxy.url(), events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e := env(t, "added", events.NewID(time.Now()))
@@ -171,5 +183,40 @@ func TestSilentAttemptSentAgain(t *testing.T) {
 	}
 	if proxy.swallowed() != 3 {
 		t.Fatalf("the proxy swallowed %d publishes, want 3", proxy.swallowed())
+	}
+}
+
+// TestSilentSnapshotReadSentAgain: a command's load of an aggregate with
+// snapshots reads its last snapshot with a direct get; one that meets
+// silence (a replica cut off) is sent again after the store's
+// AttemptTimeout like every other direct get of a load, not after its
+// RequestTimeout (an hour here: the load would still wait when the
+// test's minute is up).
+func TestSilentSnapshotReadSentAgain(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e := env(t, "snapshot", events.NewID(time.Now()))
+	filter := "trellis.queue.*." + e.AggregateID + ".>"
+	a, err := b.Store.Append(ctx, "trellis.queue.default."+e.AggregateID+".snapshot", e, events.Expect{Filter: filter}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startSilentProxy(t, b.Server.Addr().String(), "$JS.API.DIRECT.GET.", 1)
+	_, store := storeVia(t, proxy.url(), events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: 300 * time.Millisecond})
+	runner := command.New(store, command.Kind[int]{
+		Name:     "counter",
+		Stream:   events.StreamQueue,
+		Filter:   func(id string) string { return "trellis.queue.*." + id + ".>" },
+		Fold:     func(n int, _ events.Recorded) (int, error) { return n + 1, nil },
+		Snapshot: func(id string) string { return "trellis.queue.default." + id + ".snapshot" },
+	}, command.Config{})
+	st, err := runner.Load(ctx, e.AggregateID)
+	if err != nil || st.Seq != a.Seq || st.Value != 1 {
+		t.Fatalf("load after a silent snapshot read: #%d, %d events folded (%v); want #%d, 1", st.Seq, st.Value, err, a.Seq)
+	}
+	if proxy.swallowed() != 1 {
+		t.Fatalf("the proxy swallowed %d publishes, want 1 (the test does not test what it claims)", proxy.swallowed())
 	}
 }

@@ -26,6 +26,21 @@ func (s *Store) lastMatching(ctx context.Context, stream, filter string) (Record
 	return s.directOne(ctx, stream, map[string]any{"last_by_subj": filter})
 }
 
+// LoadLast returns the last event matching filter with its payload
+// resolved (ok false when there is none, as the server answering saw it:
+// a lagging replica may miss the newest). Like every read of a load, its
+// direct get is asked again after AttemptTimeout of silence.
+func (s *Store) LoadLast(ctx context.Context, stream, filter string) (Recorded, bool, error) {
+	rec, ok, err := s.lastMatching(ctx, stream, filter)
+	if err != nil || !ok {
+		return rec, ok, err
+	}
+	if err := s.Resolve(ctx, &rec); err != nil {
+		return rec, false, err
+	}
+	return rec, true, nil
+}
+
 // directOne sends one unbatched direct get and decodes its answer, asking
 // again after AttemptTimeout of silence (any replica answers a direct
 // get, one cut off never) until RequestTimeout.
@@ -48,16 +63,12 @@ func (s *Store) directOne(ctx context.Context, stream string, req map[string]any
 	if err != nil {
 		return Recorded{}, false, fmt.Errorf("load %s: %w", stream, err)
 	}
-	if len(msg.Data) == 0 && msg.Header != nil {
-		switch st := msg.Header.Get("Status"); st {
-		case "":
-		case "404":
-			return Recorded{}, false, nil
-		case "503":
-			return Recorded{}, false, fmt.Errorf("load %s: %w", stream, nats.ErrNoResponders)
-		default:
-			return Recorded{}, false, fmt.Errorf("load %s: direct get status %s %s", stream, st, msg.Header.Get("Description"))
-		}
+	switch kind, err := classifyDirect(msg); kind {
+	case directMsg:
+	case directNone:
+		return Recorded{}, false, nil
+	default:
+		return Recorded{}, false, fmt.Errorf("load %s: %w", stream, err)
 	}
 	rec, err := decodeDirect(msg)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/nats-io/nats.go"
 )
 
 // Reads of aggregates' last events, gathered.
@@ -189,20 +187,14 @@ func (s *Store) multiLastOnce(ctx context.Context, stream string, filters []stri
 		if err != nil {
 			return nil, fmt.Errorf("last of %d aggregates on %s: %w", len(filters), stream, err)
 		}
-		if len(msg.Data) == 0 && msg.Header != nil {
-			switch st := msg.Header.Get("Status"); st {
-			case "":
-			case "204": // end of the answer
-				return out, nil
-			case "404": // no subject matched any filter
-				return out, nil
-			case "413", "408":
-				return nil, fmt.Errorf("%w: %s %s", errNotGathered, st, msg.Header.Get("Description"))
-			case "503":
-				return nil, fmt.Errorf("last of %d aggregates on %s: %w", len(filters), stream, nats.ErrNoResponders)
-			default:
-				return nil, fmt.Errorf("last of %d aggregates on %s: direct get status %s %s", len(filters), stream, st, msg.Header.Get("Description"))
-			}
+		switch kind, err := classifyDirect(msg); kind {
+		case directMsg:
+		case directEnd, directNone: // the end of the answer; none: no subject matched any filter
+			return out, nil
+		case directRefused:
+			return nil, fmt.Errorf("%w: %w", errNotGathered, err)
+		default:
+			return nil, fmt.Errorf("last of %d aggregates on %s: %w", len(filters), stream, err)
 		}
 		subject := msg.Header.Get("Nats-Subject")
 		seq, err := strconv.ParseUint(msg.Header.Get("Nats-Sequence"), 10, 64)

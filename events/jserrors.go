@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -76,6 +77,10 @@ func jsCode(err error) int {
 	}
 	return 0
 }
+
+// isMsgNotFound reports JetStream's "no message found" (a message get
+// past the last match), and no other not-found (a missing stream is).
+func isMsgNotFound(err error) bool { return jsCode(err) == jsCodeMsgNotFound }
 
 // jsClassOf classifies an error returned by a JetStream request.
 func jsClassOf(err error) jsClass {
@@ -204,4 +209,50 @@ func IsDeletedBefore(err error) bool {
 	msg := err.Error()
 	return errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) &&
 		(strings.Contains(msg, "err_code=10043") || strings.Contains(msg, "err_code=10057") && strings.Contains(msg, "no message found"))
+}
+
+// directKind is what one answer to a direct get ($JS.API.DIRECT.GET) is.
+type directKind int
+
+const (
+	// directMsg: a stored message.
+	directMsg directKind = iota
+	// directEnd: status 204, the end of a batch (its Nats-Num-Pending
+	// header counts the matching messages after it).
+	directEnd
+	// directNone: status 404, nothing (more) matches.
+	directNone
+	// directUnanswered: status 503, no responders (a stream electing
+	// its leader); the error wraps nats.ErrNoResponders.
+	directUnanswered
+	// directRefused: status 408 or 413, the server refused the request
+	// as too large (more subjects than one answer holds) or as one it
+	// does not know (an older server): smaller requests may be served.
+	directRefused
+	// directFailed: any other status (a server error).
+	directFailed
+)
+
+// classifyDirect classifies one answer to a direct get. For every answer
+// but a message it also returns the status as an error (nats.ErrNoResponders
+// for 503), for callers to report an answer they do not expect.
+func classifyDirect(msg *nats.Msg) (directKind, error) {
+	if len(msg.Data) > 0 || msg.Header == nil {
+		return directMsg, nil
+	}
+	st := msg.Header.Get("Status")
+	err := fmt.Errorf("direct get status %s %s", st, msg.Header.Get("Description"))
+	switch st {
+	case "":
+		return directMsg, nil
+	case "204":
+		return directEnd, err
+	case "404":
+		return directNone, err
+	case "503":
+		return directUnanswered, nats.ErrNoResponders
+	case "408", "413":
+		return directRefused, err
+	}
+	return directFailed, err
 }

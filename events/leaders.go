@@ -30,6 +30,11 @@ type leaderWatch struct {
 	mu   sync.Mutex
 	// terms holds per stream a context cancelled at its next election.
 	terms map[string]*term
+	// sub is the advisories' subscription (nil before first use, when
+	// refused, and after close).
+	sub *nats.Subscription
+	// closed: the store was closed; no subscription is made any more.
+	closed bool
 }
 
 type term struct {
@@ -46,9 +51,11 @@ func (s *Store) termOf(stream string) context.Context {
 	w := &s.leaders
 	w.once.Do(func() {
 		w.mu.Lock()
-		w.terms = map[string]*term{}
-		w.mu.Unlock()
-		_, _ = s.nc.Subscribe(leaderElectedPrefix+"*", func(m *nats.Msg) {
+		defer w.mu.Unlock()
+		if w.closed {
+			return
+		}
+		w.sub, _ = s.nc.Subscribe(leaderElectedPrefix+"*", func(m *nats.Msg) {
 			name := strings.TrimPrefix(m.Subject, leaderElectedPrefix)
 			w.mu.Lock()
 			if t := w.terms[name]; t != nil {
@@ -60,6 +67,9 @@ func (s *Store) termOf(stream string) context.Context {
 	})
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.terms == nil {
+		w.terms = map[string]*term{}
+	}
 	t := w.terms[stream]
 	if t == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -88,4 +98,21 @@ func attemptErr(actx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", nats.ErrTimeout, errNewLeader)
 	}
 	return err
+}
+
+// close unsubscribes from the advisories (and keeps the store from
+// subscribing later): attempts then end at AttemptTimeout only. Closing
+// again, or after the connection closed, does nothing.
+func (w *leaderWatch) close() error {
+	w.mu.Lock()
+	sub := w.sub
+	w.sub, w.closed = nil, true
+	w.mu.Unlock()
+	if sub == nil {
+		return nil
+	}
+	if err := sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+		return fmt.Errorf("unsubscribe from leader elections: %w", err)
+	}
+	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
@@ -23,15 +21,7 @@ func TestElectionResendsSilentAttempt(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
 	proxy := startSilentProxy(t, b.Server.Addr().String(), "trellis.queue.", 0)
-	nc, err := nats.Connect("nats://" + proxy.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := storeVia(t, proxy.url(), events.StoreConfig{RequestTimeout: time.Hour, AttemptTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A first append: the store learns the stream and hears elections.
@@ -99,5 +89,44 @@ func TestElectionResendsSilentAttempt(t *testing.T) {
 		if err != nil || len(recs) != 1 || recs[0].Seq != r.Seq {
 			t.Fatalf("event %d: stored %d times (%v), want once at #%d", i, len(recs), err, r.Seq)
 		}
+	}
+}
+
+// TestCloseUnsubscribesLeaderElections: the subscription to leader
+// elections a store makes on its first append is gone after Close, and
+// stays gone (a later append does not subscribe again); Close is
+// idempotent, also after the connection closed.
+func TestCloseUnsubscribesLeaderElections(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	nc, store := storeVia(t, b.Server.ClientURL(), events.StoreConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	appendOne := func() {
+		t.Helper()
+		e := env(t, "added", events.NewID(time.Now()))
+		if _, err := store.Append(ctx, "trellis.queue.default."+e.AggregateID+".added", e,
+			events.Expect{Filter: "trellis.queue.*." + e.AggregateID + ".>"}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne()
+	open := nc.NumSubscriptions()
+	if err := store.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if got := nc.NumSubscriptions(); got != open-1 {
+		t.Fatalf("%d subscriptions after Close, want %d (the leader elections' one gone)", got, open-1)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	appendOne()
+	if got := nc.NumSubscriptions(); got != open-1 {
+		t.Fatalf("%d subscriptions after an append after Close, want %d", got, open-1)
+	}
+	nc.Close()
+	if err := store.Close(); err != nil {
+		t.Fatalf("close after the connection closed: %v", err)
 	}
 }

@@ -187,7 +187,7 @@ func (s *Store) leaderNext(ctx context.Context, stream, filter string, seq uint6
 		return Message{}, false, fmt.Errorf("scan %s: %w", stream, err)
 	}
 	if resp.Error != nil {
-		if jsCode(resp.Error) == jsCodeMsgNotFound {
+		if isMsgNotFound(resp.Error) {
 			return Message{}, false, nil
 		}
 		return Message{}, false, fmt.Errorf("scan %s: %w", stream, resp.Error)
@@ -238,18 +238,12 @@ func (s *Store) directRaw(ctx context.Context, stream string, req map[string]any
 		if err != nil {
 			return nil, fmt.Errorf("scan %s: %w", stream, err)
 		}
-		if len(msg.Data) == 0 && msg.Header != nil {
-			switch msg.Header.Get("Status") {
-			case "404":
-				return out, nil
-			case "204": // end of batch
-				return out, nil
-			case "503":
-				return nil, fmt.Errorf("scan %s: %w", stream, nats.ErrNoResponders)
-			case "":
-			default:
-				return nil, fmt.Errorf("scan %s: direct get status %s %s", stream, msg.Header.Get("Status"), msg.Header.Get("Description"))
-			}
+		switch kind, err := classifyDirect(msg); kind {
+		case directMsg:
+		case directNone, directEnd:
+			return out, nil
+		default:
+			return nil, fmt.Errorf("scan %s: %w", stream, err)
 		}
 		m, err := rawMessage(stream, msg)
 		if err != nil {

@@ -145,6 +145,13 @@ func NewStore(nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 	return &Store{nc: nc, js: js, cfg: cfg, committers: map[string]*committer{}, traits: map[string]streamTraits{}}, nil
 }
 
+// Close releases the subscriptions the store holds on its connection (the
+// stream leader elections it hears, see leaderWatch); it does not close
+// the connection, whose owner closes it after the store. Calling it again
+// does nothing. The store still appends and reads after Close, but an
+// attempt sent to a silent leader then waits out AttemptTimeout.
+func (s *Store) Close() error { return s.leaders.close() }
+
 // Conn returns the underlying NATS connection.
 func (s *Store) Conn() *nats.Conn { return s.nc }
 
@@ -520,19 +527,15 @@ func (s *Store) directBatchOnce(ctx context.Context, stream, filter string, from
 		if err != nil {
 			return nil, 0, fmt.Errorf("load %s: %w", filter, err)
 		}
-		if len(msg.Data) == 0 && msg.Header != nil {
-			switch msg.Header.Get("Status") {
-			case "404":
-				return nil, 0, nil
-			case "204": // end of batch
-				np, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
-				return out, np, nil
-			case "503":
-				return nil, 0, fmt.Errorf("load %s: %w", filter, nats.ErrNoResponders)
-			case "":
-			default:
-				return nil, 0, fmt.Errorf("load %s: direct get status %s %s", filter, msg.Header.Get("Status"), msg.Header.Get("Description"))
-			}
+		switch kind, err := classifyDirect(msg); kind {
+		case directMsg:
+		case directNone:
+			return nil, 0, nil
+		case directEnd:
+			np, _ := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64)
+			return out, np, nil
+		default:
+			return nil, 0, fmt.Errorf("load %s: %w", filter, err)
 		}
 		rec, err := decodeDirect(msg)
 		if err != nil {

@@ -2,13 +2,10 @@ package retention_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/retention"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -51,23 +48,13 @@ func TestPruneCutsQueueControls(t *testing.T) {
 		}
 	}
 	filter := taskqueue.ControlFilter("cq")
-	all, _, err := b.Store.Load(ctx, events.StreamQueue, filter)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := eventstest.Load(t, ctx, b.Store, events.StreamQueue, filter)
 	before, err := taskqueue.FoldControls(all)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := []byte("0123456789abcdef0123456789abcdef")
-	res, err := retention.Prune(ctx, b.Store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, _, err := b.Store.Load(ctx, events.StreamQueue, filter)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := pruneKeyed(t, ctx, b.Store)
+	live := eventstest.Load(t, ctx, b.Store, events.StreamQueue, filter)
 	t.Logf("prune: %d tasks, %d control events cut; the controls keep %d of their %d events", res.Tasks, res.ControlEvents, len(live), len(all))
 	if res.Tasks != 1 || res.ControlEvents == 0 || len(live)+res.ControlEvents != len(all) {
 		t.Fatalf("prune: %d tasks, %d control events cut, %d of %d kept (gates kept %v)", res.Tasks, res.ControlEvents, len(live), len(all), res.GatesKept)
@@ -75,22 +62,7 @@ func TestPruneCutsQueueControls(t *testing.T) {
 	if live[0].Type != taskqueue.Snapshot || len(live) > taskqueue.ControlSnapshotEvery+1 {
 		t.Fatalf("the controls keep %d events from a %s; want at most %d from their snapshot", len(live), live[0].Type, taskqueue.ControlSnapshotEvery+1)
 	}
-	verifyKeyed := func(when string) {
-		t.Helper()
-		var fs []audit.Finding
-		if _, err := audit.Verify(ctx, b.Store, audit.VerifyOptions{AnchorKey: key}, func(f audit.Finding) error { fs = append(fs, f); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if len(fs) > 0 {
-			t.Fatalf("verify %s: %v", when, fs)
-		}
-	}
-	verifyKeyed("after the prune")
-	for _, ar := range res.Archives {
-		if fs, _ := verifyArchive(t, ar.File); len(fs) > 0 {
-			t.Fatalf("verify --file %s: %v", ar.File, fs)
-		}
-	}
+	verifyPruned(t, ctx, b.Store, res)
 	cold := taskqueue.New(b.Store, taskqueue.Config{})
 	got, _, err := cold.Controls(ctx, "cq")
 	if err != nil || !taskqueue.SameControls(got, before) || !got.Paused {
@@ -113,5 +85,5 @@ func TestPruneCutsQueueControls(t *testing.T) {
 	if _, err := cold.Done(ctx, trellis.DoneRequest{TaskID: claimed.TaskID, Worker: "w", WhatWasDone: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	verifyKeyed("after the resume and the claim")
+	verifyKeyed(t, ctx, b.Store, "after the resume and the claim")
 }

@@ -2,13 +2,10 @@ package retention_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
-	"github.com/trellis/trellis/retention"
 	"github.com/trellis/trellis/taskqueue"
 )
 
@@ -55,28 +52,15 @@ func TestPruneCutsUniqueKeys(t *testing.T) {
 		}
 	}
 	delayedKey := "trellis.queue." + taskqueue.UniqueID("ud", "later") + ".>"
-	delayedAll, _, err := b.Store.Load(ctx, events.StreamQueue, delayedKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	delayedAll := eventstest.Load(t, ctx, b.Store, events.StreamQueue, delayedKey)
 	filter := "trellis.queue." + taskqueue.UniqueID("uq", "nightly") + ".>"
-	all, _, err := b.Store.Load(ctx, events.StreamQueue, filter)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := eventstest.Load(t, ctx, b.Store, events.StreamQueue, filter)
 	before, err := taskqueue.FoldUnique(all)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := []byte("0123456789abcdef0123456789abcdef")
-	res, err := retention.Prune(ctx, b.Store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, _, err := b.Store.Load(ctx, events.StreamQueue, filter)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := pruneKeyed(t, ctx, b.Store)
+	live := eventstest.Load(t, ctx, b.Store, events.StreamQueue, filter)
 	t.Logf("prune: %d tasks, %d unique key events cut; the key keeps %d of its %d events; kept %v", res.Tasks, res.UniqueEvents, len(live), len(all), res.GatesKept)
 	if res.Tasks != n-1 || res.UniqueEvents == 0 || len(live)+res.UniqueEvents != len(all) || live[0].Type != taskqueue.Snapshot {
 		t.Fatalf("prune: %d tasks, %d unique key events cut, %d of %d kept from a %s (gates kept %v)", res.Tasks, res.UniqueEvents, len(live), len(all), live[0].Type, res.GatesKept)
@@ -87,22 +71,7 @@ func TestPruneCutsUniqueKeys(t *testing.T) {
 	if got, _, err := b.Store.Load(ctx, events.StreamQueue, delayedKey); err != nil || len(got) != len(delayedAll) {
 		t.Fatalf("the delayed tasks' key keeps %d of its %d events (%v)", len(got), len(delayedAll), err)
 	}
-	verifyKeyed := func(when string) {
-		t.Helper()
-		var fs []audit.Finding
-		if _, err := audit.Verify(ctx, b.Store, audit.VerifyOptions{AnchorKey: key}, func(f audit.Finding) error { fs = append(fs, f); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if len(fs) > 0 {
-			t.Fatalf("verify %s: %v", when, fs)
-		}
-	}
-	verifyKeyed("after the prune")
-	for _, ar := range res.Archives {
-		if fs, _ := verifyArchive(t, ar.File); len(fs) > 0 {
-			t.Fatalf("verify --file %s: %v", ar.File, fs)
-		}
-	}
+	verifyPruned(t, ctx, b.Store, res)
 	after, err := taskqueue.FoldUnique(live)
 	if err != nil || !taskqueue.SameUnique(after, before) || after.TaskID != holder.TaskID {
 		t.Fatalf("unique key after the prune %+v, %v; before %+v", after, err, before)
@@ -122,5 +91,5 @@ func TestPruneCutsUniqueKeys(t *testing.T) {
 	if err != nil || next.TaskID == holder.TaskID {
 		t.Fatalf("add with the key once its holder is done: %+v, %v; want a new task", next, err)
 	}
-	verifyKeyed("after the key was taken again")
+	verifyKeyed(t, ctx, b.Store, "after the key was taken again")
 }

@@ -1,18 +1,13 @@
 package server_test
 
 import (
-	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/handlers/natsapi"
-	"github.com/trellis/trellis/server"
 )
 
 // TestAPIAnswersAfterWholeClusterOutage reproduces the chaos harness's
@@ -27,38 +22,13 @@ import (
 // handlers/natsapi). Without the fix 10 of the 16 pings went unanswered.
 func TestAPIAnswersAfterWholeClusterOutage(t *testing.T) {
 	t.Parallel()
-	c := eventstest.StartCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir(), NATSURL: c.URL(0), Replicas: 3, ServeAPI: true, HTTPAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	get := func(path string) (int, string) {
-		resp, err := http.Get(srv.Info().HTTPURL + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	c, srv, _ := servedCluster(t)
+	get := func(path string) (int, string) { return httpGet(srv, path) }
 	healthz := func() int { code, _ := get("/healthz"); return code }
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-	}
 	for i := 0; i < 3; i++ {
 		c.Stop(i)
 	}
-	waitFor("the serve to leave the API", func() bool {
+	waitUntil(t, "the serve to leave the API", func() bool {
 		_, body := get("/metrics")
 		return strings.Contains(body, "trellis_jetstream_quorum 0")
 	})
@@ -67,7 +37,7 @@ func TestAPIAnswersAfterWholeClusterOutage(t *testing.T) {
 		c.Restart(i)
 	}
 	t.Logf("nodes back %s after the serve left the API", time.Since(left).Round(time.Millisecond))
-	waitFor("the serve to join the API again (healthz 200)", func() bool { return healthz() == 200 })
+	waitUntil(t, "the serve to join the API again (healthz 200)", func() bool { return healthz() == 200 })
 	nc, err := nats.Connect(c.URLs())
 	if err != nil {
 		t.Fatal(err)

@@ -418,6 +418,11 @@ func (s *Server) Close() {
 	if s.cfg.WriteInfo && s.lock != nil {
 		_ = os.Remove(InfoPath(s.cfg.DataDir))
 	}
+	if s.store != nil {
+		if err := s.store.Close(); err != nil {
+			s.cfg.Logger.Warn("event store close", "err", err)
+		}
+	}
 	if s.nc != nil {
 		_ = s.nc.Drain()
 		s.nc.Close()

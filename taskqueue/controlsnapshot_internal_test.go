@@ -1,12 +1,9 @@
 package taskqueue
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
@@ -17,9 +14,7 @@ import (
 // the state a replay of the whole history gets, and a claim honours it.
 func TestControlSnapshotBoundsColdStart(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	t.Cleanup(cancel)
+	b, ctx := snapshotTest(t)
 	q := New(b.Store, Config{})
 	const n = 150
 	for i := 0; i < n; i++ {
@@ -33,24 +28,12 @@ func TestControlSnapshotBoundsColdStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs, _, err := b.Store.Load(ctx, events.StreamQueue, ControlFilter("c"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := eventstest.Load(t, ctx, b.Store, events.StreamQueue, ControlFilter("c"))
 	whole, err := FoldControls(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	folded := 0
-	kind := controlKind
-	kind.Fold = func(c *trellis.QueueControls, rec events.Recorded) (*trellis.QueueControls, error) {
-		folded++
-		return controlKind.Fold(c, rec)
-	}
-	st, err := command.New(b.Store, kind, command.Config{CacheSize: -1}).Load(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, folded := coldLoad(t, ctx, b.Store, controlKind, "c")
 	if folded > ControlSnapshotEvery+1 || len(recs) < n {
 		t.Fatalf("a cold load folded %d of the controls' %d events; want at most %d", folded, len(recs), ControlSnapshotEvery+1)
 	}

@@ -1,57 +1,14 @@
 package taskqueue
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
-
-// countingGates returns a runner of the gate kind without a cache (a
-// process starting cold) and the count of events its loads fold.
-func countingGates(store *events.Store) (*command.Runner[*Gate], *int) {
-	n := new(int)
-	kind := gateKind
-	kind.Fold = func(g *Gate, rec events.Recorded) (*Gate, error) {
-		*n++
-		return gateKind.Fold(g, rec)
-	}
-	return command.New(store, kind, command.Config{CacheSize: -1}), n
-}
-
-// foldWhole folds every event the log holds of a gate (a replay).
-func foldWhole(t *testing.T, store *events.Store, id string) (*Gate, int) {
-	t.Helper()
-	recs, _, err := store.Load(context.Background(), events.StreamQueue, infraFilter(id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g *Gate
-	for _, r := range recs {
-		if g, err = gateKind.Fold(g, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return g, len(recs)
-}
-
-func gateJSON(t *testing.T, g *Gate) string {
-	t.Helper()
-	if g == nil {
-		g = &Gate{}
-	}
-	data, err := json.Marshal(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
 
 // TestGateSnapshotBoundsColdStart: a concurrency key's gate records every
 // gated claim; after 150 of them a process starting cold folds at most
@@ -61,9 +18,7 @@ func gateJSON(t *testing.T, g *Gate) string {
 // taken once that claim is done.
 func TestGateSnapshotBoundsColdStart(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	t.Cleanup(cancel)
+	b, ctx := snapshotTest(t)
 	q := New(b.Store, Config{})
 	if _, err := q.SetPerKey(ctx, "g", "ops", 1); err != nil {
 		t.Fatal(err)
@@ -86,19 +41,22 @@ func TestGateSnapshotBoundsColdStart(t *testing.T) {
 		}
 	}
 	id := KeyGateID("g", "repo")
-	cold, folded := countingGates(b.Store)
-	st, err := cold.Load(ctx, id)
-	if err != nil {
-		t.Fatal(err)
+	st, folded := coldLoad(t, ctx, b.Store, gateKind, id)
+	recs := eventstest.Load(t, ctx, b.Store, events.StreamQueue, infraFilter(id))
+	var whole *Gate
+	for _, r := range recs {
+		var err error
+		if whole, err = gateKind.Fold(whole, r); err != nil {
+			t.Fatal(err)
+		}
 	}
-	whole, events := foldWhole(t, b.Store, id)
-	if events < n {
-		t.Fatalf("the gate holds %d events; want at least the %d claims", events, n)
+	if len(recs) < n {
+		t.Fatalf("the gate holds %d events; want at least the %d claims", len(recs), n)
 	}
-	if *folded > GateSnapshotEvery+1 {
-		t.Fatalf("a cold load folded %d of the gate's %d events; want at most %d (its last snapshot and the events after it)", *folded, events, GateSnapshotEvery+1)
+	if folded > GateSnapshotEvery+1 {
+		t.Fatalf("a cold load folded %d of the gate's %d events; want at most %d (its last snapshot and the events after it)", folded, len(recs), GateSnapshotEvery+1)
 	}
-	if got, want := gateJSON(t, st.Value), gateJSON(t, whole); got != want {
+	if got, want := jsonOf(t, st.Value), jsonOf(t, whole); got != want {
 		t.Fatalf("gate from its snapshot %s != replayed %s", got, want)
 	}
 	if len(st.Value.Holders) != 1 || st.Value.Holders[0].TaskID != last.TaskID {

@@ -2,12 +2,10 @@ package taskqueue
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
@@ -21,9 +19,7 @@ import (
 // and adds its task).
 func TestScheduleSnapshotBoundsColdStart(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	t.Cleanup(cancel)
+	b, ctx := snapshotTest(t)
 	const every = 4
 	q := New(b.Store, Config{ScheduleSnapshotEvery: every})
 	r, err := q.StartReactor(context.Background(), ReactorConfig{AckWait: 2 * time.Second})
@@ -35,10 +31,7 @@ func TestScheduleSnapshotBoundsColdStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSchedule(t, q, "pulse", 7)
-	recs, _, err := b.Store.Load(ctx, events.StreamQueue, ScheduleFilter("pulse"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := eventstest.Load(t, ctx, b.Store, events.StreamQueue, ScheduleFilter("pulse"))
 	snaps := 0
 	for _, rec := range recs {
 		if rec.Type == Snapshot {
@@ -48,27 +41,17 @@ func TestScheduleSnapshotBoundsColdStart(t *testing.T) {
 	if snaps < 2 {
 		t.Fatalf("%d snapshots among the schedule's %d events; want at least 2", snaps, len(recs))
 	}
-	n := new(int)
-	kind := scheduleKind
-	kind.Fold = func(s *trellis.Schedule, rec events.Recorded) (*trellis.Schedule, error) {
-		*n++
-		return scheduleKind.Fold(s, rec)
-	}
-	cold := command.New(b.Store, kind, command.Config{CacheSize: -1})
-	st, err := cold.Load(ctx, "pulse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, folded := coldLoad(t, ctx, b.Store, scheduleKind, "pulse")
 	whole, err := FoldSchedule(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *n > 2*every+3 {
-		t.Fatalf("a cold load folded %d of the schedule's %d events; want at most %d", *n, len(recs), 2*every+3)
+	if folded > 2*every+3 {
+		t.Fatalf("a cold load folded %d of the schedule's %d events; want at most %d", folded, len(recs), 2*every+3)
 	}
 	// The replay may have folded events stored after the cold load's.
 	if st.Seq == recs[len(recs)-1].Seq && !SameSchedule(st.Value, whole) {
-		t.Fatalf("schedule from its snapshot %s != replayed %s", scheduleJSON(t, st.Value), scheduleJSON(t, whole))
+		t.Fatalf("schedule from its snapshot %s != replayed %s", jsonOf(t, st.Value), jsonOf(t, whole))
 	}
 	fired := st.Value.Fired
 	waitSchedule(t, q, "pulse", fired+1)
@@ -101,13 +84,4 @@ func tickTasks(t *testing.T, store *events.Store, queue string) int {
 		t.Fatal(err)
 	}
 	return len(recs)
-}
-
-func scheduleJSON(t *testing.T, s *trellis.Schedule) string {
-	t.Helper()
-	data, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }

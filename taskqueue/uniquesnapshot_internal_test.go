@@ -1,12 +1,9 @@
 package taskqueue
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/trellis/trellis"
-	"github.com/trellis/trellis/command"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
 )
@@ -18,9 +15,7 @@ import (
 // gets the holder back.
 func TestUniqueSnapshotBoundsColdStart(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	t.Cleanup(cancel)
+	b, ctx := snapshotTest(t)
 	q := New(b.Store, Config{})
 	const n = 150
 	var last *trellis.Task
@@ -37,24 +32,12 @@ func TestUniqueSnapshotBoundsColdStart(t *testing.T) {
 		}
 	}
 	id := UniqueID("u", "k")
-	recs, _, err := b.Store.Load(ctx, events.StreamQueue, infraFilter(id))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := eventstest.Load(t, ctx, b.Store, events.StreamQueue, infraFilter(id))
 	whole, err := FoldUnique(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	folded := 0
-	kind := uniqueKind
-	kind.Fold = func(u *UniqueHold, rec events.Recorded) (*UniqueHold, error) {
-		folded++
-		return uniqueKind.Fold(u, rec)
-	}
-	st, err := command.New(b.Store, kind, command.Config{CacheSize: -1}).Load(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, folded := coldLoad(t, ctx, b.Store, uniqueKind, id)
 	if folded > UniqueSnapshotEvery+1 || len(recs) < n {
 		t.Fatalf("a cold load folded %d of the key's %d events; want at most %d", folded, len(recs), UniqueSnapshotEvery+1)
 	}

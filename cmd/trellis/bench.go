@@ -78,7 +78,7 @@ func embeddedBenchStore(cmd *cobra.Command, syncInterval time.Duration, batchMin
 		cleanup()
 		return nil, nil, err
 	}
-	return store, func() { nc.Close(); cleanup() }, nil
+	return store, func() { _ = store.Close(); nc.Close(); cleanup() }, nil
 }
 
 // report is what a benchmark prints.

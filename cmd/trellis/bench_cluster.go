@@ -64,6 +64,9 @@ func (a *app) clusterBenchStore(ctx context.Context, batchMin int) (*events.Stor
 		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		created.delete(dctx)
+		if store != nil {
+			_ = store.Close()
+		}
 		nc.Close()
 	}
 	if err != nil {

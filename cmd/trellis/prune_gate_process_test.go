@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
@@ -76,49 +74,17 @@ func TestPruneProcessKilledCuttingGates(t *testing.T) {
 		if !taskqueue.SameGate(g, before) {
 			t.Fatalf("gate %s: %+v; before %+v", when, g, before)
 		}
-		if live[0].Prev != "" {
-			named := false
-			for _, p := range pruneRecords(t, store) {
-				for _, c := range p.Continued {
-					named = named || (c.Seq == live[0].Seq && c.Prev == live[0].Prev)
-				}
-			}
-			if !named {
-				t.Fatalf("gate %s: its first live event #%d is named by no prune record", when, live[0].Seq)
-			}
+		if live[0].Prev != "" && !continuedByPrune(t, store, live[0]) {
+			t.Fatalf("gate %s: its first live event #%d is named by no prune record", when, live[0].Seq)
 		}
 		return live
 	}
 	archive := filepath.Join(t.TempDir(), "archive")
-	p := startProc(t, "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		m, _ := filepath.Glob(filepath.Join(archive, "prune-*.jsonl"))
-		if len(m) >= 1 {
-			break
-		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("prune ended before writing the gate's archive: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no archive within 60s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.wait(t, 30*time.Second)
+	killPruneAfterArchives(t, url, archive, 1)
 	live := check("after the kill")
 	t.Logf("after the kill the live log holds %d of the gate's %d events", len(live), len(all))
 
-	out, err := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive, "--json").Output()
-	if err != nil {
-		t.Fatalf("prune again: %v\n%s", err, out)
-	}
+	pruneAgain(t, url, archive)
 	live = check("after the prune ran again")
 	if len(live) > taskqueue.GateSnapshotEvery+1 || live[0].Type != taskqueue.Snapshot {
 		t.Fatalf("after the prune ran again the gate keeps %d events from a %s; want at most %d from its snapshot", len(live), live[0].Type, taskqueue.GateSnapshotEvery+1)

@@ -154,42 +154,13 @@ func TestPruneProcessKilled(t *testing.T) {
 	ids := finishedTasks(t, srv, "kill", 1200)
 	t.Logf("1200 finished tasks in %s", time.Since(start))
 	archive := filepath.Join(t.TempDir(), "archive")
-	p := startProc(t, "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive)
 	// Kill it once its third archive is written (the prune is under way:
 	// its batches of 200 tasks follow one another; the kill lands
 	// anywhere in the third batch or later).
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		m, _ := filepath.Glob(filepath.Join(archive, "prune-*.jsonl"))
-		if len(m) >= 3 {
-			break
-		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("prune ended before writing three archives: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no archive within 60s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.wait(t, 30*time.Second)
+	killPruneAfterArchives(t, url, archive, 3)
 	checkPruned(t, srv, archive, ids, false)
 
-	again := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive, "--json")
-	out, err := again.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("prune again: %v\n%s\n%s", err, out, stderr)
-	}
+	pruneAgain(t, url, archive)
 	checkPruned(t, srv, archive, ids, true)
 }
 

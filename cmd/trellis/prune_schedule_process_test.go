@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -104,16 +103,6 @@ func TestPruneProcessKilledCuttingSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	continued := func(first events.Recorded) bool {
-		for _, p := range pruneRecords(t, store) {
-			for _, c := range p.Continued {
-				if c.Seq == first.Seq && c.Prev == first.Prev {
-					return true
-				}
-			}
-		}
-		return false
-	}
 	check := func(when string) ([]events.Recorded, []events.Recorded) {
 		t.Helper()
 		if fs := verifyStore(t, store); len(fs) > 0 {
@@ -129,39 +118,16 @@ func TestPruneProcessKilledCuttingSchedules(t *testing.T) {
 			t.Fatalf("controls %s: %+v, %v; before %+v", when, gotC, err, controls)
 		}
 		for _, first := range []events.Recorded{s[0], c[0]} {
-			if first.Prev != "" && !continued(first) {
+			if first.Prev != "" && !continuedByPrune(t, store, first) {
 				t.Fatalf("%s: the first live event #%d of %s is named by no prune record", when, first.Seq, first.Subject)
 			}
 		}
 		return s, c
 	}
 	archive := filepath.Join(t.TempDir(), "archive")
-	p := startProc(t, "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if m, _ := filepath.Glob(filepath.Join(archive, "prune-*.jsonl")); len(m) >= 1 {
-			break
-		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("prune ended before writing an archive: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no archive within 60s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.wait(t, 30*time.Second)
+	killPruneAfterArchives(t, url, archive, 1)
 	check("after the kill")
-	out, err := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive, "--json").Output()
-	if err != nil {
-		t.Fatalf("prune again: %v\n%s", err, out)
-	}
+	pruneAgain(t, url, archive)
 	s, c := check("after the prune ran again")
 	if s[0].Type != taskqueue.Snapshot || len(s) > 2*2+3 || c[0].Type != taskqueue.Snapshot || len(c) > taskqueue.ControlSnapshotEvery+1 {
 		t.Fatalf("after the prune ran again the schedule keeps %d events from a %s and the controls %d from a %s; want each from its snapshot",

@@ -151,7 +151,12 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 		dataDir:     info.DataDir,
 		remote:      true,
 		ping:        info,
-		close:       nc.Close,
+		close: func() {
+			if store != nil {
+				_ = store.Close()
+			}
+			nc.Close()
+		},
 	}, nil
 }
 

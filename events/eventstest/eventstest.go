@@ -65,6 +65,9 @@ func Start(t testing.TB, opts ...Options) *Bundle {
 		t.Fatalf("ensure streams: %v", err)
 	}
 	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Errorf("close the store: %v", err)
+		}
 		nc.Close()
 		ns.Shutdown()
 		ns.WaitForShutdown()

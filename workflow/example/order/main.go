@@ -141,6 +141,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	defer store.Close()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	e := workflow.New(store, workflow.Config{Logger: log})
 	if err := workflow.Register(e, "order", 1, o.run); err != nil {
