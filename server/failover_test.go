@@ -108,7 +108,9 @@ func TestServeAndPoolsMoveOffACutOffNode(t *testing.T) {
 			time.Sleep(250 * time.Millisecond)
 		}
 	}
-	onNode1 := func(nc *nats.Conn) bool { return strings.HasSuffix(nc.ConnectedUrl(), strings.TrimPrefix(c.URL(0), "nats://")) }
+	onNode1 := func(nc *nats.Conn) bool {
+		return strings.HasSuffix(nc.ConnectedUrl(), strings.TrimPrefix(c.URL(0), "nats://"))
+	}
 	// Both pools work before the cut.
 	add := func() string {
 		t.Helper()
