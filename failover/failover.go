@@ -20,6 +20,7 @@ package failover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"slices"
@@ -48,6 +49,56 @@ func JetStream(ctx context.Context, nc *nats.Conn) error {
 		return err
 	}
 	return nil
+}
+
+// StaleReplica is how long a stream's leader may go without hearing from
+// a replica before Trellis's probes count that replica as cut off (the
+// leader hears from each at least every second).
+const StaleReplica = 3 * time.Second
+
+// Stream returns a Probe that asks for JetStream's account information
+// (see JetStream) and for the information of the named stream, and
+// fails when the stream has no leader that answers, or when its leader
+// has not heard from a majority of the stream's replicas within stale.
+// A node cut off from the others that leads the meta group or the stream
+// goes on answering both as if nothing happened until it steps down (10 s
+// without a quorum, in nats-server); the replicas it no longer hears
+// show at once. A stream that does not exist (yet) or is not replicated
+// is no failure.
+func Stream(name string, stale time.Duration) Probe {
+	return func(ctx context.Context, nc *nats.Conn) error {
+		if err := JetStream(ctx, nc); err != nil {
+			return err
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			if events.IsUnavailable(err) {
+				return err
+			}
+			return nil
+		}
+		ci := st.CachedInfo().Cluster
+		if ci == nil || len(ci.Replicas) == 0 {
+			return nil
+		}
+		if ci.Leader == "" {
+			return fmt.Errorf("stream %s has no leader", name)
+		}
+		heard := 1 // the leader
+		for _, r := range ci.Replicas {
+			if r != nil && r.Active < stale {
+				heard++
+			}
+		}
+		if n := len(ci.Replicas) + 1; 2*heard <= n {
+			return fmt.Errorf("stream %s: its leader %s heard from %d of its %d replicas within %s", name, ci.Leader, heard-1, n-1, stale)
+		}
+		return nil
+	}
 }
 
 // Config configures a Mover. Zero values take the defaults.

@@ -93,7 +93,7 @@ func TestServeAndPoolsMoveOffACutOffNode(t *testing.T) {
 		pool  *workers.Pool
 		nc    *nats.Conn
 		probe failover.Probe
-	}{{local, lnc, failover.JetStream}, {remote, rnc, ping}} {
+	}{{local, lnc, failover.Stream(events.StreamQueue, failover.StaleReplica)}, {remote, rnc, ping}} {
 		wg.Add(2)
 		go func() { defer wg.Done(); _ = p.pool.Run(pctx) }()
 		go func() { defer wg.Done(); failover.Watch(pctx, p.nc, failover.Config{Probe: p.probe, Logger: logger}) }()

@@ -20,11 +20,13 @@ import (
 // that the other servers answer; /healthz says 503 and the
 // trellis_jetstream_quorum gauge 0. It joins again when JetStream answers.
 //
-// Withdrawn, it also moves its NATS connection to another node of the
-// cluster where JetStream answers, if it knows one (configured, or
-// announced by the cluster; see package failover), and joins the API
-// again from there: a node cut off by a partition keeps its clients
-// connected, and the serve would otherwise wait for the heal.
+// It also moves its NATS connection to another node of the cluster where
+// JetStream answers, if it knows one (configured, or announced by the
+// cluster; see package failover), and serves the API from there: a node
+// cut off by a partition keeps its clients connected, and the serve would
+// otherwise wait for the heal. The move asks more than the withdrawal
+// (failover.Stream: the queue stream's leader must hear a majority of its
+// replicas), since a cut-off node that leads goes on answering for 10 s.
 const (
 	// quorumEvery is how often JetStream is asked.
 	quorumEvery = time.Second
@@ -51,6 +53,7 @@ type quorumWatch struct {
 	// withdrawn is the responder stopped on leaving the API (the move
 	// waits until its subscriptions are gone).
 	mover     *failover.Mover
+	probe     failover.Probe
 	withdrawn *natsapi.Responder
 }
 
@@ -58,7 +61,8 @@ func (s *Server) watchQuorum(scfg natsapi.ServeConfig) {
 	q := &quorumWatch{s: s, scfg: scfg, stop: make(chan struct{}), done: make(chan struct{}),
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "trellis_jetstream_quorum",
 			Help: "1 while JetStream answers this server (it serves the NATS API), 0 while it has lost its quorum (API withdrawn)"})}
-	q.mover = failover.New(s.nc, failover.Config{Probe: failover.JetStream, After: 1, Logger: s.cfg.Logger})
+	q.probe = failover.Stream(events.StreamQueue, failover.StaleReplica)
+	q.mover = failover.New(s.nc, failover.Config{Probe: q.probe, Logger: s.cfg.Logger})
 	q.gauge.Set(1)
 	if s.registry != nil {
 		_ = s.registry.Register(q.gauge)
@@ -121,13 +125,16 @@ func (q *quorumWatch) run() {
 		q.mu.Lock()
 		lost := q.lost
 		q.mu.Unlock()
-		// Withdrawn since an earlier probe, its API subscriptions gone:
-		// look for a node where JetStream answers, and move there.
-		switch {
-		case err == nil:
-			q.mover.Observe(runCtx, nil)
-		case lost && (q.withdrawn == nil || q.withdrawn.Drained()):
-			q.mover.Observe(runCtx, err)
+		// Look for a node where JetStream answers, and move there; not
+		// while the API's subscriptions, withdrawn, are still draining.
+		merr := err
+		if merr == nil {
+			pctx, cancel := context.WithTimeout(runCtx, 2*time.Second)
+			merr = q.probe(pctx, q.s.nc)
+			cancel()
+		}
+		if merr == nil || !lost || q.withdrawn == nil || q.withdrawn.Drained() {
+			q.mover.Observe(runCtx, merr)
 		}
 		switch {
 		case !lost && fails >= quorumLoseAfter:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/client"
+	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/failover"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/taskqueue"
@@ -80,7 +81,7 @@ commands get --grace to finish, the rest are released back to the queue.`,
 				// A worker attached to a NATS node cut off from the
 				// quorum moves to a node where what it needs answers:
 				// JetStream, or with a token the Trellis API.
-				probe := failover.JetStream
+				probe := failover.Stream(events.StreamQueue, failover.StaleReplica)
 				if s.store == nil {
 					token := a.token
 					probe = func(ctx context.Context, nc *nats.Conn) error {
