@@ -177,15 +177,43 @@ func New(nc *nats.Conn, cfg Config) *Mover {
 // and those the cluster announced) to those remembered: a node cut off
 // from the others announces only itself, and nats.go then forgets the
 // rest.
+//
+// The configured URLs are kept as given (with their user information,
+// which nats.go sends when it connects to them); a server the cluster
+// announced, which nats.go knows without it, takes that of the first
+// configured URL that has some (the nodes of a cluster share their
+// accounts).
 func (m *Mover) learn() {
-	for _, u := range m.nc.Servers() {
-		if !slices.Contains(m.known, u) {
+	configured := slices.Clone(m.nc.Opts.Servers)
+	if m.nc.Opts.Url != "" {
+		configured = append(configured, m.nc.Opts.Url)
+	}
+	var cred *url.Userinfo
+	for _, u := range configured {
+		if pu, err := url.Parse(u); err == nil && pu.User != nil {
+			cred = pu.User
+			break
+		}
+	}
+	add := func(u string) {
+		if !slices.ContainsFunc(m.known, func(k string) bool { return sameServer(k, u) }) {
 			m.known = append(m.known, u)
 		}
 	}
+	for _, u := range configured {
+		add(u)
+	}
+	for _, u := range m.nc.Servers() {
+		if pu, err := url.Parse(u); err == nil && pu.User == nil && cred != nil {
+			pu.User = cred
+			u = pu.String()
+		}
+		add(u)
+	}
 }
 
-// Known returns the servers the Mover may move to or from.
+// Known returns the servers the Mover may move to or from (with their
+// user information, if any).
 func (m *Mover) Known() []string { return slices.Clone(m.known) }
 
 // Observe takes one probe of the connection (nil: it answered) and, after
