@@ -57,7 +57,8 @@ func partitionClients(ctx context.Context, c *Cluster, _ *rand.Rand) (string, fu
 
 // clientStalls describes, for the fault started at and ending at end
 // (zero: the run's end), each pool's longest stall of its own
-// completions ("task done" in its log, measured as resumeAfter does) and
+// completions ("task done" in its log, measured as resumeAfter does),
+// when each pool and serve moved its connection (package failover) and
 // when each serve left the API and served it again (its quorum watch's
 // lines), so that a client stuck on a cut-off node shows even while the
 // other pool keeps completions going.
@@ -80,32 +81,37 @@ func (c *Cluster) clientStalls(at, end time.Time) []string {
 			}
 			what = fmt.Sprintf("longest stall %.1f s", gap.Seconds())
 		}
+		if moved := firstLine(p.log, "moving the connection", at, end); !moved.IsZero() {
+			what += fmt.Sprintf(", moved at +%.1f s", moved.Sub(at).Seconds())
+		}
 		out = append(out, fmt.Sprintf("%s (n%d) %s", p.Name, workerNode(i, len(c.Nodes)), what))
 	}
 	for i, p := range c.Serves {
-		first := func(marker string, after time.Time) time.Time {
-			for _, l := range logLines(p.log, marker) {
-				if l.After(after) && (end.IsZero() || l.Before(end)) {
-					return l
-				}
-			}
-			return time.Time{}
+		what := fmt.Sprintf("%s (n%d) kept the API", p.Name, serveNode(i, len(c.Nodes)))
+		left := firstLine(p.log, "leaving the API queue group", at, end)
+		if !left.IsZero() {
+			what = fmt.Sprintf("%s (n%d) left the API at +%.1f s", p.Name, serveNode(i, len(c.Nodes)), left.Sub(at).Seconds())
 		}
-		left := first("leaving the API queue group", at)
-		if left.IsZero() {
-			out = append(out, fmt.Sprintf("%s (n%d) kept the API", p.Name, serveNode(i, len(c.Nodes))))
-			continue
-		}
-		what := fmt.Sprintf("%s (n%d) left the API at +%.1f s", p.Name, serveNode(i, len(c.Nodes)), left.Sub(at).Seconds())
-		if moved := first("moving the connection", left); !moved.IsZero() {
+		if moved := firstLine(p.log, "moving the connection", at, end); !moved.IsZero() {
 			what += fmt.Sprintf(", moved at +%.1f s", moved.Sub(at).Seconds())
 		}
-		if back := first("serving the API", left); !back.IsZero() {
+		if back := firstLine(p.log, "serving the API", left, end); !left.IsZero() && !back.IsZero() {
 			what += fmt.Sprintf(", served it again at +%.1f s", back.Sub(at).Seconds())
 		}
 		out = append(out, what)
 	}
 	return out
+}
+
+// firstLine returns the time of the first line of a log containing
+// marker after after and before end (zero: none).
+func firstLine(path, marker string, after, end time.Time) time.Time {
+	for _, l := range logLines(path, marker) {
+		if l.After(after) && (end.IsZero() || l.Before(end)) {
+			return l
+		}
+	}
+	return time.Time{}
 }
 
 // logLines returns the times of the lines of a Trellis log (slog text:
