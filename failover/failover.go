@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -47,10 +48,13 @@ const StaleReplica = 3 * time.Second
 // goes on answering both as if nothing happened until it steps down (10 s
 // without a quorum, in nats-server); the replicas it no longer hears
 // show at once. A stream that does not exist (yet) or is not replicated
-// is no failure.
+// is no failure; a NATS user that may not ask for the stream's
+// information is asked the account's alone from then on (each refusal
+// is a permissions violation in the server's log).
 func Stream(name string, stale time.Duration) Probe {
+	var refused atomic.Bool
 	return func(ctx context.Context, nc *nats.Conn) error {
-		if err := JetStream(ctx, nc); err != nil {
+		if err := JetStream(ctx, nc); err != nil || refused.Load() {
 			return err
 		}
 		js, err := jetstream.New(nc)
@@ -59,6 +63,9 @@ func Stream(name string, stale time.Duration) Probe {
 		}
 		st, err := js.Stream(ctx, name)
 		if err != nil {
+			if events.IsPermissionDenied(err) || events.IsPermissionDenied(nc.LastError()) {
+				refused.Store(true)
+			}
 			if events.IsUnavailable(err) {
 				return err
 			}
