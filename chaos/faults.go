@@ -51,6 +51,7 @@ func Faults() []Fault {
 		{Name: "power-loss-minority", Doc: "the leader and (n-1)/2-1 other replicas lose power at once (3 nodes: the leader; 5: the leader and a follower)", Inject: powerLossMinority, PowerFS: true},
 		{Name: "power-loss-all", Doc: "every node loses power at once; restart after the heal time", Inject: powerLoss(true), PowerFS: true},
 		{Name: "power-loss-all-interval", Doc: "every node loses power at once while JetStream syncs every 2 minutes (its default, not Trellis's)", Inject: powerLoss(true), PowerFS: true, SyncInterval: "2m"},
+		{Name: "partition-clients", Doc: "cut the nodes the first serve and pool are attached to (3 nodes: n1; 5: n1, n2) off the others, which keep the quorum; they must move to a node of the majority; mend after the heal time", Inject: partitionClients, NotMixed: true},
 		{Name: "peer-remove-leader", Doc: "membership change: remove the queue stream's leader from its peers; JetStream moves the replica to a node that held none (needs NODES=5 with REPLICAS=3)", Inject: peerRemove(false), NotMixed: true},
 		{Name: "peer-remove-isolated", Doc: "isolate the queue stream's leader, then remove it from the stream's peers from the healthy side; reconnect after the heal time (needs NODES=5 with REPLICAS=3)", Inject: peerRemove(true), NotMixed: true},
 	}

@@ -199,6 +199,7 @@ func Run(ctx context.Context, sc Scenario) (*Result, error) {
 		b := breakdown(c.Elections(), evs, events.StreamQueue, at, repairTimes[i], end)
 		breakdowns = append(breakdowns, b)
 		logf("%s: resume %s: %s; leader changes during the fault: %s", sc.Faults[i].Name, fmtResume(resumes[i]), b, strings.Join(b.Changes, ", "))
+		logf("%s: clients: %s", sc.Faults[i].Name, strings.Join(c.clientStalls(at, end), "; "))
 	}
 	ch.Verify = verifyLog(ctx, c.bins.Trellis, c.URLs(), filepath.Join(sc.Dir, "cli"))
 	if evs == nil && lastErr != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/failover"
 	"github.com/trellis/trellis/handlers/natsapi"
 )
 
@@ -18,6 +19,14 @@ import (
 // JetStream does not answer, the server leaves the API's queue group so
 // that the other servers answer; /healthz says 503 and the
 // trellis_jetstream_quorum gauge 0. It joins again when JetStream answers.
+//
+// It also moves its NATS connection to another node of the cluster where
+// JetStream answers, if it knows one (configured, or announced by the
+// cluster; see package failover), and serves the API from there: a node
+// cut off by a partition keeps its clients connected, and the serve would
+// otherwise wait for the heal. The move asks more than the withdrawal
+// (failover.Stream: the queue stream's leader must hear a majority of its
+// replicas), since a cut-off node that leads goes on answering for 10 s.
 const (
 	// quorumEvery is how often JetStream is asked.
 	quorumEvery = time.Second
@@ -39,12 +48,21 @@ type quorumWatch struct {
 	lost bool
 	stop chan struct{}
 	done chan struct{}
+
+	// mover moves the connection off a node without the quorum;
+	// withdrawn is the responder stopped on leaving the API (the move
+	// waits until its subscriptions are gone).
+	mover     *failover.Mover
+	probe     failover.Probe
+	withdrawn *natsapi.Responder
 }
 
 func (s *Server) watchQuorum(scfg natsapi.ServeConfig) {
 	q := &quorumWatch{s: s, scfg: scfg, stop: make(chan struct{}), done: make(chan struct{}),
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "trellis_jetstream_quorum",
 			Help: "1 while JetStream answers this server (it serves the NATS API), 0 while it has lost its quorum (API withdrawn)"})}
+	q.probe = failover.Stream(events.StreamQueue, failover.StaleReplica)
+	q.mover = failover.New(s.nc, failover.Config{Probe: q.probe, Logger: s.cfg.Logger})
 	q.gauge.Set(1)
 	if s.registry != nil {
 		_ = s.registry.Register(q.gauge)
@@ -75,6 +93,15 @@ func (q *quorumWatch) close() {
 
 func (q *quorumWatch) run() {
 	defer close(q.done)
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+	go func() {
+		select {
+		case <-q.stop:
+			cancelRun()
+		case <-runCtx.Done():
+		}
+	}()
 	t := time.NewTicker(quorumEvery)
 	defer t.Stop()
 	fails, oks := 0, 0
@@ -98,13 +125,24 @@ func (q *quorumWatch) run() {
 		q.mu.Lock()
 		lost := q.lost
 		q.mu.Unlock()
+		// Look for a node where JetStream answers, and move there; not
+		// while the API's subscriptions, withdrawn, are still draining.
+		merr := err
+		if merr == nil {
+			pctx, cancel := context.WithTimeout(runCtx, 2*time.Second)
+			merr = q.probe(pctx, q.s.nc)
+			cancel()
+		}
+		if merr == nil || !lost || q.withdrawn == nil || q.withdrawn.Drained() {
+			q.mover.Observe(runCtx, merr)
+		}
 		switch {
 		case !lost && fails >= quorumLoseAfter:
 			q.s.cfg.Logger.Warn("JetStream lost its quorum from this server: leaving the API queue group", "err", err)
 			q.s.mu.Lock()
 			if q.s.responder != nil {
 				q.s.responder.Stop()
-				q.s.responder = nil
+				q.withdrawn, q.s.responder = q.s.responder, nil
 			}
 			q.s.mu.Unlock()
 			q.set(true)
@@ -117,6 +155,7 @@ func (q *quorumWatch) run() {
 			q.s.mu.Lock()
 			q.s.responder = r
 			q.s.mu.Unlock()
+			q.withdrawn = nil
 			q.set(false)
 			q.s.cfg.Logger.Info("JetStream answers again: serving the API")
 		}

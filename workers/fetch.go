@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -27,6 +28,31 @@ type lane struct {
 	// or a waiting pull just returned one); else it was empty when last
 	// asked and its waiting pull will tell.
 	more bool
+	// backoff is the wait after the lane's last failed pull (0 after an
+	// answer); its next waiting pull is sent at retryAt.
+	backoff time.Duration
+	retryAt time.Time
+}
+
+// maxFetchBackoff bounds the wait between two pulls of a lane that
+// fail (its consumer without a leader during an election, NATS
+// reconnecting): the next pull is the probe that finds JetStream healthy
+// again, so a lane takes dispatches again at most this long after.
+const maxFetchBackoff = time.Second
+
+// fetchBackoff is the wait after a failed pull that followed one of
+// prev: 100 ms doubling to maxFetchBackoff.
+func fetchBackoff(prev time.Duration) time.Duration {
+	if prev <= 0 {
+		return 100 * time.Millisecond
+	}
+	return min(2*prev, maxFetchBackoff)
+}
+
+// failed records a failed pull: the lane's next waiting pull waits.
+func (l *lane) failed() {
+	l.backoff = fetchBackoff(l.backoff)
+	l.retryAt = time.Now().Add(l.backoff)
 }
 
 // fetched is a dispatch the pool holds but has not started.
@@ -35,7 +61,8 @@ type fetched struct {
 	at  time.Time
 }
 
-// arrival is what a waiting pull returns, and when.
+// arrival is what a waiting pull returns, and when: a dispatch, none
+// (the pull expired), or the error that failed it.
 type arrival struct {
 	lane int
 	msg  jetstream.Msg
@@ -95,7 +122,10 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 	}
 	maxAhead := max(p.cfg.Concurrency, fetchAhead)
 	ahead := p.cfg.Concurrency
-	backoff := 100 * time.Millisecond
+	// retry wakes the loop when a lane that failed may pull again.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
 	staleEvery := func() time.Duration { return max(50*time.Millisecond, min(time.Second, p.lease()/8)) }
 	stale := time.NewTicker(staleEvery())
 	defer stale.Stop()
@@ -108,14 +138,18 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			l.waiting = false
 			switch {
 			case a.err != nil:
-				p.log.Warn("fetch", "err", a.err)
-				sleepCtx(ctx, backoff)
-				backoff = min(2*backoff, 5*time.Second)
+				// Only this lane waits, and at most maxFetchBackoff: the
+				// other lanes and the free slots go on.
+				l.failed()
+				p.log.Warn("fetch", "lane", a.lane+1, "err", a.err, "retry_in", l.backoff)
 			case a.msg != nil:
-				backoff = 100 * time.Millisecond
+				l.backoff = 0
 				l.buf = append(l.buf, fetched{msg: a.msg, at: a.at})
 				l.more = true
+			default:
+				l.backoff = 0 // answered: nothing there
 			}
+		case <-retry.C:
 		case <-stale.C:
 			if p.giveBackStale(lanes) > 0 {
 				ahead /= 2
@@ -152,18 +186,24 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				}
 				want := len(slots) + ahead
 				batch, err := best.c.FetchNoWait(want)
-				if err != nil {
+				got := 0
+				if err == nil {
+					for msg := range batch.Messages() {
+						best.buf = append(best.buf, fetched{msg: msg, at: time.Now()})
+						got++
+					}
+					err = batch.Error()
+				}
+				if err != nil && got == 0 {
 					// NATS unreachable, the server restarting, a consumer
-					// moving: the waiting pulls below keep trying.
-					p.log.Warn("fetch", "err", err)
+					// moving: the lane's waiting pull tries again after
+					// its backoff.
+					p.log.Warn("fetch", "lane", slices.Index(lanes, best)+1, "err", err)
+					best.failed()
 					best.more = false
 					break
 				}
-				got := 0
-				for msg := range batch.Messages() {
-					best.buf = append(best.buf, fetched{msg: msg, at: time.Now()})
-					got++
-				}
+				best.backoff = 0
 				best.more = got == want
 				continue
 			}
@@ -178,9 +218,17 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			}
 			run(f)
 		}
-		// Every lane found empty waits for its next dispatch.
+		// Every lane found empty waits for its next dispatch; a lane
+		// whose last pull failed, once its backoff has passed.
+		var wake time.Time
 		for i, l := range lanes {
 			if l.waiting || l.more || len(l.buf) > 0 || ctx.Err() != nil {
+				continue
+			}
+			if time.Now().Before(l.retryAt) {
+				if wake.IsZero() || l.retryAt.Before(wake) {
+					wake = l.retryAt
+				}
 				continue
 			}
 			l.waiting = true
@@ -196,8 +244,18 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				for msg := range batch.Messages() {
 					got = msg
 				}
+				if got == nil && batch.Error() != nil {
+					// No responders (the consumer has no leader), a
+					// leadership change...: not an empty lane. An expired
+					// pull is no error.
+					arrivals <- arrival{lane: i, err: batch.Error()}
+					return
+				}
 				arrivals <- arrival{lane: i, msg: got, at: time.Now()}
 			}()
+		}
+		if !wake.IsZero() {
+			retry.Reset(time.Until(wake))
 		}
 	}
 }

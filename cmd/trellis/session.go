@@ -51,7 +51,9 @@ type session struct {
 	// (store nil) everything goes through it: a token holder may not
 	// read or append to the log directly.
 	client *client.API
-	close  func()
+	// nc is a remote session's NATS connection.
+	nc    *nats.Conn
+	close func()
 }
 
 // pingTimeout bounds the discovery of a running server.
@@ -157,6 +159,7 @@ func (a *app) remoteSession(ctx context.Context, url string) (*session, error) {
 			}
 			nc.Close()
 		},
+		nc: nc,
 	}, nil
 }
 

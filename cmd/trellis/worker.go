@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,12 +10,16 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/client"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/failover"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/taskqueue"
 	"github.com/trellis/trellis/workers"
@@ -42,7 +47,9 @@ the worker instead (on a free loopback port, recorded in serve.json so other com
 A claim holds a lease that the worker extends while CMD runs; a worker that dies loses its leases and
 another worker takes the tasks over after the lease. A worker that loses its server (restarted,
 unreachable) keeps the outcomes it could not record and records them once the server answers again,
-heartbeating their leases meanwhile. A task that finishes within --claim-window is
+heartbeating their leases meanwhile. A worker whose NATS node is cut off from the JetStream quorum (a
+partition) moves its connection to another node of the cluster (given in --nats-url or announced by the
+cluster) where JetStream (with a token: the Trellis API) answers. A task that finishes within --claim-window is
 recorded with one event (its outcome carries its claim); a worker that dies inside that window leaves
 no record of the attempt, which runs again after the lease and is not counted against max attempts. SIGTERM or SIGINT drains: no new claims, running
 commands get --grace to finish, the rest are released back to the queue.`,
@@ -70,6 +77,22 @@ commands get --grace to finish, the rest are released back to the queue.`,
 				return err
 			}
 			defer s.close()
+			if s.nc != nil {
+				// A worker attached to a NATS node cut off from the
+				// quorum moves to a node where what it needs answers:
+				// JetStream, or with a token the Trellis API.
+				probe := failover.Stream(events.StreamQueue, failover.StaleReplica)
+				if s.store == nil {
+					token := a.token
+					probe = func(ctx context.Context, nc *nats.Conn) error {
+						_, err := client.NewAPI(nc, 0).WithToken(token).Ping(ctx)
+						return err
+					}
+				}
+				wctx, stopWatch := context.WithCancel(cmd.Context())
+				defer stopWatch()
+				go failover.Watch(wctx, s.nc, failover.Config{Probe: probe, Logger: log})
+			}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			cfg.Metrics = workers.NewMetrics(reg)

@@ -24,6 +24,8 @@ type Responder struct {
 	nc   *nats.Conn
 	subs []*nats.Subscription
 	sem  chan struct{}
+	// stopped are the subscriptions Stop ended (see Drained).
+	stopped []*nats.Subscription
 }
 
 // ServeConfig configures Serve.
@@ -285,7 +287,21 @@ func (r *Responder) Stop() {
 			_ = s.Unsubscribe()
 		}
 	}
-	r.subs = nil
+	r.stopped, r.subs = r.subs, nil
+}
+
+// Drained reports whether every subscription Stop ended is gone from the
+// connection: a drain keeps them until the requests received are handled,
+// and a reconnect before then (serve's quorum watch moving its
+// connection to another node) would subscribe them again on the new
+// server, dead members of the API's queue group.
+func (r *Responder) Drained() bool {
+	for _, s := range r.stopped {
+		if s.IsValid() {
+			return false
+		}
+	}
+	return true
 }
 
 // handler decodes a request of type R and calls fn.
