@@ -1,0 +1,134 @@
+package retention_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
+)
+
+// appendRun appends a chain of n events of a workflow run (started, then
+// step_completed) and returns their sequences.
+func appendRun(t *testing.T, store *events.Store, n int) (string, []uint64) {
+	t.Helper()
+	ctx := ctxT(t)
+	id := events.NewID(time.Now())
+	var seqs []uint64
+	var last uint64
+	prev := ""
+	for i := 0; i < n; i++ {
+		typ, body := "step_completed", map[string]any{"pos": i - 1, "name": "s"}
+		if i == 0 {
+			typ, body = "started", map[string]any{"workflow": "w", "version": 1, "queue": "wq", "input": map[string]any{}}
+		}
+		env, err := events.NewEnvelope(time.Now(), typ, id, "test", 1, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Prev = prev
+		filter := "trellis.workflows.run." + id + ".>"
+		ack, err := store.Append(ctx, "trellis.workflows.run."+id+"."+typ, env, events.Expect{Filter: filter, LastSeq: last}, env.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, prev = ack.Seq, events.Hash(env)
+		seqs = append(seqs, ack.Seq)
+	}
+	return id, seqs
+}
+
+// appendRecord appends a prune record of stream (signed with key when
+// not empty) naming removed.
+func appendRecord(t *testing.T, store *events.Store, stream string, removed [][2]uint64, aggregates []string, key []byte) {
+	t.Helper()
+	ctx := ctxT(t)
+	recs, last, err := store.Load(ctx, events.StreamQueue, events.RetentionFilter)
+	if err != nil && !errors.Is(err, events.ErrNotFound) {
+		t.Fatal(err)
+	}
+	p := events.PrunedPayload{Stream: stream, Cut: time.Now().UTC().Format(time.RFC3339Nano), Archive: "prune-x.jsonl",
+		Digest: "00", Events: len(removed), Removed: removed, Aggregates: aggregates}.Sign(key)
+	env, err := events.NewEnvelope(time.Now(), events.PrunedType, events.RetentionAggregate, "trellis-prune", events.PrunedSchema, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) > 0 {
+		env.Prev = events.Hash(recs[len(recs)-1].Envelope)
+	}
+	if _, err := store.Append(ctx, events.RetentionSubjectPrefix+events.PrunedType, env,
+		events.Expect{Filter: events.RetentionFilter, LastSeq: last}, env.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// removedOn counts the removed findings on stream within seqs.
+func removedOn(fs []audit.Finding, stream string, seqs []uint64) int {
+	n := 0
+	for _, f := range fs {
+		if f.Kind == audit.FindingRemoved && f.Stream == stream && f.Seq >= seqs[0] && f.Seq <= seqs[len(seqs)-1] {
+			n++
+		}
+	}
+	return n
+}
+
+// TestVerifyTrustsPruneRecordsOfOtherStreams: sequences deleted from the
+// workflow stream are a removal unless a prune record trusted under the
+// audit key (on the queue stream's retention log) names them: with such a
+// record verify is OK; a record without the key's MAC (a client holding
+// NATS credentials only) excuses nothing.
+func TestVerifyTrustsPruneRecordsOfOtherStreams(t *testing.T) {
+	t.Parallel()
+	store := eventstest.Start(t).Store
+	ctx := ctxT(t)
+	key, err := audit.AnchorKey(t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = appendRun(t, store, 3)
+	pruned, ps := appendRun(t, store, 3)
+	forged, fs := appendRun(t, store, 3)
+	_, _ = appendRun(t, store, 2) // the stream's last events stay
+	verifyKeyed := func() []audit.Finding {
+		var out []audit.Finding
+		if _, err := audit.Verify(ctx, store, audit.VerifyOptions{AnchorKey: key}, func(f audit.Finding) error { out = append(out, f); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := verifyKeyed(); len(got) != 0 {
+		t.Fatalf("verify before any removal: %+v", got)
+	}
+	stream, err := store.JetStream().Stream(ctx, events.StreamWorkflows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remove := func(seqs []uint64) {
+		for _, s := range seqs {
+			if err := stream.DeleteMsg(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	remove(ps)
+	if got := verifyKeyed(); removedOn(got, events.StreamWorkflows, ps) == 0 {
+		t.Fatalf("a removal from the workflow stream without a record went unseen: %+v", got)
+	}
+	appendRecord(t, store, events.StreamWorkflows, [][2]uint64{{ps[0], ps[len(ps)-1]}}, []string{pruned}, key)
+	if got := verifyKeyed(); len(got) != 0 {
+		t.Fatalf("verify with a trusted record naming the removed sequences: %+v", got)
+	}
+	appendRecord(t, store, events.StreamWorkflows, [][2]uint64{{fs[0], fs[len(fs)-1]}}, []string{forged}, nil)
+	remove(fs)
+	if got := verifyKeyed(); removedOn(got, events.StreamWorkflows, fs) == 0 {
+		t.Fatalf("a removal excused by a record without the key went unseen: %+v", got)
+	}
+	// The first record still excuses its own sequences.
+	if got := verifyKeyed(); removedOn(got, events.StreamWorkflows, ps) != 0 {
+		t.Fatalf("the trusted record's sequences reported removed: %+v", got)
+	}
+}
