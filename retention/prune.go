@@ -81,6 +81,8 @@ type ArchiveResult struct {
 	Controls  int `json:"controls,omitempty"`
 	Uniques   int `json:"unique_keys,omitempty"`
 	OpenTasks int `json:"open_tasks,omitempty"`
+	// Runs counts the finished workflow runs it holds (see runs.go).
+	Runs int `json:"workflow_runs,omitempty"`
 }
 
 // Result reports a prune.
@@ -120,6 +122,12 @@ type Result struct {
 	// their events removed (see chooseOpen; not in Tasks and Events).
 	OpenTasks  int `json:"open_tasks,omitempty"`
 	OpenEvents int `json:"open_events,omitempty"`
+	// Runs counts the finished workflow runs removed whole and RunEvents
+	// their events (see runs.go; not in Tasks and Events); RunsKept the
+	// runs that stay, by reason.
+	Runs      int            `json:"workflow_runs,omitempty"`
+	RunEvents int            `json:"workflow_events,omitempty"`
+	RunsKept  map[string]int `json:"workflow_runs_kept,omitempty"`
 }
 
 // Prune removes the finished queue tasks whose events were all stored
@@ -212,6 +220,9 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 		return res, command.StoreError("prune: read the gates", err)
 	}
 	if err := pruneGates(ctx, store, stream, log, scan.firstSeq, gates, res, opts); err != nil {
+		return res, err
+	}
+	if err := pruneRuns(ctx, store, log, res, opts); err != nil {
 		return res, err
 	}
 	res.Millis = time.Since(start).Milliseconds()

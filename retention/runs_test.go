@@ -1,0 +1,229 @@
+package retention_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/audit"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/retention"
+	"github.com/trellis/trellis/taskqueue"
+	"github.com/trellis/trellis/workflow"
+)
+
+// runsFixture is an engine serving the "ret" workflow: a step, then a
+// wait for the signal "go", then the run completes.
+type runsFixture struct {
+	store *events.Store
+	e     *workflow.Engine
+}
+
+func startRuns(t *testing.T) *runsFixture {
+	t.Helper()
+	store := eventstest.Start(t).Store
+	e := workflow.New(store, workflow.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: 200 * time.Millisecond})
+	r, err := e.Queue().StartReactor(ctxT(t), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	err = workflow.Register(e, "ret", 1, func(c *workflow.Context, in struct{}) (string, error) {
+		if _, err := workflow.Step(c, "a", func(context.Context) (string, error) { return "a-ok", nil }); err != nil {
+			return "", err
+		}
+		if _, err := workflow.Wait(c, "go", 0); err != nil {
+			return "", err
+		}
+		return "done", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		done <- e.Serve(ctx, workflow.ServeConfig{Concurrency: 2, Ready: func() { close(ready) }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the pool did not register its workflows within 60s")
+	}
+	return &runsFixture{store: store, e: e}
+}
+
+// start starts a run and waits until it waits for its signal.
+func (f *runsFixture) start(t *testing.T) string {
+	t.Helper()
+	run, err := f.e.Start(ctxT(t), workflow.StartRequest{Workflow: "ret", Input: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, run.RunID, workflow.StatusWaiting)
+	return run.RunID
+}
+
+func (f *runsFixture) wait(t *testing.T, id string, want workflow.Status) {
+	t.Helper()
+	waitFor(t, "run "+id+" "+string(want), func() bool {
+		r, err := f.e.Show(context.Background(), id)
+		return err == nil && r.Status == want
+	})
+}
+
+func (f *runsFixture) finish(t *testing.T, id string) {
+	t.Helper()
+	if _, err := f.e.Signal(ctxT(t), workflow.SignalRequest{RunID: id, Name: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, id, workflow.StatusCompleted)
+}
+
+// countEvents counts the messages stored on a stream.
+func countEvents(t *testing.T, store *events.Store, stream string) int {
+	t.Helper()
+	n := 0
+	if err := store.Scan(ctxT(t), stream, events.ScanRange{}, func(events.Message) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPruneWorkflowRuns: finished workflow runs (completed, cancelled)
+// are archived and removed whole; a waiting run keeps its events, resumes
+// on its signal and completes. Show answers not found for a pruned run,
+// list leaves it out, audit verify is OK on the live log (under the audit
+// key) and on the archive, the record names the archive by its digest,
+// and an edited archive is found.
+func TestPruneWorkflowRuns(t *testing.T) {
+	t.Parallel()
+	f := startRuns(t)
+	ctx := ctxT(t)
+	key, err := audit.AnchorKey(t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done1, done2, open, cancelled := f.start(t), f.start(t), f.start(t), f.start(t)
+	f.finish(t, done1)
+	f.finish(t, done2)
+	if _, err := f.e.Cancel(ctx, workflow.CancelRequest{RunID: cancelled, Reason: "not needed"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, cancelled, workflow.StatusCancelled)
+	before := countEvents(t, f.store, events.StreamWorkflows)
+
+	dir := t.TempDir()
+	res, err := retention.Prune(ctx, f.store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := countEvents(t, f.store, events.StreamWorkflows)
+	t.Logf("workflow stream: %d events before the prune, %d after (%d runs, %d events pruned; kept %v)", before, after, res.Runs, res.RunEvents, res.RunsKept)
+	if res.Runs != 3 || res.RunsKept["open"] != 1 {
+		t.Fatalf("pruned %d runs (kept %v); want the 3 finished ones, the waiting one kept", res.Runs, res.RunsKept)
+	}
+	if after > before-res.RunEvents+1 { // the stream's last message (a tombstone) stays
+		t.Fatalf("the workflow stream holds %d events after pruning %d of %d", after, res.RunEvents, before)
+	}
+	for _, id := range []string{done1, done2, cancelled} {
+		if _, err := f.e.Show(ctx, id); trellis.ErrorCode(err) != trellis.CodeNotFound {
+			t.Fatalf("show of pruned run %s: %v; want not_found", id, err)
+		}
+		if _, err := f.e.Signal(ctx, workflow.SignalRequest{RunID: id, Name: "go"}); err == nil {
+			t.Fatalf("a signal to pruned run %s was taken", id)
+		}
+	}
+	list, err := f.e.List(ctx, workflow.ListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Runs) != 1 || list.Runs[0].RunID != open {
+		t.Fatalf("list after the prune: %+v; want only the waiting run", list.Runs)
+	}
+	if len(list.Versions) != 1 || list.Versions[0].Workflow != "ret" {
+		t.Fatalf("the registration was pruned: versions %+v", list.Versions)
+	}
+	verifyKeyed := func() []audit.Finding {
+		var out []audit.Finding
+		if _, err := audit.Verify(ctx, f.store, audit.VerifyOptions{AnchorKey: key}, func(x audit.Finding) error { out = append(out, x); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if fs := verifyKeyed(); len(fs) > 0 {
+		t.Fatalf("verify after the prune: %v", fs)
+	}
+	var archive *retention.ArchiveResult
+	for i := range res.Archives {
+		if res.Archives[i].Runs > 0 {
+			archive = &res.Archives[i]
+		}
+	}
+	if archive == nil || archive.Runs != 3 {
+		t.Fatalf("no archive of the runs: %+v", res.Archives)
+	}
+	if fs, rep := verifyArchive(t, archive.File); len(fs) > 0 || rep.Digest != archive.Digest {
+		t.Fatalf("verify --file %s: %v (digest %s, the prune's %s)", archive.File, fs, rep.Digest, archive.Digest)
+	}
+	recs, _, err := f.store.Load(ctx, events.StreamQueue, events.RetentionFilter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p events.PrunedPayload
+	if err := recs[len(recs)-1].DecodePayload(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Stream != events.StreamWorkflows || p.Digest != archive.Digest || len(p.Aggregates) != 3 {
+		t.Fatalf("the last record: stream %s digest %s aggregates %v; want the runs' archive %s", p.Stream, p.Digest, p.Aggregates, archive.Digest)
+	}
+
+	// The waiting run resumes and completes; a second prune takes it.
+	f.finish(t, open)
+	if fs := verifyKeyed(); len(fs) > 0 {
+		t.Fatalf("verify after the kept run completed: %v", fs)
+	}
+	res2, err := retention.Prune(ctx, f.store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Runs != 1 {
+		t.Fatalf("second prune: %d runs (kept %v), want the one completed since", res2.Runs, res2.RunsKept)
+	}
+	if fs := verifyKeyed(); len(fs) > 0 {
+		t.Fatalf("verify after the second prune: %v", fs)
+	}
+	// A run started after the prunes works as before.
+	later := f.start(t)
+	f.finish(t, later)
+
+	// Tampering with the archive is found.
+	data, err := os.ReadFile(archive.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := strings.Replace(string(data), "a-ok", "a-OK", 1)
+	if tampered == string(data) {
+		t.Fatal("the archive does not hold the runs' step results")
+	}
+	if err := os.WriteFile(archive.File, []byte(tampered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fs, _ := verifyArchive(t, archive.File); len(fs) == 0 {
+		t.Fatal("verify --file found nothing in an edited archive")
+	}
+}
