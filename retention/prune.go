@@ -52,6 +52,10 @@ type Options struct {
 	// BeforeOpenSnapshots, when set, is called before a batch of open
 	// tasks is snapshotted (tests move a task there).
 	BeforeOpenSnapshots func()
+	// AfterRunTombstones, when set, is called once a batch of workflow
+	// runs is tombstoned, before its record is appended (tests stop a
+	// prune there).
+	AfterRunTombstones func()
 	// AfterRecord, when set, is called once a batch's record and
 	// tombstones are appended, before its events are removed (tests stop a
 	// prune there).

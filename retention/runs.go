@@ -232,6 +232,9 @@ func pruneRunBatch(ctx context.Context, store *events.Store, log *retentionLog, 
 			removed.Add(ack.Seq, ack.Seq)
 		}
 	}
+	if opts.AfterRunTombstones != nil {
+		opts.AfterRunTombstones()
+	}
 	p := events.PrunedPayload{Stream: events.StreamWorkflows, Cut: cut.Format(time.RFC3339Nano), Archive: name, Digest: a.digest,
 		Events: a.events, Removed: removed.Ranges(), Aggregates: []string{}}
 	for _, c := range batch {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -226,4 +227,80 @@ func TestPruneWorkflowRuns(t *testing.T) {
 	if fs, _ := verifyArchive(t, archive.File); len(fs) == 0 {
 		t.Fatal("verify --file found nothing in an edited archive")
 	}
+}
+
+// TestPruneRunsStopped: a prune stopped after it tombstoned a batch of
+// finished runs but before their record leaves every event of them in
+// the log (verify OK, show not found); one stopped after the record,
+// before the removal, leaves events the record accounts for (verify OK).
+// The next prune finishes each, and the open run still completes.
+func TestPruneRunsStopped(t *testing.T) {
+	t.Parallel()
+	f := startRuns(t)
+	ctx := ctxT(t)
+	done1, done2, open := f.start(t), f.start(t), f.start(t)
+	f.finish(t, done1)
+	f.finish(t, done2)
+	dir := t.TempDir()
+	check := func(when string) {
+		t.Helper()
+		if fs := verifyLog(t, f.store); len(fs) > 0 {
+			t.Fatalf("verify %s: %v", when, fs)
+		}
+		for _, id := range []string{done1, done2} {
+			if _, err := f.e.Show(ctx, id); trellis.ErrorCode(err) != trellis.CodeNotFound {
+				t.Fatalf("show of run %s %s: %v; want not_found", id, when, err)
+			}
+		}
+		f.wait(t, open, workflow.StatusWaiting)
+	}
+
+	stopped, stop := context.WithCancel(ctx)
+	_, err := retention.Prune(stopped, f.store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, AfterRunTombstones: stop})
+	if err == nil {
+		t.Fatal("a prune stopped before its runs' record reported success")
+	}
+	check("after a prune stopped before its record")
+	for _, id := range []string{done1, done2} {
+		recs, _, err := f.store.Load(ctx, events.StreamWorkflows, workflow.RunFilter(id))
+		if err != nil || len(recs) < 3 || recs[0].Type != workflow.Started || recs[len(recs)-1].Type != workflow.Pruned {
+			t.Fatalf("run %s after a prune stopped before its record: %d events (%v); want all of them and the tombstone", id, len(recs), err)
+		}
+	}
+
+	stopped, stop = context.WithCancel(ctx)
+	res, err := retention.Prune(stopped, f.store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, AfterRecord: stop})
+	if err == nil {
+		t.Fatalf("a prune stopped after its record reported success: %+v", res)
+	}
+	check("after a prune stopped after its record")
+
+	res, err = retention.Prune(ctx, f.store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after the prune that finished")
+	for _, id := range []string{done1, done2} {
+		if recs, _, err := f.store.Load(ctx, events.StreamWorkflows, workflow.RunFilter(id)); err == nil && len(recs) > 1 {
+			t.Fatalf("run %s still has %d events after the prunes", id, len(recs))
+		}
+	}
+	if res.Runs != 0 || res.Completed == 0 {
+		t.Fatalf("the last prune: %d runs, %d sequences of the stopped one removed; want none and some", res.Runs, res.Completed)
+	}
+	for _, a := range mustGlob(t, filepath.Join(dir, "prune-*.jsonl")) {
+		if fs, _ := verifyArchive(t, a); len(fs) > 0 {
+			t.Fatalf("verify --file %s: %v", a, fs)
+		}
+	}
+	f.finish(t, open)
+}
+
+func mustGlob(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	if err != nil || len(m) == 0 {
+		t.Fatalf("glob %s: %v %v", pattern, m, err)
+	}
+	return m
 }
