@@ -135,7 +135,8 @@ type Result struct {
 }
 
 // Prune removes the finished queue tasks whose events were all stored
-// more than opts.OlderThan ago. Batch by batch it writes their events to
+// more than opts.OlderThan ago (and the workflow runs that ended before
+// then: see runs.go). Batch by batch it writes their events to
 // an archive in opts.Archive and syncs it, then appends, as one atomic
 // batch, a prune record on the retention aggregate (checked against the
 // retention log as this prune read it: a second prune running at the same

@@ -137,6 +137,9 @@ func printPrune(a *app, res *retention.Result) {
 	if res.GateEvents > 0 {
 		fmt.Fprintf(w, "cut %d event(s) of open gates at their snapshots\n", res.GateEvents)
 	}
+	if res.Runs > 0 {
+		fmt.Fprintf(w, "pruned %d finished workflow run(s), %d event(s)\n", res.Runs, res.RunEvents)
+	}
 	if res.Completed > 0 {
 		fmt.Fprintf(w, "finished an interrupted prune: removed %d message(s) its record accounts for\n", res.Completed)
 	}
