@@ -53,7 +53,7 @@ type Options struct {
 	// tasks is snapshotted (tests move a task there).
 	BeforeOpenSnapshots func()
 	// AfterRunTombstones, when set, is called once a batch of workflow
-	// runs is tombstoned, before its record is appended (tests stop a
+	// runs (or agent tasks) is tombstoned, before its record is appended (tests stop a
 	// prune there).
 	AfterRunTombstones func()
 	// AfterRecord, when set, is called once a batch's record and
@@ -85,8 +85,10 @@ type ArchiveResult struct {
 	Controls  int `json:"controls,omitempty"`
 	Uniques   int `json:"unique_keys,omitempty"`
 	OpenTasks int `json:"open_tasks,omitempty"`
-	// Runs counts the finished workflow runs it holds (see runs.go).
-	Runs int `json:"workflow_runs,omitempty"`
+	// Runs counts the finished workflow runs it holds (see runs.go),
+	// AgentTasks the agent task names (see agenttasks.go).
+	Runs       int `json:"workflow_runs,omitempty"`
+	AgentTasks int `json:"agent_tasks,omitempty"`
 }
 
 // Result reports a prune.
@@ -132,6 +134,13 @@ type Result struct {
 	Runs      int            `json:"workflow_runs,omitempty"`
 	RunEvents int            `json:"workflow_events,omitempty"`
 	RunsKept  map[string]int `json:"workflow_runs_kept,omitempty"`
+	// AgentTasks counts the agent task names whose events were removed
+	// (every task of the name completed before the cut; see
+	// agenttasks.go), AgentTaskEvents their events, AgentTasksKept the
+	// names that stay, by reason.
+	AgentTasks      int            `json:"agent_tasks,omitempty"`
+	AgentTaskEvents int            `json:"agent_task_events,omitempty"`
+	AgentTasksKept  map[string]int `json:"agent_tasks_kept,omitempty"`
 }
 
 // Prune removes the finished queue tasks whose events were all stored
@@ -228,6 +237,9 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 		return res, err
 	}
 	if err := pruneRuns(ctx, store, log, res, opts); err != nil {
+		return res, err
+	}
+	if err := pruneAgentTasks(ctx, store, log, res, opts); err != nil {
 		return res, err
 	}
 	res.Millis = time.Since(start).Milliseconds()
