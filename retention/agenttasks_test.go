@@ -1,7 +1,10 @@
 package retention_test
 
 import (
+	"context"
 	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/handlers"
 	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/retention"
 )
@@ -117,6 +121,21 @@ func TestPruneAgentTasks(t *testing.T) {
 	}
 	verifyKeyed("after the second prune")
 
+	// Replay == live: a service started on the pruned log (task views
+	// folded from it, no saved state) lists the same tasks.
+	fresh := servicetest.StartOn(t, b, handlers.ServiceConfig{DataDir: t.TempDir()})
+	liveList, err := svc.TaskList(ctx, trellis.AgentTaskListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := fresh.TaskList(ctx, trellis.AgentTaskListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(liveList, replayed) || len(liveList) != 1 || liveList[0].TaskID != again.TaskID {
+		t.Fatalf("live task list %+v; replayed from the pruned log %+v; want the same, only the new fix-auth", liveList, replayed)
+	}
+
 	data, err := os.ReadFile(archive)
 	if err != nil {
 		t.Fatal(err)
@@ -130,5 +149,71 @@ func TestPruneAgentTasks(t *testing.T) {
 	}
 	if fs, _ := verifyArchive(t, archive); len(fs) == 0 {
 		t.Fatal("verify --file found nothing in an edited archive")
+	}
+}
+
+// TestPruneAgentTasksStopped: a prune stopped after it tombstoned a
+// batch of completed agent tasks but before their record leaves every
+// event in the log (verify OK, show not found); one stopped after the
+// record, before the removal, leaves events the record accounts for
+// (verify OK). The next prune finishes each.
+func TestPruneAgentTasksStopped(t *testing.T) {
+	t.Parallel()
+	svc, b := servicetest.Start(t)
+	ctx := ctxT(t)
+	for _, name := range []string{"first", "second"} {
+		if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: name, Description: "task " + name, Objectives: []string{"Do"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: name, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	check := func(when string) {
+		t.Helper()
+		if fs := verifyLog(t, b.Store); len(fs) > 0 {
+			t.Fatalf("verify %s: %v", when, fs)
+		}
+		for _, name := range []string{"first", "second"} {
+			if _, err := svc.TaskShow(ctx, name); trellis.ErrorCode(err) != trellis.CodeNotFound {
+				t.Fatalf("show of task %s %s: %v; want not_found", name, when, err)
+			}
+		}
+	}
+	stopped, stop := context.WithCancel(ctx)
+	if _, err := retention.Prune(stopped, b.Store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, AfterRunTombstones: stop}); err == nil {
+		t.Fatal("a prune stopped before its record reported success")
+	}
+	check("after a prune stopped before its record")
+	for _, name := range []string{"first", "second"} {
+		recs, _, err := b.Store.Load(ctx, events.StreamTasks, events.TaskNameFilter(name))
+		if err != nil || len(recs) < 3 || recs[0].Type != events.AgentTaskCreated || recs[len(recs)-1].Type != events.AgentTaskPruned {
+			t.Fatalf("task %s after a prune stopped before its record: %d events (%v); want all of them and the tombstone", name, len(recs), err)
+		}
+	}
+	stopped, stop = context.WithCancel(ctx)
+	if _, err := retention.Prune(stopped, b.Store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, AfterRecord: stop}); err == nil {
+		t.Fatal("a prune stopped after its record reported success")
+	}
+	check("after a prune stopped after its record")
+	res, err := retention.Prune(ctx, b.Store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after the prune that finished")
+	if res.AgentTasks != 0 {
+		t.Fatalf("the last prune: %d task names; want none (it finishes the stopped one's removal)", res.AgentTasks)
+	}
+	for _, name := range []string{"first", "second"} {
+		recs, _, err := b.Store.Load(ctx, events.StreamTasks, events.TaskNameFilter(name))
+		if err != nil || len(recs) != 1 || recs[0].Type != events.AgentTaskPruned {
+			t.Fatalf("task %s after the prunes: %d events (%v); want its tombstone only", name, len(recs), err)
+		}
+	}
+	for _, a := range mustGlob(t, filepath.Join(dir, "prune-*.jsonl")) {
+		if fs, _ := verifyArchive(t, a); len(fs) > 0 {
+			t.Fatalf("verify --file %s: %v", a, fs)
+		}
 	}
 }
