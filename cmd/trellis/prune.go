@@ -140,6 +140,9 @@ func printPrune(a *app, res *retention.Result) {
 	if res.Runs > 0 {
 		fmt.Fprintf(w, "pruned %d finished workflow run(s), %d event(s)\n", res.Runs, res.RunEvents)
 	}
+	if res.AgentTasks > 0 {
+		fmt.Fprintf(w, "pruned %d completed agent task name(s), %d event(s)\n", res.AgentTasks, res.AgentTaskEvents)
+	}
 	if res.Completed > 0 {
 		fmt.Fprintf(w, "finished an interrupted prune: removed %d message(s) its record accounts for\n", res.Completed)
 	}

@@ -100,6 +100,89 @@ func finishedRuns(t *testing.T, srv *server.Server, n int) []string {
 	return ids
 }
 
+// finishedAgentTasks appends n completed agent tasks (created, then
+// completed, chained) to the agent tasks' stream and returns their names.
+func finishedAgentTasks(t *testing.T, srv *server.Server, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	store := srv.Store()
+	names := make([]string, n)
+	created := make([]events.Pending, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("pruned-%d", i)
+		id := events.NewID(time.Now())
+		env, err := events.NewEnvelope(time.Now(), events.AgentTaskCreated, names[i], "test", events.TasksSchema,
+			events.AgentTaskCreatedPayload{TaskID: id, Name: names[i], ParentBranch: "main", Objectives: []events.ObjectiveSpec{}, MemoryScope: events.TaskScope(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created[i] = events.Pending{Subject: events.TasksSubject(names[i], events.AgentTaskCreated), Envelope: env, Expect: events.Expect{Filter: events.TaskNameFilter(names[i])}}
+	}
+	ends := make([]events.Pending, n)
+	for i, r := range store.AppendAll(ctx, created) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		var p events.AgentTaskCreatedPayload
+		_ = json.Unmarshal(created[i].Envelope.Payload, &p)
+		env, err := events.NewEnvelope(time.Now(), events.AgentTaskCompleted, names[i], "test", events.TasksSchema, events.AgentTaskCompletedPayload{TaskID: p.TaskID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Prev = events.Hash(created[i].Envelope)
+		ends[i] = events.Pending{Subject: events.TasksSubject(names[i], events.AgentTaskCompleted), Envelope: env, Expect: events.Expect{Filter: events.TaskNameFilter(names[i]), LastSeq: r.Seq}}
+	}
+	for _, r := range store.AppendAll(ctx, ends) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	return names
+}
+
+// checkAgentTasksPruned checks the agent tasks after prunes as
+// checkRunsPruned checks runs: each name is named by at most one record
+// and then shows as not found, its tombstone left; one no record names is
+// whole (completed, or tombstoned by a prune killed before its record).
+func checkAgentTasksPruned(t *testing.T, srv *server.Server, names []string, all bool) {
+	t.Helper()
+	ctx := context.Background()
+	named := map[string]int{}
+	for _, p := range pruneRecords(t, srv.Store()) {
+		for _, agg := range p.Aggregates {
+			if name, ok := strings.CutPrefix(agg, "agent-task/"); ok {
+				named[name]++
+			}
+		}
+	}
+	pruned, tombstoned := 0, 0
+	for _, name := range names {
+		task, err := srv.Service().TaskShow(ctx, name)
+		switch named[name] {
+		case 0:
+			if all {
+				t.Fatalf("agent task %s was not pruned", name)
+			}
+			if err == nil && task.Status == events.AgentTaskStatusCompleted {
+				continue
+			}
+			recs, _, lerr := srv.Store().Load(ctx, events.StreamTasks, events.TaskNameFilter(name))
+			if lerr != nil || len(recs) != 3 || recs[2].Type != events.AgentTaskPruned {
+				t.Fatalf("agent task %s neither pruned nor whole: show %+v %v, %d events in the log (%v)", name, task, err, len(recs), lerr)
+			}
+			tombstoned++
+		case 1:
+			if trellis.ErrorCode(err) != trellis.CodeNotFound {
+				t.Fatalf("show of pruned agent task %s: %+v %v; want not found", name, task, err)
+			}
+			pruned++
+		default:
+			t.Fatalf("agent task %s is named by %d prune records", name, named[name])
+		}
+	}
+	t.Logf("%d of %d agent tasks pruned, %d tombstoned awaiting their record", pruned, len(names), tombstoned)
+}
+
 // checkRunsPruned checks the runs after prunes: each is named by at most
 // one record (checkPruned verified the archives) and then shows as not
 // found; one that no record names is whole in the log (completed, or
@@ -228,26 +311,27 @@ func checkPruned(t *testing.T, srv *server.Server, archive string, ids []string,
 }
 
 // TestPruneProcessKilled: a `trellis prune` process killed with SIGKILL in
-// the middle of a prune leaves the log verifiable, each task and workflow
-// run either whole or archived and recorded; a prune run again finishes
-// the job.
+// the middle of a prune leaves the log verifiable, each task, workflow
+// run and agent task either whole or archived and recorded; a prune run
+// again finishes the job.
 func TestPruneProcessKilled(t *testing.T) {
 	t.Parallel()
 	srv, url := queueServer(t)
 	start := time.Now()
 	ids := finishedTasks(t, srv, "kill", 600)
 	runs := finishedRuns(t, srv, 600)
-	t.Logf("600 finished tasks and 600 finished runs in %s", time.Since(start))
+	agentTasks := finishedAgentTasks(t, srv, 200)
+	t.Logf("600 finished tasks, 600 finished runs and 200 completed agent tasks in %s", time.Since(start))
 	archive := filepath.Join(t.TempDir(), "archive")
 	p := startProc(t, "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive)
-	// Kill it once its fifth archive is written (the prune is under way:
+	// Kill it once its sixth archive is written (the prune is under way:
 	// its batches of 200 tasks follow one another, then its batches of
-	// 200 runs; the kill lands anywhere in the second batch of runs or
-	// later).
+	// 200 runs, then the agent tasks'; the kill lands anywhere in the
+	// third batch of runs or later).
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		m, _ := filepath.Glob(filepath.Join(archive, "prune-*.jsonl"))
-		if len(m) >= 5 {
+		if len(m) >= 6 {
 			break
 		}
 		select {
@@ -267,6 +351,7 @@ func TestPruneProcessKilled(t *testing.T) {
 	_ = p.wait(t, 30*time.Second)
 	checkPruned(t, srv, archive, ids, false)
 	checkRunsPruned(t, srv, runs, false)
+	checkAgentTasksPruned(t, srv, agentTasks, false)
 
 	again := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive, "--json")
 	out, err := again.Output()
@@ -279,6 +364,7 @@ func TestPruneProcessKilled(t *testing.T) {
 	}
 	checkPruned(t, srv, archive, ids, true)
 	checkRunsPruned(t, srv, runs, true)
+	checkAgentTasksPruned(t, srv, agentTasks, true)
 }
 
 // TestPruneProcessesConcurrent: two prunes at once: each either completes
