@@ -81,6 +81,10 @@ func scanAgentTasks(ctx context.Context, store *events.Store, pruned *events.Seq
 				if len(c.msgs) == 0 {
 					res.reused[name] = true // a later task's events chain to it
 				}
+			} else if pre := res.state[name]; pre == nil || pre.Status != events.AgentTaskStatusCompleted {
+				// Not a prune's: a prune tombstones completed tasks only.
+				c.keep = "a tombstone follows an open task"
+				return nil
 			} else {
 				mm := m
 				res.tomb[name] = &mm

@@ -85,6 +85,11 @@ func scanRuns(ctx context.Context, store *events.Store, pruned *events.SeqRanges
 			return nil
 		}
 		if m.Type == workflow.Pruned {
+			if pre := res.state[id]; pre == nil || !pre.Status.Terminal() {
+				// Not a prune's: a prune tombstones finished runs only.
+				c.keep = "a tombstone follows an open run"
+				return nil
+			}
 			res.tombstoned[id] = true
 		}
 		r, err := workflow.FoldRun(res.state[id], m.Recorded)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/agentmemory"
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
@@ -303,4 +304,51 @@ func mustGlob(t *testing.T, pattern string) []string {
 		t.Fatalf("glob %s: %v %v", pattern, m, err)
 	}
 	return m
+}
+
+// TestPruneKeepsForgedTombstones: a tombstone appended by a client with
+// NATS credentials to an open workflow run or an open agent task (a
+// prune tombstones only finished ones) does not make the next prune
+// remove it: every event stays.
+func TestPruneKeepsForgedTombstones(t *testing.T) {
+	t.Parallel()
+	f := startRuns(t)
+	ctx := ctxT(t)
+	open := f.start(t)
+	forge := func(stream, filter, subject, typ, id string, schema int) int {
+		t.Helper()
+		recs, last, err := f.store.Load(ctx, stream, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := events.NewEnvelope(time.Now(), typ, id, "mallory", schema, map[string]string{"archive": "prune-x.jsonl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Prev = events.Hash(recs[len(recs)-1].Envelope)
+		if _, err := f.store.Append(ctx, subject, env, events.Expect{Filter: filter, LastSeq: last}, env.ID); err != nil {
+			t.Fatal(err)
+		}
+		return len(recs) + 1
+	}
+	runEvents := forge(events.StreamWorkflows, workflow.RunFilter(open), workflow.RunSubject(open, workflow.Pruned), workflow.Pruned, open, 1)
+	tasks := agentmemory.NewHandler(f.store, nil)
+	if _, err := tasks.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: "open-task", Description: "open", Objectives: []string{"Do"}}); err != nil {
+		t.Fatal(err)
+	}
+	taskEvents := forge(events.StreamTasks, events.TaskNameFilter("open-task"), events.TasksSubject("open-task", events.AgentTaskPruned),
+		events.AgentTaskPruned, "open-task", events.TasksSchema)
+	res, err := retention.Prune(ctx, f.store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs != 0 || res.AgentTasks != 0 {
+		t.Fatalf("a prune removed %d run(s) and %d agent task(s) tombstoned while open (kept %v, %v)", res.Runs, res.AgentTasks, res.RunsKept, res.AgentTasksKept)
+	}
+	if recs, _, err := f.store.Load(ctx, events.StreamWorkflows, workflow.RunFilter(open)); err != nil || len(recs) != runEvents {
+		t.Fatalf("the open run holds %d events (%v) after the prune; want its %d", len(recs), err, runEvents)
+	}
+	if recs, _, err := f.store.Load(ctx, events.StreamTasks, events.TaskNameFilter("open-task")); err != nil || len(recs) != taskEvents {
+		t.Fatalf("the open agent task holds %d events (%v) after the prune; want its %d", len(recs), err, taskEvents)
+	}
 }
