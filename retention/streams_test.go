@@ -2,6 +2,7 @@ package retention_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/retention"
+	"github.com/trellis/trellis/workflow"
 )
 
 // appendRun appends a chain of n events of a workflow run (started, then
@@ -130,5 +133,77 @@ func TestVerifyTrustsPruneRecordsOfOtherStreams(t *testing.T) {
 	// The first record still excuses its own sequences.
 	if got := verifyKeyed(); removedOn(got, events.StreamWorkflows, ps) != 0 {
 		t.Fatalf("the trusted record's sequences reported removed: %+v", got)
+	}
+}
+
+// runLog appends chained events of workflow runs directly (as the engine
+// would), one run at a time.
+type runLog struct {
+	t     *testing.T
+	store *events.Store
+	last  map[string]uint64
+	prev  map[string]string
+}
+
+func (l *runLog) add(id, typ string, payload any) {
+	l.t.Helper()
+	env, err := events.NewEnvelope(time.Now(), typ, id, "test", 1, payload)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	env.Prev = l.prev[id]
+	ack, err := l.store.Append(ctxT(l.t), workflow.RunSubject(id, typ), env, events.Expect{Filter: workflow.RunFilter(id), LastSeq: l.last[id]}, env.ID)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.last[id], l.prev[id] = ack.Seq, events.Hash(env)
+}
+
+// TestPruneKeepsRunsOfOpenFamilies: a finished child run whose parent is
+// still open, and a finished parent whose child is still open, stay
+// whole; once both ends are in, a prune removes them.
+func TestPruneKeepsRunsOfOpenFamilies(t *testing.T) {
+	t.Parallel()
+	store := eventstest.Start(t).Store
+	ctx := ctxT(t)
+	l := &runLog{t: t, store: store, last: map[string]uint64{}, prev: map[string]string{}}
+	start := func(parent string) string {
+		id := events.NewID(time.Now())
+		l.add(id, workflow.Started, workflow.StartedPayload{Workflow: "w", Version: 1, Queue: "wq", Input: json.RawMessage(`{}`), Parent: parent})
+		return id
+	}
+	end := func(id string) { l.add(id, workflow.Completed, workflow.EndPayload{Output: json.RawMessage(`"ok"`)}) }
+	// An open parent with a finished child.
+	parent1 := start("")
+	child1 := start(parent1)
+	l.add(parent1, workflow.ChildStarted, workflow.EntryPayload{Pos: 0, Name: "kid", Children: []string{child1}})
+	end(child1)
+	// A finished parent (cancelled) with an open child.
+	parent2 := start("")
+	child2 := start(parent2)
+	l.add(parent2, workflow.ChildStarted, workflow.EntryPayload{Pos: 0, Name: "kid", Children: []string{child2}})
+	l.add(parent2, workflow.Cancelled, workflow.EndPayload{Reason: "stop"})
+	last := start("") // the stream's last events stay
+	end(last)
+	dir := t.TempDir()
+	res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs != 1 || res.RunsKept["its parent run is open"] != 1 || res.RunsKept["a child run of it is open"] != 1 || res.RunsKept["open"] != 2 {
+		t.Fatalf("pruned %d runs, kept %v; want the unrelated one pruned, child1 and parent2 kept for their family, parent1 and child2 open", res.Runs, res.RunsKept)
+	}
+	l.add(parent1, workflow.ChildEnded, workflow.EntryPayload{Pos: 0, Name: "kid", Children: []string{child1}})
+	end(parent1)
+	end(child2)
+	res, err = retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs != 4 {
+		t.Fatalf("second prune: %d runs (kept %v); want both families", res.Runs, res.RunsKept)
+	}
+	if fs := verifyLog(t, store); len(fs) > 0 {
+		t.Fatalf("verify: %v", fs)
 	}
 }
