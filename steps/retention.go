@@ -45,8 +45,8 @@ func retentionSteps() []Definition {
 			Example: `When an operator prunes finished tasks older than 1ms into the archive "nightly"`,
 			Doc: "Runs `trellis prune --older-than D --archive DIR` on the scenario's log (keyed with the server's audit key): " +
 				"finished tasks whose events were all stored before now - D are archived to DIR (a directory of that name in the " +
-				"scenario's scratch directory), recorded, and removed from the log, and so are workflow runs that ended " +
-				"before it. Open tasks and runs stay.",
+				"scenario's scratch directory), recorded, and removed from the log, and so are workflow runs and agent tasks that ended " +
+				"before it. Open tasks, runs and agent tasks stay.",
 			run: func(w *World) any { return w.prune },
 		},
 		{
