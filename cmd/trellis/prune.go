@@ -31,7 +31,8 @@ func (a *app) pruneCommand() *cobra.Command {
 			"a removal without a record is still a finding. Open tasks (queued, claimed, waiting, scheduled), the queues'\n" +
 			"gates and controls, schedules and unique keys are cut at a snapshot that continues their chain: the events it\n" +
 			"replaces (for a task, those after its last dispatch; for a schedule, its ticks with their timers) are archived\n" +
-			"and removed the same way. VINE graphs, agent tasks and workflow runs are kept whole. One prune runs\n" +
+			"and removed the same way. Workflow runs that completed, failed or were cancelled, and agent tasks that\n" +
+			"completed, are removed whole the same way; open ones and VINE graphs are kept whole. One prune runs\n" +
 			"at a time; a second one\n" +
 			"stops with a conflict. See docs/retention.md for what queries can answer afterwards.",
 		Example: `  trellis prune --older-than 720h --archive /var/backups/trellis
