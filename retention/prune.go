@@ -192,7 +192,11 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 	if err != nil {
 		return nil, command.StoreError("prune", err)
 	}
-	chosen, kept := scan.choose(res.Cut)
+	runs, err := scanRuns(ctx, store, log.otherPruned(events.StreamWorkflows))
+	if err != nil {
+		return nil, command.StoreError("prune: read the workflow runs", err)
+	}
+	chosen, kept := scan.choose(res.Cut, runs.awaited())
 	res.Kept = kept
 	for len(chosen) > 0 {
 		n := min(len(chosen), opts.BatchTasks)
@@ -236,7 +240,7 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 	if err := pruneGates(ctx, store, stream, log, scan.firstSeq, gates, res, opts); err != nil {
 		return res, err
 	}
-	if err := pruneRuns(ctx, store, log, res, opts); err != nil {
+	if err := pruneRuns(ctx, store, log, runs, res, opts); err != nil {
 		return res, err
 	}
 	if err := pruneAgentTasks(ctx, store, log, res, opts); err != nil {

@@ -159,12 +159,26 @@ func openChild(r *workflow.Run, open func(string) bool) bool {
 	return false
 }
 
-// pruneRuns prunes the finished workflow runs, batch by batch.
-func pruneRuns(ctx context.Context, store *events.Store, log *retentionLog, res *Result, opts Options) error {
-	scan, err := scanRuns(ctx, store, log.otherPruned(events.StreamWorkflows))
-	if err != nil {
-		return command.StoreError("prune: read the workflow runs", err)
+// awaited returns the queue tasks that open runs added (workflow.Task):
+// a run reads their ends when it resumes, so they stay while it is open.
+func (s *runScan) awaited() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range s.state {
+		if r == nil || r.Status.Terminal() {
+			continue
+		}
+		for _, e := range r.Journal {
+			for _, id := range e.Tasks {
+				out[id] = true
+			}
+		}
 	}
+	return out
+}
+
+// pruneRuns prunes the finished workflow runs of scan (taken at the
+// prune's start), batch by batch.
+func pruneRuns(ctx context.Context, store *events.Store, log *retentionLog, scan *runScan, res *Result, opts Options) error {
 	chosen, kept := scan.choose(res.Cut)
 	res.RunsKept = kept
 	for len(chosen) > 0 {

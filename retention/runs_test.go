@@ -352,3 +352,112 @@ func TestPruneKeepsForgedTombstones(t *testing.T) {
 		t.Fatalf("the open agent task holds %d events (%v) after the prune; want its %d", len(recs), err, taskEvents)
 	}
 }
+
+// TestPruneKeepsTasksAnOpenRunAwaits: a run waits for a queue task it
+// added; the task finishes while no pool runs, an operator cancels the
+// run's pending activations, and a prune comes before the run is woken. The task stays (the run reads its end when it
+// resumes), and the run then completes with the task's result; once the
+// run is over, the task is pruned like any other.
+func TestPruneKeepsTasksAnOpenRunAwaits(t *testing.T) {
+	t.Parallel()
+	store := eventstest.Start(t).Store
+	ctx := ctxT(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	serve := func() (*workflow.Engine, func()) {
+		e := workflow.New(store, workflow.Config{Logger: logger, PollInterval: 200 * time.Millisecond})
+		err := workflow.Register(e, "awaits", 1, func(c *workflow.Context, in struct{}) (string, error) {
+			task, err := workflow.Task(c, "external", trellis.AddTaskRequest{Queue: "external", Objective: "done outside"})
+			if err != nil {
+				return "", err
+			}
+			return string(task.Status), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, cancel := context.WithCancel(context.Background())
+		done, ready := make(chan error, 1), make(chan struct{})
+		go func() { done <- e.Serve(sctx, workflow.ServeConfig{Concurrency: 2, Ready: func() { close(ready) }}) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("serve: %v", err)
+		case <-time.After(60 * time.Second):
+			t.Fatal("the pool did not register within 60s")
+		}
+		return e, func() { cancel(); <-done }
+	}
+	r, err := taskqueue.New(store, taskqueue.Config{}).StartReactor(ctx, taskqueue.ReactorConfig{AckWait: 2 * time.Second, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	e, stop := serve()
+	run, err := e.Start(ctx, workflow.StartRequest{Workflow: "awaits", Input: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var awaited string
+	waitFor(t, "the run waits for its task", func() bool {
+		got, err := e.Show(ctx, run.RunID)
+		if err != nil || got.Status != workflow.StatusWaiting || len(got.Journal) == 0 || len(got.Journal[0].Tasks) == 0 {
+			return false
+		}
+		awaited = got.Journal[0].Tasks[0]
+		return true
+	})
+	stop() // no pool runs while the task finishes and the prune comes
+	q := taskqueue.New(store, taskqueue.Config{})
+	waitFor(t, "claim the awaited task", func() bool {
+		got, err := q.Next(ctx, trellis.NextRequest{Queue: "external", Worker: "w"})
+		return err == nil && got != nil && got.TaskID == awaited
+	})
+	if _, err := q.Done(ctx, trellis.DoneRequest{TaskID: awaited, Worker: "w", WhatWasDone: "done outside"}); err != nil {
+		t.Fatal(err)
+	}
+	// An operator cancels the run's pending activations (its wake, added
+	// --after the task, would keep the task too): only the run's journal
+	// still refers to the task.
+	err = store.Scan(ctx, events.StreamQueue, events.ScanRange{}, func(m events.Message) error {
+		if m.Bad == nil && m.Type == "added" && m.AggregateID != awaited {
+			_, _ = q.Cancel(ctx, trellis.CancelRequest{TaskID: m.AggregateID, Reason: "stuck activation"}) // finished ones refuse
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kept["an open workflow run waits for it"] != 1 {
+		t.Fatalf("prune kept %v (pruned %d tasks); want the awaited task kept for its run", res.Kept, res.Tasks)
+	}
+	if _, err := q.Show(ctx, awaited); err != nil {
+		t.Fatalf("the awaited task after the prune: %v", err)
+	}
+	e, stop = serve()
+	defer stop()
+	if _, err := e.Retry(ctx, workflow.RetryRequest{RunID: run.RunID}); err != nil { // wakes a waiting run
+		t.Fatal(err)
+	}
+	waitFor(t, "the run completes", func() bool {
+		got, err := e.Show(ctx, run.RunID)
+		return err == nil && got.Status.Terminal()
+	})
+	if got, _ := e.Show(ctx, run.RunID); got.Status != workflow.StatusCompleted || string(got.Output) != `"done"` {
+		t.Fatalf("the run after the prune: %s %s %s", got.Status, got.Output, got.Error)
+	}
+	res, err = retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Show(ctx, awaited); trellis.ErrorCode(err) != trellis.CodeNotFound || res.Runs != 1 {
+		t.Fatalf("after the run ended: the task %v, %d runs pruned; want both pruned", err, res.Runs)
+	}
+	if fs := verifyLog(t, store); len(fs) > 0 {
+		t.Fatalf("verify: %v", fs)
+	}
+}
