@@ -160,14 +160,14 @@ func readContinued(ctx context.Context, store *events.Store, key []byte) (map[st
 	}
 	for _, r := range recs {
 		var p events.PrunedPayload
-		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || p.Stream != r.Stream {
+		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || !domainStream(p.Stream) || r.Stream != events.StreamQueue {
 			continue
 		}
 		if len(key) > 0 && !p.Signed(key) {
 			continue
 		}
 		for _, c := range p.Continued {
-			if c.Seq >= r.Seq {
+			if p.Stream == r.Stream && c.Seq >= r.Seq {
 				continue // the snapshot a prune cuts at is stored before its record
 			}
 			if out[p.Stream] == nil {

@@ -90,9 +90,11 @@ type StreamVerification struct {
 // Given the audit key, only records that carry a valid MAC under it are
 // trusted (a record appended with NATS credentials alone is not, and the
 // sequences it claims stay removals); without a key every record is, as
-// verify without a key trusts unkeyed anchors. A record accounts only for
-// the queue stream, for sequences stored before it, and for at most one
-// tombstone per aggregate it names.
+// verify without a key trusts unkeyed anchors. A record on the queue
+// stream accounts for sequences stored before it and for at most one
+// tombstone per aggregate it names; a record of another stream (workflow
+// runs, agent tasks: their tombstones are stored on their own stream,
+// before the record, and named in Removed) for the sequences it names.
 func readPruned(ctx context.Context, store *events.Store, key []byte) (map[string]*events.SeqRanges, error) {
 	out := map[string]*events.SeqRanges{}
 	recs, _, err := store.Load(ctx, events.StreamQueue, events.RetentionFilter)
@@ -104,8 +106,8 @@ func readPruned(ctx context.Context, store *events.Store, key []byte) (map[strin
 	}
 	for _, r := range recs {
 		var p events.PrunedPayload
-		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || p.Stream != events.StreamQueue || p.Stream != r.Stream {
-			continue // the walk reports a record that does not decode; no other stream is pruned
+		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || !domainStream(p.Stream) || r.Stream != events.StreamQueue {
+			continue // the walk reports a record that does not decode
 		}
 		if len(key) > 0 && !p.Signed(key) {
 			continue // not made by a prune holding the server's key
@@ -126,6 +128,16 @@ func readPruned(ctx context.Context, store *events.Store, key []byte) (map[strin
 		}
 	}
 	return out, nil
+}
+
+// domainStream reports whether name is one of Trellis's domain streams.
+func domainStream(name string) bool {
+	for _, s := range events.Streams() {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // VerifyReport is the result of Verify or VerifyFile.

@@ -15,6 +15,10 @@ const (
 	ObjectiveUpdated   = "objective_updated"
 	AgentCompleted     = "agent_completed"
 	AgentTaskCompleted = "completed"
+	// AgentTaskPruned is a task name's tombstone: `trellis prune` appends
+	// it before it removes the name's finished tasks into an archive (see
+	// retention/); the name folds to no task from it on.
+	AgentTaskPruned = "pruned"
 )
 
 // TasksSchema is the current schema version of agent-task payloads.
@@ -170,6 +174,9 @@ func AgentBranch(name, agent string) string { return "task/" + name + "/" + agen
 func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
 	if rec.Schema > TasksSchema {
 		return t, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, TasksSchema)
+	}
+	if rec.Type == AgentTaskPruned {
+		return nil, nil
 	}
 	at := rec.Time.UTC()
 	if rec.Type == AgentTaskCreated {

@@ -48,3 +48,22 @@ Feature: Keep the log bounded: prune finished tasks into an archive
     Then wait up to 60 seconds until the server's retention has pruned 3 tasks
     And the archive "rolling" verifies and holds 3 tasks
     And the live log verifies
+
+  Scenario: An operator prunes a finished workflow run; a waiting run keeps working
+    Given a Trellis server
+    And a workflow pool hosts the suite's workflows
+    When I start workflow "order" as run "shipped" with input {"id": "o-1"}
+    Then wait up to 60 seconds until run "shipped" is waiting
+    When I signal run "shipped" with "ship" and data {"carrier": "ups"}
+    Then wait up to 60 seconds until run "shipped" is completed with steps "reserve, charge, ship"
+    When I start workflow "order" as run "pending" with input {"id": "o-2"}
+    Then wait up to 60 seconds until run "pending" is waiting
+    When an operator prunes finished tasks older than 1ms into the archive "runs"
+    Then the prune removed 1 workflow run and kept 1 open run
+    And run "shipped" is no longer in the log
+    And the archive "runs" verifies and holds 1 workflow run
+    And the live log verifies
+    When I signal run "pending" with "ship" and data {"carrier": "dhl"}
+    Then wait up to 60 seconds until run "pending" is completed with steps "reserve, charge, ship"
+    And run "pending" has output {"id": "o-2", "shipped_by": "dhl"}
+    And the live log verifies

@@ -60,6 +60,17 @@ func (v *TaskViews) Load() (uint64, error) {
 func (v *TaskViews) Apply(rec events.Recorded) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if rec.Type == events.AgentTaskPruned {
+		// A prune removed every task of the name (the tombstone stays in
+		// the log, so a view catching up later drops them too).
+		for id, t := range v.byID {
+			if t.Name == rec.AggregateID {
+				delete(v.byID, id)
+			}
+		}
+		delete(v.byName, rec.AggregateID)
+		return nil
+	}
 	var cur *events.AgentTask
 	if rec.Type != events.AgentTaskCreated {
 		cur = v.byID[v.byName[rec.AggregateID]]

@@ -36,6 +36,11 @@ type archive struct {
 // the trailer. The file is written beside its name, synced, renamed into
 // place and the directory synced: when it returns, the archive is durable.
 func writeArchive(dir, name string, firstSeq uint64, tasks []*candidate) (*archive, error) {
+	return writeArchiveOf(dir, name, events.StreamQueue, firstSeq, tasks)
+}
+
+// writeArchiveOf is writeArchive for the aggregates of any stream.
+func writeArchiveOf(dir, name, stream string, firstSeq uint64, tasks []*candidate) (*archive, error) {
 	type item struct {
 		seq   uint64
 		msg   *events.Message
@@ -89,7 +94,7 @@ func writeArchive(dir, name string, firstSeq uint64, tasks []*candidate) (*archi
 	}
 	from, to := items[0].seq, items[len(items)-1].seq
 	hdr := audit.ExportHeader{Format: audit.ExportFormat, Created: time.Now().UTC(),
-		Streams: []audit.ExportStream{{Stream: events.StreamQueue, From: from, To: to, FirstSeq: firstSeq}}}
+		Streams: []audit.ExportStream{{Stream: stream, From: from, To: to, FirstSeq: firstSeq}}}
 	if err := write(hdr); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("write archive %s: %w", a.path, err)
@@ -97,7 +102,7 @@ func writeArchive(dir, name string, firstSeq uint64, tasks []*candidate) (*archi
 	expect := from
 	for _, it := range items {
 		if it.seq > expect {
-			if err := write(audit.ExportLine{Stream: events.StreamQueue, Omitted: &[2]uint64{expect, it.seq - 1}}); err != nil {
+			if err := write(audit.ExportLine{Stream: stream, Omitted: &[2]uint64{expect, it.seq - 1}}); err != nil {
 				_ = f.Close()
 				return nil, fmt.Errorf("write archive %s: %w", a.path, err)
 			}
@@ -105,13 +110,13 @@ func writeArchive(dir, name string, firstSeq uint64, tasks []*candidate) (*archi
 		expect = it.seq + 1
 		var l audit.ExportLine
 		if it.timer {
-			l = audit.ExportLine{Stream: events.StreamQueue, Gap: &[2]uint64{it.seq, it.seq}}
+			l = audit.ExportLine{Stream: stream, Gap: &[2]uint64{it.seq, it.seq}}
 		} else {
 			m := it.msg
 			stored := m.Stored.UTC()
 			env := m.Envelope
 			env.PayloadRef = nil // inline: the archive stands alone
-			l = audit.ExportLine{Stream: events.StreamQueue, Seq: m.Seq, Subject: m.Subject, Stored: &stored, MsgID: m.MsgID,
+			l = audit.ExportLine{Stream: stream, Seq: m.Seq, Subject: m.Subject, Stored: &stored, MsgID: m.MsgID,
 				Scheduler: m.Scheduler, BatchID: m.BatchID, BatchSeq: m.BatchSeq, Event: &env, Hash: events.Hash(env)}
 			a.events++
 		}

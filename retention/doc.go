@@ -13,11 +13,14 @@
 // (heartbeating ones included), schedules, queue controls and unique
 // keys (see gates.go, opentasks.go and the files beside them). The events
 // a snapshot replaces are archived and the record names the snapshot,
-// which continues the aggregate's chain in the live log. VINE graphs,
-// agent tasks and workflow runs live on other streams and are kept whole
-// (docs/retention.md).
+// which continues the aggregate's chain in the live log. Finished
+// workflow runs are removed whole from the workflow stream (runs.go),
+// completed agent tasks per name, leaving a tombstone (agenttasks.go);
+// VINE graphs are kept whole (docs/retention.md).
 //
 // It decides which events may leave the log and appends the prune
 // records (`pruned`, naming every removed sequence and the snapshot each
-// cut aggregate continues from) and the open tasks' snapshots.
+// cut aggregate continues from), the open tasks' snapshots and the
+// finished runs' and agent task names' tombstones (`pruned` on
+// TRELLIS_WORKFLOWS and TRELLIS_TASKS).
 package retention

@@ -21,6 +21,10 @@ type retentionLog struct {
 	lastHash string
 	last     *events.PrunedPayload
 	pruned   events.SeqRanges
+	// others are the sequences records account for on the other streams
+	// (workflow runs: see runs.go), by stream.
+	others map[string]*events.SeqRanges
+	js     jetstream.JetStream
 	// continued are the snapshots records name as continuing an
 	// aggregate they cut (sequence -> hash).
 	continued map[uint64]string
@@ -32,7 +36,7 @@ func readLog(ctx context.Context, store *events.Store) (*retentionLog, error) {
 	if err != nil && !errors.Is(err, events.ErrNotFound) {
 		return nil, err
 	}
-	l := &retentionLog{lastSeq: last, continued: map[uint64]string{}}
+	l := &retentionLog{lastSeq: last, continued: map[uint64]string{}, others: map[string]*events.SeqRanges{}, js: store.JetStream()}
 	for _, r := range recs {
 		l.lastHash = events.Hash(r.Envelope)
 		if r.Type != events.PrunedType {
@@ -43,6 +47,10 @@ func readLog(ctx context.Context, store *events.Store) (*retentionLog, error) {
 			return nil, err
 		}
 		if p.Stream != events.StreamQueue {
+			for _, g := range p.Removed {
+				l.otherPruned(p.Stream).Add(g[0], g[1])
+			}
+			l.last = &p
 			continue
 		}
 		for _, g := range p.Removed {
@@ -55,6 +63,17 @@ func readLog(ctx context.Context, store *events.Store) (*retentionLog, error) {
 		l.last = &p
 	}
 	return l, nil
+}
+
+// otherPruned returns the sequences records account for on stream (not
+// the queue's).
+func (l *retentionLog) otherPruned(stream string) *events.SeqRanges {
+	s := l.others[stream]
+	if s == nil {
+		s = &events.SeqRanges{}
+		l.others[stream] = s
+	}
+	return s
 }
 
 // moved reports whether the retention aggregate has events this prune
@@ -73,6 +92,9 @@ func (l *retentionLog) moved(ctx context.Context, store *events.Store) (bool, er
 func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int, error) {
 	if l.last == nil {
 		return 0, nil
+	}
+	if l.last.Stream != events.StreamQueue {
+		return l.finishOther(ctx)
 	}
 	// The head of the stream up to the first sequence no record accounts
 	// for goes in one purge (the common case: the oldest tasks are the
@@ -106,6 +128,13 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 			seqs = append(seqs, s)
 		}
 	}
+	return deleteSeqs(ctx, stream, seqs, tail)
+}
+
+// deleteSeqs removes seqs from stream, several at a time, except tail
+// (the stream's last sequence). A sequence removed before is skipped. It
+// returns how many it removed.
+func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tail uint64) (int, error) {
 	const workers = 8
 	var (
 		wg      sync.WaitGroup
@@ -147,4 +176,35 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 	close(next)
 	wg.Wait()
 	return removed, first
+}
+
+// finishOther removes the sequences the last record, of a stream other
+// than the queue, names on that stream (its tombstones among them: they
+// are stored before the record), except the stream's last message, as
+// finish does on the queue stream.
+func (l *retentionLog) finishOther(ctx context.Context) (int, error) {
+	stream, err := l.js.Stream(ctx, l.last.Stream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	head, tail := info.State.FirstSeq, info.State.LastSeq
+	if rs := l.otherPruned(l.last.Stream).Ranges(); len(rs) > 0 && rs[0][0] <= head && rs[0][1] >= head {
+		if end := min(rs[0][1], tail-1); end >= head {
+			if err := stream.Purge(ctx, jetstream.WithPurgeSequence(end+1)); err != nil {
+				return 0, fmt.Errorf("purge the head of %s up to #%d: %w", l.last.Stream, end, err)
+			}
+			head = end + 1
+		}
+	}
+	var seqs []uint64
+	for _, r := range l.last.Removed {
+		for s := max(r[0], head); s <= r[1] && s < tail; s++ {
+			seqs = append(seqs, s)
+		}
+	}
+	return deleteSeqs(ctx, stream, seqs, tail)
 }

@@ -165,8 +165,9 @@ func (l *Loop) once(ctx context.Context) {
 	case err == nil:
 		l.status.LastErr, l.status.LastOK = "", time.Now().UTC()
 		l.metrics.ok()
-		if res.Tasks > 0 || res.Completed > 0 {
+		if res.Tasks > 0 || res.Completed > 0 || res.Runs > 0 || res.AgentTasks > 0 {
 			l.cfg.Logger.Info("retention: pruned finished tasks", "tasks", res.Tasks, "events", res.Events,
+				"workflow_runs", res.Runs, "agent_tasks", res.AgentTasks,
 				"archives", len(res.Archives), "cut", res.Cut, "millis", res.Millis)
 		}
 	case trellis.ErrorCode(err) == trellis.CodeConflict:

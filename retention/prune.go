@@ -52,6 +52,10 @@ type Options struct {
 	// BeforeOpenSnapshots, when set, is called before a batch of open
 	// tasks is snapshotted (tests move a task there).
 	BeforeOpenSnapshots func()
+	// AfterRunTombstones, when set, is called once a batch of workflow
+	// runs (or agent tasks) is tombstoned, before its record is appended (tests stop a
+	// prune there).
+	AfterRunTombstones func()
 	// AfterRecord, when set, is called once a batch's record and
 	// tombstones are appended, before its events are removed (tests stop a
 	// prune there).
@@ -81,6 +85,10 @@ type ArchiveResult struct {
 	Controls  int `json:"controls,omitempty"`
 	Uniques   int `json:"unique_keys,omitempty"`
 	OpenTasks int `json:"open_tasks,omitempty"`
+	// Runs counts the finished workflow runs it holds (see runs.go),
+	// AgentTasks the agent task names (see agenttasks.go).
+	Runs       int `json:"workflow_runs,omitempty"`
+	AgentTasks int `json:"agent_tasks,omitempty"`
 }
 
 // Result reports a prune.
@@ -120,10 +128,24 @@ type Result struct {
 	// their events removed (see chooseOpen; not in Tasks and Events).
 	OpenTasks  int `json:"open_tasks,omitempty"`
 	OpenEvents int `json:"open_events,omitempty"`
+	// Runs counts the finished workflow runs removed whole and RunEvents
+	// their events (see runs.go; not in Tasks and Events); RunsKept the
+	// runs that stay, by reason.
+	Runs      int            `json:"workflow_runs,omitempty"`
+	RunEvents int            `json:"workflow_events,omitempty"`
+	RunsKept  map[string]int `json:"workflow_runs_kept,omitempty"`
+	// AgentTasks counts the agent task names whose events were removed
+	// (every task of the name completed before the cut; see
+	// agenttasks.go), AgentTaskEvents their events, AgentTasksKept the
+	// names that stay, by reason.
+	AgentTasks      int            `json:"agent_tasks,omitempty"`
+	AgentTaskEvents int            `json:"agent_task_events,omitempty"`
+	AgentTasksKept  map[string]int `json:"agent_tasks_kept,omitempty"`
 }
 
 // Prune removes the finished queue tasks whose events were all stored
-// more than opts.OlderThan ago. Batch by batch it writes their events to
+// more than opts.OlderThan ago (and the workflow runs that ended before
+// then: see runs.go). Batch by batch it writes their events to
 // an archive in opts.Archive and syncs it, then appends, as one atomic
 // batch, a prune record on the retention aggregate (checked against the
 // retention log as this prune read it: a second prune running at the same
@@ -170,7 +192,11 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 	if err != nil {
 		return nil, command.StoreError("prune", err)
 	}
-	chosen, kept := scan.choose(res.Cut)
+	runs, err := scanRuns(ctx, store, log.otherPruned(events.StreamWorkflows))
+	if err != nil {
+		return nil, command.StoreError("prune: read the workflow runs", err)
+	}
+	chosen, kept := scan.choose(res.Cut, runs.awaited())
 	res.Kept = kept
 	for len(chosen) > 0 {
 		n := min(len(chosen), opts.BatchTasks)
@@ -212,6 +238,12 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 		return res, command.StoreError("prune: read the gates", err)
 	}
 	if err := pruneGates(ctx, store, stream, log, scan.firstSeq, gates, res, opts); err != nil {
+		return res, err
+	}
+	if err := pruneRuns(ctx, store, log, runs, res, opts); err != nil {
+		return res, err
+	}
+	if err := pruneAgentTasks(ctx, store, log, res, opts); err != nil {
 		return res, err
 	}
 	res.Millis = time.Since(start).Milliseconds()

@@ -145,8 +145,10 @@ func (c *candidate) findTimers(pruned *events.SeqRanges) {
 }
 
 // choose returns the tasks a prune at cut removes, in stream order, and
-// counts the others by why they stay.
-func (r *scanResult) choose(cut time.Time) ([]*candidate, map[string]int) {
+// counts the others by why they stay. awaited are the tasks open
+// workflow runs added and wait for (a run reads an awaited task's end
+// when it resumes, which may be long after the task finished).
+func (r *scanResult) choose(cut time.Time, awaited map[string]bool) ([]*candidate, map[string]int) {
 	kept := map[string]int{}
 	// A finished task an open task still waits for stays (its end is
 	// what the waiting task's release reads).
@@ -172,6 +174,8 @@ func (r *scanResult) choose(cut time.Time) ([]*candidate, map[string]int) {
 			kept[c.keep]++
 		case waitedFor[id]:
 			kept["an open task waits for it"]++
+		case awaited[id]:
+			kept["an open workflow run waits for it"]++
 		default:
 			out = append(out, c)
 		}

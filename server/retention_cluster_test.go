@@ -17,7 +17,8 @@ import (
 
 // TestPruneOnR3Cluster: on a 3-node JetStream cluster with R3 streams, a
 // prune removes the finished tasks (done, failed, cancelled; several
-// batches, so several records and archives), keeps the open ones, and
+// batches, so several records and archives) and the completed agent
+// tasks, keeps the open ones (an open agent task takes an agent after), and
 // audit verify with the server's key is OK; the open tasks still claim
 // and finish through a second server attached to another node, whose
 // retention loop then prunes them too, and the log still verifies.
@@ -66,6 +67,17 @@ func TestPruneOnR3Cluster(t *testing.T) {
 		}
 		finished = append(finished, task.TaskID)
 	}
+	// Agent tasks (on their own R3 stream): two completed, one open.
+	for _, name := range []string{"r3-done-1", "r3-done-2", "r3-open"} {
+		if _, err := svc.TaskCreate(ctx, trellis.AgentTaskCreateRequest{Name: name, Description: name, Objectives: []string{"Do"}}); err != nil {
+			t.Fatal(err)
+		}
+		if name != "r3-open" {
+			if _, err := svc.TaskComplete(ctx, trellis.AgentTaskCompleteRequest{Task: name, Force: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	key, err := audit.AnchorKey(data, true)
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +88,19 @@ func TestPruneOnR3Cluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Tasks != len(finished) || res.Kept["open"] != len(open) || len(res.Archives) != 4 {
-		t.Fatalf("pruned %d tasks in %d archives, kept %v; want %d in 4, %d open", res.Tasks, len(res.Archives), res.Kept, len(finished), len(open))
+	if res.Tasks != len(finished) || res.Kept["open"] != len(open) || len(res.Archives) != 5 {
+		t.Fatalf("pruned %d tasks in %d archives, kept %v; want %d in 4 (and 1 of agent tasks), %d open", res.Tasks, len(res.Archives), res.Kept, len(finished), len(open))
+	}
+	if res.AgentTasks != 2 || res.AgentTasksKept["open"] != 1 {
+		t.Fatalf("pruned %d agent tasks, kept %v; want the 2 completed, the open one kept", res.AgentTasks, res.AgentTasksKept)
+	}
+	for _, name := range []string{"r3-done-1", "r3-done-2"} {
+		if _, err := svc.TaskShow(ctx, name); trellis.ErrorCode(err) != trellis.CodeNotFound {
+			t.Fatalf("pruned agent task %s: %v; want not_found", name, err)
+		}
+	}
+	if _, err := svc.TaskJoin(ctx, trellis.AgentTaskJoinRequest{Task: "r3-open", Agent: "a1", Role: "implementer"}); err != nil {
+		t.Fatalf("join the open agent task after the prune: %v", err)
 	}
 	if fs := verifyKeyed(t, ctx, srv.Store(), data); len(fs) > 0 {
 		t.Fatalf("audit verify after the prune: %v", fs)

@@ -18,6 +18,7 @@ import (
 	"github.com/trellis/trellis/retention"
 	"github.com/trellis/trellis/server"
 	"github.com/trellis/trellis/taskqueue"
+	"github.com/trellis/trellis/workflow"
 )
 
 // GroupRetention is the group of the retention steps.
@@ -44,7 +45,8 @@ func retentionSteps() []Definition {
 			Example: `When an operator prunes finished tasks older than 1ms into the archive "nightly"`,
 			Doc: "Runs `trellis prune --older-than D --archive DIR` on the scenario's log (keyed with the server's audit key): " +
 				"finished tasks whose events were all stored before now - D are archived to DIR (a directory of that name in the " +
-				"scenario's scratch directory), recorded, and removed from the log. Open tasks stay.",
+				"scenario's scratch directory), recorded, and removed from the log, and so are workflow runs and agent tasks that ended " +
+				"before it. Open tasks, runs and agent tasks stay.",
 			run: func(w *World) any { return w.prune },
 		},
 		{
@@ -53,6 +55,28 @@ func retentionSteps() []Definition {
 			Doc:     "Checks the last prune an operator ran: how many tasks it removed, how many it kept because they are open.",
 			Check:   true,
 			run:     func(w *World) any { return w.pruneRemoved },
+		},
+		{
+			Pattern: `^the prune removed (\d+) workflow runs? and kept (\d+) open runs?$`,
+			Example: `Then the prune removed 1 workflow run and kept 1 open run`,
+			Doc: "Checks the last prune an operator ran: how many finished workflow runs it removed whole, how many it kept " +
+				"because they are running, sleeping or waiting.",
+			Check: true,
+			run:   func(w *World) any { return w.pruneRemovedRuns },
+		},
+		{
+			Pattern: `^` + runRef + ` is no longer in the log$`,
+			Example: `Then run "shipped" is no longer in the log`,
+			Doc:     "Checks that a workflow run was pruned: the log holds none of its events (but its tombstone, when it is the stream's last message) and showing it is not_found.",
+			Check:   true,
+			run:     func(w *World) any { return w.runPruned },
+		},
+		{
+			Pattern: `^the archive "([^"]*)" verifies and holds (\d+) workflow runs?$`,
+			Example: `Then the archive "nightly" verifies and holds 1 workflow run`,
+			Doc:     "Checks the archive files as \"the archive ... verifies and holds N tasks\" does, and counts the workflow runs whose events they hold.",
+			Check:   true,
+			run:     func(w *World) any { return w.archiveVerifiesRuns },
 		},
 		{
 			Pattern: `^the server's retention has pruned (\d+) tasks?$`,
@@ -217,6 +241,16 @@ func (w *World) archiveFiles(name string) ([]string, error) {
 }
 
 func (w *World) archiveVerifies(ctx context.Context, name string, n int) error {
+	return w.archiveHolds(ctx, name, n, "task")
+}
+
+func (w *World) archiveVerifiesRuns(ctx context.Context, name string, n int) error {
+	return w.archiveHolds(ctx, name, n, "workflow run")
+}
+
+// archiveHolds checks the archive files and counts the aggregates of kind
+// ("task" or "workflow run") they hold.
+func (w *World) archiveHolds(ctx context.Context, name string, n int, kind string) error {
 	files, err := w.archiveFiles(name)
 	if err != nil {
 		return err
@@ -250,18 +284,19 @@ func (w *World) archiveVerifies(ctx context.Context, name string, n int) error {
 		if want, ok := digests[filepath.Base(f)]; !ok || want != rep.Digest {
 			return fmt.Errorf("archive %s has digest %s; its prune record says %q", filepath.Base(f), rep.Digest, want)
 		}
-		if err := archivedTasks(f, tasks); err != nil {
+		if err := archivedTasks(f, kind, tasks); err != nil {
 			return err
 		}
 	}
 	if len(tasks) != n {
-		return fmt.Errorf("the archive %q holds %d task(s); expected %d", name, len(tasks), n)
+		return fmt.Errorf("the archive %q holds %d %s(s); expected %d", name, len(tasks), kind, n)
 	}
 	return nil
 }
 
-// archivedTasks adds the task ids of an archive's events to tasks.
-func archivedTasks(path string, tasks map[string]bool) error {
+// archivedTasks adds the ids of the tasks (or workflow runs, by kind)
+// of an archive's events to tasks.
+func archivedTasks(path, kind string, tasks map[string]bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -271,7 +306,10 @@ func archivedTasks(path string, tasks map[string]bool) error {
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
 		var l audit.ExportLine
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Event != nil && taskqueue.IsTaskSubject(l.Subject) {
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Event == nil {
+			continue
+		}
+		if kind == "task" && taskqueue.IsTaskSubject(l.Subject) || kind != "task" && strings.HasPrefix(l.Subject, "trellis.workflows.run.") {
 			tasks[l.Event.AggregateID] = true
 		}
 	}
@@ -373,19 +411,60 @@ func (w *World) taskPruned(ctx context.Context, name string) error {
 	return nil
 }
 
+func (w *World) pruneRemovedRuns(_ context.Context, runs, open int) error {
+	res := w.retain.last
+	if res == nil {
+		return errors.New("no prune ran yet: use `an operator prunes finished tasks older than ...` first")
+	}
+	if res.Runs != runs || res.RunsKept["open"] != open {
+		return fmt.Errorf("the prune removed %d workflow run(s) and kept %d open (kept: %v); expected %d and %d open", res.Runs, res.RunsKept["open"], res.RunsKept, runs, open)
+	}
+	return nil
+}
+
+func (w *World) runPruned(ctx context.Context, ref string) error {
+	id, err := w.RunID(ref)
+	if err != nil {
+		return err
+	}
+	ctx, cancel, err := w.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	recs, _, err := w.srv.Store().Load(ctx, events.StreamWorkflows, workflow.RunFilter(id))
+	if err != nil && !errors.Is(err, events.ErrNotFound) {
+		return fmt.Errorf("read the events of run %s: %w", id, err)
+	}
+	if len(recs) > 1 || len(recs) == 1 && recs[0].Type != workflow.Pruned {
+		return fmt.Errorf("the log still holds %d event(s) of %s (%s)", len(recs), ref, id)
+	}
+	if _, err := w.srv.Service().Workflows().Show(ctx, id); trellis.ErrorCode(err) != trellis.CodeNotFound {
+		return fmt.Errorf("showing the pruned %s answers %v; expected not_found", ref, err)
+	}
+	return nil
+}
+
 // settle waits, for a short age (at most settleMax), until every event
-// the queue stream holds is older than age: a prune "older than 1ms" right
-// after a task finished then removes that task on any machine, however
-// fast the step follows the event (the cut is taken after the wait).
+// the queue and workflow streams hold is older than age: a prune "older
+// than 1ms" right after a task finished then removes that task on any
+// machine, however fast the step follows the event (the cut is taken
+// after the wait).
 func settle(ctx context.Context, store *events.Store, age time.Duration) error {
 	if age > settleMax {
 		return nil
 	}
-	info, err := store.StreamInfo(ctx, events.StreamQueue)
-	if err != nil {
-		return fmt.Errorf("read the queue stream: %w", err)
+	var last time.Time
+	for _, stream := range []string{events.StreamQueue, events.StreamWorkflows} {
+		info, err := store.StreamInfo(ctx, stream)
+		if err != nil {
+			return fmt.Errorf("read the stream %s: %w", stream, err)
+		}
+		if info.State.LastTime.After(last) {
+			last = info.State.LastTime
+		}
 	}
-	for !time.Now().After(info.State.LastTime.Add(age)) {
+	for !time.Now().After(last.Add(age)) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

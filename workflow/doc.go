@@ -17,7 +17,9 @@
 // trellis.workflows.run.<run_id>.<type>, started, step_completed,
 // step_failed, timer_set, timer_fired, signal_waiting, signal_received,
 // signal_consumed, task_awaited, task_ended, child_started, child_ended,
-// cancel_requested, completed, failed, cancelled, retried and woken; per
+// cancel_requested, completed, failed, cancelled, retried and woken (and
+// pruned, the tombstone `trellis prune` appends before it removes a
+// finished run: see retention/); per
 // definition, trellis.workflows.def.<name>.registered. Activations are
 // queue tasks, added through package taskqueue. docs/workflows.md is the
 // guide; workflowtest replays recorded runs against changed code.

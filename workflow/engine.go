@@ -364,11 +364,19 @@ func (e *Engine) Show(ctx context.Context, runID string) (*Run, error) {
 	if err := ValidateRunID(runID); err != nil {
 		return nil, err
 	}
+	if st, ok := e.runs.Cached(runID); ok && (st.Value == nil || st.Value.Status.Terminal()) {
+		// A finished run cached here may have been pruned since (by
+		// `trellis prune` or a server's retention, anywhere): catching up
+		// from the cache would not notice its events are gone. Fold it
+		// from the log.
+		e.runs.Forget(runID)
+	}
 	st, err := e.runs.Load(ctx, runID)
 	if err != nil {
 		return nil, command.StoreError("load run", err)
 	}
 	if st.Value == nil {
+		e.runs.Forget(runID)
 		return nil, trellis.Errorf(trellis.CodeNotFound, "workflow run %q does not exist", runID)
 	}
 	return st.Value, nil

@@ -244,6 +244,9 @@ func (r *Run) status() Status {
 // fold applies one event to a run.
 func fold(r *Run, rec events.Recorded) (*Run, error) {
 	typ := rec.Type
+	if typ == Pruned {
+		return nil, nil // a tombstone: the run's events go to an archive
+	}
 	if r == nil {
 		if typ != Started {
 			return nil, fmt.Errorf("run %s: first event is %s, not %s: %w", rec.AggregateID, typ, Started, events.ErrBadEvent)

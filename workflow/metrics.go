@@ -86,6 +86,10 @@ func (m *Metrics) Apply(rec events.Recorded) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if rec.Type == Pruned {
+		delete(m.live, id) // a failed run pruned: it will not be retried
+		return nil
+	}
 	r, err := fold(m.live[id], rec)
 	if err != nil || r == nil {
 		return nil // a bad event: show reports it; the metrics skip it

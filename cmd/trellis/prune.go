@@ -31,7 +31,8 @@ func (a *app) pruneCommand() *cobra.Command {
 			"a removal without a record is still a finding. Open tasks (queued, claimed, waiting, scheduled), the queues'\n" +
 			"gates and controls, schedules and unique keys are cut at a snapshot that continues their chain: the events it\n" +
 			"replaces (for a task, those after its last dispatch; for a schedule, its ticks with their timers) are archived\n" +
-			"and removed the same way. VINE graphs, agent tasks and workflow runs are kept whole. One prune runs\n" +
+			"and removed the same way. Workflow runs that completed, failed or were cancelled, and agent tasks that\n" +
+			"completed, are removed whole the same way; open ones and VINE graphs are kept whole. One prune runs\n" +
 			"at a time; a second one\n" +
 			"stops with a conflict. See docs/retention.md for what queries can answer afterwards.",
 		Example: `  trellis prune --older-than 720h --archive /var/backups/trellis
@@ -136,6 +137,12 @@ func printPrune(a *app, res *retention.Result) {
 	}
 	if res.GateEvents > 0 {
 		fmt.Fprintf(w, "cut %d event(s) of open gates at their snapshots\n", res.GateEvents)
+	}
+	if res.Runs > 0 {
+		fmt.Fprintf(w, "pruned %d finished workflow run(s), %d event(s)\n", res.Runs, res.RunEvents)
+	}
+	if res.AgentTasks > 0 {
+		fmt.Fprintf(w, "pruned %d completed agent task name(s), %d event(s)\n", res.AgentTasks, res.AgentTaskEvents)
 	}
 	if res.Completed > 0 {
 		fmt.Fprintf(w, "finished an interrupted prune: removed %d message(s) its record accounts for\n", res.Completed)

@@ -17,6 +17,7 @@ import (
 	"github.com/trellis/trellis/audit"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/server"
+	"github.com/trellis/trellis/workflow"
 )
 
 // finishedTasks adds n tasks to queue and cancels them: n finished tasks
@@ -60,6 +61,171 @@ func finishedTasks(t *testing.T, srv *server.Server, queue string, n int) []stri
 		t.Fatal(err)
 	}
 	return ids
+}
+
+// finishedRuns appends n finished workflow runs (started, then
+// completed, chained as the engine chains them) to the workflow stream.
+func finishedRuns(t *testing.T, srv *server.Server, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	store := srv.Store()
+	ids := make([]string, n)
+	starts := make([]events.Pending, n)
+	for i := range ids {
+		ids[i] = events.NewID(time.Now())
+		env, err := events.NewEnvelope(time.Now(), workflow.Started, ids[i], "test", 1,
+			workflow.StartedPayload{Workflow: "pruned", Version: 1, Queue: "wf-pruned", Input: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts[i] = events.Pending{Subject: workflow.RunSubject(ids[i], workflow.Started), Envelope: env, Expect: events.Expect{Filter: workflow.RunFilter(ids[i])}}
+	}
+	ends := make([]events.Pending, n)
+	for i, r := range store.AppendAll(ctx, starts) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		env, err := events.NewEnvelope(time.Now(), workflow.Completed, ids[i], "test", 1, workflow.EndPayload{Output: json.RawMessage(`"finished run"`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Prev = events.Hash(starts[i].Envelope)
+		ends[i] = events.Pending{Subject: workflow.RunSubject(ids[i], workflow.Completed), Envelope: env, Expect: events.Expect{Filter: workflow.RunFilter(ids[i]), LastSeq: r.Seq}}
+	}
+	for _, r := range store.AppendAll(ctx, ends) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	return ids
+}
+
+// finishedAgentTasks appends n completed agent tasks (created, then
+// completed, chained) to the agent tasks' stream and returns their names.
+func finishedAgentTasks(t *testing.T, srv *server.Server, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	store := srv.Store()
+	names := make([]string, n)
+	created := make([]events.Pending, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("pruned-%d", i)
+		id := events.NewID(time.Now())
+		env, err := events.NewEnvelope(time.Now(), events.AgentTaskCreated, names[i], "test", events.TasksSchema,
+			events.AgentTaskCreatedPayload{TaskID: id, Name: names[i], ParentBranch: "main", Objectives: []events.ObjectiveSpec{}, MemoryScope: events.TaskScope(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created[i] = events.Pending{Subject: events.TasksSubject(names[i], events.AgentTaskCreated), Envelope: env, Expect: events.Expect{Filter: events.TaskNameFilter(names[i])}}
+	}
+	ends := make([]events.Pending, n)
+	for i, r := range store.AppendAll(ctx, created) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		var p events.AgentTaskCreatedPayload
+		_ = json.Unmarshal(created[i].Envelope.Payload, &p)
+		env, err := events.NewEnvelope(time.Now(), events.AgentTaskCompleted, names[i], "test", events.TasksSchema, events.AgentTaskCompletedPayload{TaskID: p.TaskID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Prev = events.Hash(created[i].Envelope)
+		ends[i] = events.Pending{Subject: events.TasksSubject(names[i], events.AgentTaskCompleted), Envelope: env, Expect: events.Expect{Filter: events.TaskNameFilter(names[i]), LastSeq: r.Seq}}
+	}
+	for _, r := range store.AppendAll(ctx, ends) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	return names
+}
+
+// checkAgentTasksPruned checks the agent tasks after prunes as
+// checkRunsPruned checks runs: each name is named by at most one record
+// and then shows as not found, its tombstone left; one no record names is
+// whole (completed, or tombstoned by a prune killed before its record).
+func checkAgentTasksPruned(t *testing.T, srv *server.Server, names []string, all bool) {
+	t.Helper()
+	ctx := context.Background()
+	named := map[string]int{}
+	for _, p := range pruneRecords(t, srv.Store()) {
+		for _, agg := range p.Aggregates {
+			if name, ok := strings.CutPrefix(agg, "agent-task/"); ok {
+				named[name]++
+			}
+		}
+	}
+	pruned, tombstoned := 0, 0
+	for _, name := range names {
+		task, err := srv.Service().TaskShow(ctx, name)
+		switch named[name] {
+		case 0:
+			if all {
+				t.Fatalf("agent task %s was not pruned", name)
+			}
+			if err == nil && task.Status == events.AgentTaskStatusCompleted {
+				continue
+			}
+			recs, _, lerr := srv.Store().Load(ctx, events.StreamTasks, events.TaskNameFilter(name))
+			if lerr != nil || len(recs) != 3 || recs[2].Type != events.AgentTaskPruned {
+				t.Fatalf("agent task %s neither pruned nor whole: show %+v %v, %d events in the log (%v)", name, task, err, len(recs), lerr)
+			}
+			tombstoned++
+		case 1:
+			if trellis.ErrorCode(err) != trellis.CodeNotFound {
+				t.Fatalf("show of pruned agent task %s: %+v %v; want not found", name, task, err)
+			}
+			pruned++
+		default:
+			t.Fatalf("agent task %s is named by %d prune records", name, named[name])
+		}
+	}
+	t.Logf("%d of %d agent tasks pruned, %d tombstoned awaiting their record", pruned, len(names), tombstoned)
+}
+
+// checkRunsPruned checks the runs after prunes: each is named by at most
+// one record (checkPruned verified the archives) and then shows as not
+// found; one that no record names is whole in the log (completed, or
+// tombstoned by a prune killed before its record, every event still
+// there). With all, every run is named.
+func checkRunsPruned(t *testing.T, srv *server.Server, ids []string, all bool) {
+	t.Helper()
+	ctx := context.Background()
+	named := map[string]int{}
+	for _, p := range pruneRecords(t, srv.Store()) {
+		for _, agg := range p.Aggregates {
+			if id, ok := strings.CutPrefix(agg, "run/"); ok {
+				named[id]++
+			}
+		}
+	}
+	e := srv.Service().Workflows()
+	pruned, tombstoned := 0, 0
+	for _, id := range ids {
+		run, err := e.Show(ctx, id)
+		switch named[id] {
+		case 0:
+			if all {
+				t.Fatalf("run %s was not pruned", id)
+			}
+			if err == nil && run.Status == workflow.StatusCompleted {
+				continue
+			}
+			recs, _, lerr := srv.Store().Load(ctx, events.StreamWorkflows, workflow.RunFilter(id))
+			if lerr != nil || len(recs) != 3 || recs[2].Type != workflow.Pruned {
+				t.Fatalf("run %s neither pruned nor whole: show %+v %v, %d events in the log (%v)", id, run, err, len(recs), lerr)
+			}
+			tombstoned++
+		case 1:
+			if trellis.ErrorCode(err) != trellis.CodeNotFound {
+				t.Fatalf("show of pruned run %s: %+v %v; want not found", id, run, err)
+			}
+			pruned++
+		default:
+			t.Fatalf("run %s is named by %d prune records", id, named[id])
+		}
+	}
+	t.Logf("%d of %d runs pruned, %d tombstoned awaiting their record", pruned, len(ids), tombstoned)
 }
 
 // verifyStore runs audit verify on the live log.
@@ -145,23 +311,31 @@ func checkPruned(t *testing.T, srv *server.Server, archive string, ids []string,
 }
 
 // TestPruneProcessKilled: a `trellis prune` process killed with SIGKILL in
-// the middle of a prune leaves the log verifiable, each task either whole
-// or archived and recorded; a prune run again finishes the job.
+// the middle of a prune leaves the log verifiable, each task, workflow
+// run and agent task either whole or archived and recorded; a prune run
+// again finishes the job.
 func TestPruneProcessKilled(t *testing.T) {
 	t.Parallel()
 	srv, url := queueServer(t)
 	start := time.Now()
-	ids := finishedTasks(t, srv, "kill", 1200)
-	t.Logf("1200 finished tasks in %s", time.Since(start))
+	ids := finishedTasks(t, srv, "kill", 600)
+	runs := finishedRuns(t, srv, 600)
+	agentTasks := finishedAgentTasks(t, srv, 200)
+	t.Logf("600 finished tasks, 600 finished runs and 200 completed agent tasks in %s", time.Since(start))
 	archive := filepath.Join(t.TempDir(), "archive")
-	// Kill it once its third archive is written (the prune is under way:
-	// its batches of 200 tasks follow one another; the kill lands
-	// anywhere in the third batch or later).
-	killPruneAfterArchives(t, url, archive, 3)
+	// Kill it once its sixth archive is written (the prune is under way:
+	// its batches of 200 tasks follow one another, then its batches of
+	// 200 runs, then the agent tasks'; the kill lands anywhere in the
+	// third batch of runs or later).
+	killPruneAfterArchives(t, url, archive, 6)
 	checkPruned(t, srv, archive, ids, false)
+	checkRunsPruned(t, srv, runs, false)
+	checkAgentTasksPruned(t, srv, agentTasks, false)
 
 	pruneAgain(t, url, archive)
 	checkPruned(t, srv, archive, ids, true)
+	checkRunsPruned(t, srv, runs, true)
+	checkAgentTasksPruned(t, srv, agentTasks, true)
 }
 
 // TestPruneProcessesConcurrent: two prunes at once: each either completes
