@@ -260,7 +260,8 @@ func TestProjectionResumesAfterRestart(t *testing.T) {
 	// Both services run a reactor, which may still append (releasing the
 	// dependents of tasks the second workload ended while no reactor ran):
 	// compare the boards at one position of the log, the same before and
-	// after both caught up.
+	// after both caught up (ctx's minute bounds the wait: LastSeq fails
+	// once it ends).
 	for {
 		before, err := b.Store.LastSeq(ctx, events.StreamQueue)
 		if err != nil {
@@ -278,7 +279,8 @@ func TestProjectionResumesAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		if after != before {
-			continue // the log moved while the boards were read
+			time.Sleep(50 * time.Millisecond) // the log moved while the boards were read
+			continue
 		}
 		if !reflect.DeepEqual(resumed, scratch) {
 			t.Fatalf("resumed board differs from a board built from scratch at #%d:\n%s", after, boardDiff(resumed, scratch))

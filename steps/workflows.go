@@ -163,6 +163,7 @@ func (w *World) hostWorkflows(ctx context.Context) error {
 	case <-ready:
 		return nil
 	case err := <-done:
+		done <- err // for the scenario's cleanup, which waits on it
 		return fmt.Errorf("the workflow pool stopped: %w", err)
 	case <-ctx.Done():
 		return fmt.Errorf("the workflow pool did not register its workflows: %w", ctx.Err())
