@@ -278,7 +278,7 @@ func pruneRunBatch(ctx context.Context, store *events.Store, log *retentionLog, 
 	if opts.AfterRecord != nil {
 		opts.AfterRecord()
 	}
-	log.lastSeq, log.lastHash, log.last = ack.Seq, events.Hash(rec), &p
+	log.recorded(ack.Seq, events.Hash(rec), &p)
 	for _, r := range p.Removed {
 		log.otherPruned(events.StreamWorkflows).Add(r[0], r[1])
 	}
