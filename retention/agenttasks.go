@@ -135,6 +135,10 @@ func (s *agentScan) choose(cut time.Time) ([]*candidate, map[string]int) {
 			kept[c.keep]++
 		case s.reused[name]:
 			kept["its name was pruned before (its events chain to that tombstone)"]++
+		case s.tomb[name] != nil && !c.msgs[len(c.msgs)-1].Stored.Before(cut):
+			// Tombstoned by a prune stopped before its record (or
+			// forged): decided as the task was before its tombstone.
+			kept["completed after the cut"]++
 		case s.tomb[name] != nil:
 			out = append(out, c) // tombstoned by a prune stopped before its record
 		case t == nil:
