@@ -100,6 +100,8 @@ func scanRuns(ctx context.Context, store *events.Store, pruned *events.SeqRanges
 				return nil
 			}
 			res.tombstoned[id], res.before[id], res.ended[id] = true, pre, ended
+		} else {
+			delete(res.tombstoned, id) // an event after the tombstone: the run goes on
 		}
 		r, err := workflow.FoldRun(res.state[id], m.Recorded)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/internal/servicetest"
 	"github.com/trellis/trellis/retention"
 	"github.com/trellis/trellis/workflow"
@@ -93,5 +94,46 @@ func TestPruneForgedTombstonesKeepAgeAndFamily(t *testing.T) {
 	}
 	if n := runEvents(child); n != 3 {
 		t.Fatalf("the tombstoned child of an open parent holds %d events after the prune; want its 3", n)
+	}
+}
+
+// TestPruneRestartedTombstonedRun: a prune stopped after tombstoning a
+// finished run; the run is started again under its id (Start with an
+// explicit run id) and finishes; a prune then takes it, and the run
+// moves while that prune archives it. The prune's tombstone, checked
+// against the run's last event, fails: the run keeps every event,
+// counted as changed during the prune.
+func TestPruneRestartedTombstonedRun(t *testing.T) {
+	t.Parallel()
+	store := eventstest.Start(t).Store
+	ctx := ctxT(t)
+	l := &runLog{t: t, store: store, last: map[string]uint64{}, prev: map[string]string{}}
+	started := workflow.StartedPayload{Workflow: "w", Version: 1, Queue: "wq", Input: json.RawMessage(`{}`)}
+	id := events.NewID(time.Now())
+	l.add(id, workflow.Started, started)
+	l.add(id, workflow.Failed, workflow.EndPayload{Error: "boom"})
+	l.add(id, workflow.Pruned, workflow.PrunedPayload{Archive: "prune-stopped.jsonl"})
+	l.add(id, workflow.Started, started)
+	l.add(id, workflow.Failed, workflow.EndPayload{Error: "boom again"})
+	other := events.NewID(time.Now()) // the stream's last events stay
+	l.add(other, workflow.Started, started)
+	l.add(other, workflow.Completed, workflow.EndPayload{Output: json.RawMessage(`"ok"`)})
+	moved := false
+	res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later,
+		AfterArchive: func(string) {
+			if !moved {
+				moved = true
+				l.add(id, workflow.Retried, map[string]any{})
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := store.Load(ctx, events.StreamWorkflows, workflow.RunFilter(id))
+	if err != nil || len(recs) != 6 {
+		t.Fatalf("the run that moved during the prune holds %d events (%v); want its 6", len(recs), err)
+	}
+	if res.RunsKept["changed during the prune"] != 1 || res.Runs != 1 {
+		t.Fatalf("pruned %d runs (kept %v); want the other one, the moved one kept", res.Runs, res.RunsKept)
 	}
 }
