@@ -200,6 +200,7 @@ func pruneRuns(ctx context.Context, store *events.Store, log *retentionLog, scan
 		batch := chosen[:n]
 		chosen = chosen[n:]
 		for attempt := 1; len(batch) > 0; attempt++ {
+			tried := len(batch)
 			ar, err := pruneRunBatch(ctx, store, log, scan, batch, res.Cut, opts)
 			if err == nil {
 				res.Archives = append(res.Archives, ar.ArchiveResult)
@@ -216,7 +217,7 @@ func pruneRuns(ctx context.Context, store *events.Store, log *retentionLog, scan
 			if batch, err = unchangedRuns(ctx, store, batch); err != nil {
 				return command.StoreError("prune", err)
 			}
-			res.RunsKept["changed during the prune"] += n - len(batch)
+			res.RunsKept["changed during the prune"] += tried - len(batch)
 		}
 	}
 	return nil
