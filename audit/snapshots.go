@@ -160,7 +160,7 @@ func readContinued(ctx context.Context, store *events.Store, key []byte) (map[st
 	}
 	for _, r := range recs {
 		var p events.PrunedPayload
-		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || !domainStream(p.Stream) || r.Stream != events.StreamQueue {
+		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || !events.PrunedStream(p.Stream) || r.Stream != events.StreamQueue {
 			continue
 		}
 		if len(key) > 0 && !p.Signed(key) {

@@ -90,7 +90,10 @@ type StreamVerification struct {
 // Given the audit key, only records that carry a valid MAC under it are
 // trusted (a record appended with NATS credentials alone is not, and the
 // sequences it claims stay removals); without a key every record is, as
-// verify without a key trusts unkeyed anchors. A record on the queue
+// verify without a key trusts unkeyed anchors. Only records of the
+// streams prunes remove from (events.PrunedStream: the queue's, the
+// workflow runs', the agent tasks') are: a record naming another stream
+// excuses nothing there. A record on the queue
 // stream accounts for sequences stored before it and for at most one
 // tombstone per aggregate it names; a record of another stream (workflow
 // runs, agent tasks: their tombstones are stored on their own stream,
@@ -106,7 +109,7 @@ func readPruned(ctx context.Context, store *events.Store, key []byte) (map[strin
 	}
 	for _, r := range recs {
 		var p events.PrunedPayload
-		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || !domainStream(p.Stream) || r.Stream != events.StreamQueue {
+		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || !events.PrunedStream(p.Stream) || r.Stream != events.StreamQueue {
 			continue // the walk reports a record that does not decode
 		}
 		if len(key) > 0 && !p.Signed(key) {
@@ -128,16 +131,6 @@ func readPruned(ctx context.Context, store *events.Store, key []byte) (map[strin
 		}
 	}
 	return out, nil
-}
-
-// domainStream reports whether name is one of Trellis's domain streams.
-func domainStream(name string) bool {
-	for _, s := range events.Streams() {
-		if s.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // VerifyReport is the result of Verify or VerifyFile.

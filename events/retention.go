@@ -82,6 +82,14 @@ func (p PrunedPayload) Sign(key []byte) PrunedPayload {
 	return p
 }
 
+// PrunedStream reports whether prunes remove events from stream: the
+// queue's, the workflow runs' and the agent tasks'. A record of any
+// other stream was not made by a prune: neither a prune nor verify acts
+// on it.
+func PrunedStream(stream string) bool {
+	return stream == StreamQueue || stream == StreamWorkflows || stream == StreamTasks
+}
+
 // Signed reports whether p carries a valid MAC under key.
 func (p PrunedPayload) Signed(key []byte) bool {
 	return len(key) > 0 && p.MAC != "" && hmac.Equal([]byte(p.MAC), []byte(p.mac(key)))

@@ -135,6 +135,10 @@ func (s *agentScan) choose(cut time.Time) ([]*candidate, map[string]int) {
 			kept[c.keep]++
 		case s.reused[name]:
 			kept["its name was pruned before (its events chain to that tombstone)"]++
+		case s.tomb[name] != nil && !c.msgs[len(c.msgs)-1].Stored.Before(cut):
+			// Tombstoned by a prune stopped before its record (or
+			// forged): decided as the task was before its tombstone.
+			kept["completed after the cut"]++
 		case s.tomb[name] != nil:
 			out = append(out, c) // tombstoned by a prune stopped before its record
 		case t == nil:
@@ -265,7 +269,7 @@ func pruneAgentBatch(ctx context.Context, store *events.Store, log *retentionLog
 	if opts.AfterRecord != nil {
 		opts.AfterRecord()
 	}
-	log.lastSeq, log.lastHash, log.last = ack.Seq, events.Hash(rec), &p
+	log.recorded(ack.Seq, events.Hash(rec), &p)
 	for _, r := range p.Removed {
 		log.otherPruned(events.StreamTasks).Add(r[0], r[1])
 	}
@@ -280,8 +284,8 @@ func pruneAgentBatch(ctx context.Context, store *events.Store, log *retentionLog
 		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}, nil
 }
 
-// continuedOn returns the sequences of the continuations records name on
-// stream.
+// continuedOn returns the sequences of the continuations the records the
+// prune trusts name on stream.
 func (l *retentionLog) continuedOn(ctx context.Context, store *events.Store, stream string) (map[uint64]bool, error) {
 	recs, _, err := store.Load(ctx, events.StreamQueue, events.RetentionFilter)
 	if err != nil && !errors.Is(err, events.ErrNotFound) {
@@ -290,7 +294,7 @@ func (l *retentionLog) continuedOn(ctx context.Context, store *events.Store, str
 	out := map[uint64]bool{}
 	for _, r := range recs {
 		var p events.PrunedPayload
-		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || p.Stream != stream {
+		if r.Type != events.PrunedType || r.DecodePayload(&p) != nil || p.Stream != stream || !l.trusts(p) {
 			continue
 		}
 		for _, c := range p.Continued {

@@ -257,7 +257,7 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 		// archive stays (unnamed, it prunes nothing).
 		return nil, command.StoreError("prune: append the prune record", err)
 	}
-	log.lastSeq, log.lastHash, log.last = ack.Seq, events.Hash(rec), &p
+	log.recorded(ack.Seq, events.Hash(rec), &p)
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])
 	}

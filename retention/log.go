@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -13,46 +15,74 @@ import (
 
 // retentionLog is the retention aggregate as a prune reads it: its last
 // record (the only one a crash may have left unfinished: prunes are
-// serialized by the record's check; lastSeq is its sequence when the
-// aggregate's last event is a record) and every sequence the records
-// account for.
+// serialized by the record's check; recSeq is its sequence, lastSeq the
+// aggregate's last event's) and every sequence the records account for.
+//
+// A prune acts only on records it trusts (see trusts): another stream's,
+// or one without a valid MAC when the prune holds the audit key, was not
+// made by a prune (a client with NATS credentials can append to the
+// retention subject); it is counted in ignored and otherwise skipped.
 type retentionLog struct {
 	lastSeq  uint64
 	lastHash string
 	last     *events.PrunedPayload
+	recSeq   uint64
 	pruned   events.SeqRanges
 	// others are the sequences records account for on the other streams
 	// (workflow runs: see runs.go), by stream.
 	others map[string]*events.SeqRanges
 	js     jetstream.JetStream
+	store  *events.Store
+	key    []byte
 	// continued are the snapshots records name as continuing an
 	// aggregate they cut (sequence -> hash).
 	continued map[uint64]string
+	// ignored counts the records this prune does not act on.
+	ignored int
 }
 
-// readLog reads the retention aggregate.
-func readLog(ctx context.Context, store *events.Store) (*retentionLog, error) {
+// trusts reports whether a prune acts on record p: a record of a stream
+// prunes remove from (events.PrunedStream), carrying a valid MAC when the
+// prune has the audit key.
+func (l *retentionLog) trusts(p events.PrunedPayload) bool {
+	return events.PrunedStream(p.Stream) && (len(l.key) == 0 || p.Signed(l.key))
+}
+
+// readLog reads the retention aggregate, trusting records under key (see
+// retentionLog).
+func readLog(ctx context.Context, store *events.Store, key []byte) (*retentionLog, error) {
 	recs, last, err := store.Load(ctx, events.StreamQueue, events.RetentionFilter)
 	if err != nil && !errors.Is(err, events.ErrNotFound) {
 		return nil, err
 	}
-	l := &retentionLog{lastSeq: last, continued: map[uint64]string{}, others: map[string]*events.SeqRanges{}, js: store.JetStream()}
+	l := &retentionLog{lastSeq: last, continued: map[uint64]string{}, others: map[string]*events.SeqRanges{}, js: store.JetStream(),
+		store: store, key: key}
 	for _, r := range recs {
 		l.lastHash = events.Hash(r.Envelope)
 		if r.Type != events.PrunedType {
 			continue
 		}
 		var p events.PrunedPayload
-		if err := r.DecodePayload(&p); err != nil {
-			return nil, err
+		if err := r.DecodePayload(&p); err != nil || !l.trusts(p) {
+			l.ignored++
+			continue
 		}
 		if p.Stream != events.StreamQueue {
 			for _, g := range p.Removed {
 				l.otherPruned(p.Stream).Add(g[0], g[1])
 			}
-			l.last = &p
+			l.last, l.recSeq = &p, r.Seq
 			continue
 		}
+		// A prune removes what was stored before its record, and one
+		// tombstone per aggregate it names.
+		var removed [][2]uint64
+		for _, g := range p.Removed {
+			if g[1] = min(g[1], r.Seq-1); g[0] <= g[1] {
+				removed = append(removed, g)
+			}
+		}
+		p.Removed, p.Tombstones = removed, min(max(p.Tombstones, 0), len(p.Aggregates))
 		for _, g := range p.Removed {
 			l.pruned.Add(g[0], g[1])
 		}
@@ -60,9 +90,15 @@ func readLog(ctx context.Context, store *events.Store) (*retentionLog, error) {
 		for _, c := range p.Continued {
 			l.continued[c.Seq] = c.Hash
 		}
-		l.last = &p
+		l.last, l.recSeq = &p, r.Seq
 	}
 	return l, nil
+}
+
+// recorded notes the record p this prune appended at seq (hash: its
+// envelope's hash) as the log's last.
+func (l *retentionLog) recorded(seq uint64, hash string, p *events.PrunedPayload) {
+	l.lastSeq, l.recSeq, l.lastHash, l.last = seq, seq, hash, p
 }
 
 // otherPruned returns the sequences records account for on stream (not
@@ -111,7 +147,7 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 	// projection that had not read it yet (a new server's, a replay's).
 	tail := info.State.LastSeq
 	if rs := l.pruned.Ranges(); len(rs) > 0 && rs[0][0] <= head && rs[0][1] >= head {
-		end := min(rs[0][1], l.lastSeq-1)
+		end := min(rs[0][1], l.recSeq-1)
 		if err := stream.Purge(ctx, jetstream.WithPurgeSequence(end+1)); err != nil {
 			return 0, fmt.Errorf("purge the head up to #%d: %w", end, err)
 		}
@@ -119,12 +155,12 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 	}
 	var seqs []uint64
 	for _, r := range l.last.Removed {
-		for s := max(r[0], head); s <= r[1] && s < l.lastSeq; s++ {
+		for s := max(r[0], head); s <= r[1] && s < l.recSeq; s++ {
 			seqs = append(seqs, s)
 		}
 	}
 	for i := 1; i <= l.last.Tombstones; i++ {
-		if s := l.lastSeq + uint64(i); s >= head {
+		if s := l.recSeq + uint64(i); s >= head {
 			seqs = append(seqs, s)
 		}
 	}
@@ -181,7 +217,9 @@ func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tai
 // finishOther removes the sequences the last record, of a stream other
 // than the queue, names on that stream (its tombstones among them: they
 // are stored before the record), except the stream's last message, as
-// finish does on the queue stream.
+// finish does on the queue stream. It removes only what the record's own
+// prune could have: events of the aggregates it names, stored before the
+// record; it leaves any other message a range names.
 func (l *retentionLog) finishOther(ctx context.Context) (int, error) {
 	stream, err := l.js.Stream(ctx, l.last.Stream)
 	if err != nil {
@@ -192,19 +230,71 @@ func (l *retentionLog) finishOther(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	head, tail := info.State.FirstSeq, info.State.LastSeq
-	if rs := l.otherPruned(l.last.Stream).Ranges(); len(rs) > 0 && rs[0][0] <= head && rs[0][1] >= head {
-		if end := min(rs[0][1], tail-1); end >= head {
-			if err := stream.Purge(ctx, jetstream.WithPurgeSequence(end+1)); err != nil {
-				return 0, fmt.Errorf("purge the head of %s up to #%d: %w", l.last.Stream, end, err)
-			}
-			head = end + 1
-		}
+	var stored time.Time
+	err = l.store.Scan(ctx, events.StreamQueue, events.ScanRange{From: l.recSeq, To: l.recSeq}, func(m events.Message) error {
+		stored = m.Stored
+		return nil
+	})
+	if err != nil || stored.IsZero() {
+		return 0, fmt.Errorf("read the prune record #%d: %w", l.recSeq, errors.Join(err, events.ErrNotFound))
+	}
+	named := map[string]bool{}
+	for _, a := range l.last.Aggregates {
+		named[a] = true
 	}
 	var seqs []uint64
-	for _, r := range l.last.Removed {
-		for s := max(r[0], head); s <= r[1] && s < tail; s++ {
-			seqs = append(seqs, s)
+	whole := true // every message from head to the end of the first range is the record's
+	for i, r := range l.last.Removed {
+		from, to := max(r[0], head), min(r[1], tail-1)
+		if from > to {
+			continue
+		}
+		err := l.store.Scan(ctx, l.last.Stream, events.ScanRange{From: from, To: to}, func(m events.Message) error {
+			if !named[aggregateOf(l.last.Stream, m.Subject)] || m.Stored.After(stored.Add(storedSkew)) {
+				whole = whole && i > 0
+				return nil // not the record's prune's: stays
+			}
+			seqs = append(seqs, m.Seq)
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("read the pruned sequences of %s: %w", l.last.Stream, err)
 		}
 	}
+	// The head of the stream up to the end of the first range goes in one
+	// purge when every message there is the record's.
+	if rs := l.last.Removed; whole && len(seqs) > 0 && len(rs) > 0 && rs[0][0] <= head {
+		end := min(rs[0][1], tail-1)
+		if err := stream.Purge(ctx, jetstream.WithPurgeSequence(end+1)); err != nil {
+			return 0, fmt.Errorf("purge the head of %s up to #%d: %w", l.last.Stream, end, err)
+		}
+		n := 0
+		for n < len(seqs) && seqs[n] <= end {
+			n++
+		}
+		removed, err := deleteSeqs(ctx, stream, seqs[n:], tail)
+		return removed + n, err
+	}
 	return deleteSeqs(ctx, stream, seqs, tail)
+}
+
+// storedSkew bounds how far the clocks of the servers leading the queue
+// stream and another stream may differ: an event of a record's prune is
+// stored before the record, by another stream's leader.
+const storedSkew = time.Minute
+
+// aggregateOf returns the aggregate a record of stream names for an
+// event's subject ("run/<id>", "agent-task/<name>"; "" for none).
+func aggregateOf(stream, subject string) string {
+	switch stream {
+	case events.StreamWorkflows:
+		if id, ok := runOf(subject); ok {
+			return "run/" + id
+		}
+	case events.StreamTasks:
+		if t := strings.Split(subject, "."); len(t) == 4 && t[1] == "tasks" {
+			return "agent-task/" + t[2]
+		}
+	}
+	return ""
 }

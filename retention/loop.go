@@ -164,6 +164,10 @@ func (l *Loop) once(ctx context.Context) {
 	switch {
 	case err == nil:
 		l.status.LastErr, l.status.LastOK = "", time.Now().UTC()
+		if res.IgnoredRecords > 0 {
+			l.cfg.Logger.Warn("retention: prune records not made by a prune were ignored (another stream's, or not signed with the audit key)",
+				"records", res.IgnoredRecords)
+		}
 		l.metrics.ok()
 		if res.Tasks > 0 || res.Completed > 0 || res.Runs > 0 || res.AgentTasks > 0 {
 			l.cfg.Logger.Info("retention: pruned finished tasks", "tasks", res.Tasks, "events", res.Events,

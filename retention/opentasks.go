@@ -218,7 +218,7 @@ func pruneOpenBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	if opts.AfterRecord != nil {
 		opts.AfterRecord()
 	}
-	log.lastSeq, log.lastHash, log.last = ack.Seq, events.Hash(rec), &p
+	log.recorded(ack.Seq, events.Hash(rec), &p)
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])
 	}

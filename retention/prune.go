@@ -107,8 +107,13 @@ type Result struct {
 	Kept map[string]int `json:"kept"`
 	// Completed counts the sequences of an interrupted prune's last
 	// record that this prune removed.
-	Completed int   `json:"completed"`
-	Millis    int64 `json:"millis"`
+	Completed int `json:"completed"`
+	// IgnoredRecords counts the prune records in the retention log this
+	// prune did not act on: of a stream prunes do not remove from, or,
+	// when it has the audit key, without a valid MAC (appended with NATS
+	// credentials alone).
+	IgnoredRecords int   `json:"ignored_records,omitempty"`
+	Millis         int64 `json:"millis"`
 
 	// GateEvents counts the events of open gates cut at a snapshot (see
 	// scanGates): not in Events, which counts the tasks'. GatesKept
@@ -179,10 +184,11 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 	if err != nil {
 		return nil, command.StoreError("prune", err)
 	}
-	log, err := readLog(ctx, store)
+	log, err := readLog(ctx, store, opts.Key)
 	if err != nil {
 		return nil, command.StoreError("prune: read the retention log", err)
 	}
+	res.IgnoredRecords = log.ignored
 	if n, err := log.finish(ctx, stream); err != nil {
 		return nil, command.StoreError("prune: finish the last prune", err)
 	} else {
@@ -307,7 +313,7 @@ func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Strea
 	if opts.AfterRecord != nil {
 		opts.AfterRecord()
 	}
-	log.lastSeq, log.lastHash, log.last = acks[0].Seq, events.Hash(rec), &p
+	log.recorded(acks[0].Seq, events.Hash(rec), &p)
 	log.pruned.Add(acks[0].Seq+1, acks[0].Seq+uint64(len(batch)))
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])

@@ -28,7 +28,10 @@ import (
 // Removed, then the removal. A prune stopped between the tombstones and
 // the record leaves runs that fold to nothing (show: not found) with
 // every event still in the log; the next prune archives and records them
-// first, whatever their age.
+// when it would have pruned the run as it was before its tombstone (the
+// same cut, on the run's last event before it, and the same family
+// rules): a tombstone a client forged on a young run, or on a run of an
+// open family, does not get the run removed.
 
 // runScan is what one walk of the workflow stream found.
 type runScan struct {
@@ -37,8 +40,12 @@ type runScan struct {
 	order    []string
 	firstSeq uint64
 	// tombstoned are the runs whose last event is a tombstone that no
-	// record names (a prune stopped before its record).
+	// record names (a prune stopped before its record, or forged), with
+	// the run as it was before it and when its event before it was
+	// stored.
 	tombstoned map[string]bool
+	before     map[string]*workflow.Run
+	ended      map[string]time.Time
 }
 
 // scanRuns walks the workflow stream and folds every run. pruned are the
@@ -49,7 +56,7 @@ func scanRuns(ctx context.Context, store *events.Store, pruned *events.SeqRanges
 		return nil, fmt.Errorf("read the workflow stream: %w", err)
 	}
 	res := &runScan{runs: map[string]*candidate{}, state: map[string]*workflow.Run{}, tombstoned: map[string]bool{},
-		firstSeq: info.State.FirstSeq}
+		before: map[string]*workflow.Run{}, ended: map[string]time.Time{}, firstSeq: info.State.FirstSeq}
 	last := info.State.LastSeq
 	if last == 0 {
 		return res, nil
@@ -75,6 +82,7 @@ func scanRuns(ctx context.Context, store *events.Store, pruned *events.SeqRanges
 			res.order = append(res.order, id)
 		}
 		prev = c
+		ended := c.stored // the run's event before this one
 		c.msgs = append(c.msgs, m)
 		c.lastSeq, c.stored, c.lastHash = m.Seq, m.Stored, events.Hash(m.Envelope)
 		if m.Bad != nil {
@@ -85,12 +93,15 @@ func scanRuns(ctx context.Context, store *events.Store, pruned *events.SeqRanges
 			return nil
 		}
 		if m.Type == workflow.Pruned {
-			if pre := res.state[id]; pre == nil || !pre.Status.Terminal() {
+			pre := res.state[id]
+			if pre == nil || !pre.Status.Terminal() {
 				// Not a prune's: a prune tombstones finished runs only.
 				c.keep = "a tombstone follows an open run"
 				return nil
 			}
-			res.tombstoned[id] = true
+			res.tombstoned[id], res.before[id], res.ended[id] = true, pre, ended
+		} else {
+			delete(res.tombstoned, id) // an event after the tombstone: the run goes on
 		}
 		r, err := workflow.FoldRun(res.state[id], m.Recorded)
 		if err != nil {
@@ -124,17 +135,20 @@ func (s *runScan) choose(cut time.Time) ([]*candidate, map[string]int) {
 	}
 	var out []*candidate
 	for _, id := range s.order {
-		c, r := s.runs[id], s.state[id]
+		c, r, stored := s.runs[id], s.state[id], s.runs[id].stored
+		if s.tombstoned[id] {
+			// Tombstoned by a prune stopped before its record (or
+			// forged): decided as the run was before its tombstone.
+			r, stored = s.before[id], s.ended[id]
+		}
 		switch {
 		case c.keep != "":
 			kept[c.keep]++
-		case s.tombstoned[id] && r == nil:
-			out = append(out, c) // tombstoned by a prune stopped before its record
 		case r == nil:
 			kept["it does not start with started"]++
 		case !r.Status.Terminal():
 			kept["open"]++
-		case !c.stored.Before(cut):
+		case !stored.Before(cut):
 			kept["finished after the cut"]++
 		case r.Parent != "" && open(r.Parent):
 			kept["its parent run is open"]++ // the parent still reads its end
@@ -186,6 +200,7 @@ func pruneRuns(ctx context.Context, store *events.Store, log *retentionLog, scan
 		batch := chosen[:n]
 		chosen = chosen[n:]
 		for attempt := 1; len(batch) > 0; attempt++ {
+			tried := len(batch)
 			ar, err := pruneRunBatch(ctx, store, log, scan, batch, res.Cut, opts)
 			if err == nil {
 				res.Archives = append(res.Archives, ar.ArchiveResult)
@@ -202,7 +217,7 @@ func pruneRuns(ctx context.Context, store *events.Store, log *retentionLog, scan
 			if batch, err = unchangedRuns(ctx, store, batch); err != nil {
 				return command.StoreError("prune", err)
 			}
-			res.RunsKept["changed during the prune"] += n - len(batch)
+			res.RunsKept["changed during the prune"] += tried - len(batch)
 		}
 	}
 	return nil
@@ -278,7 +293,7 @@ func pruneRunBatch(ctx context.Context, store *events.Store, log *retentionLog, 
 	if opts.AfterRecord != nil {
 		opts.AfterRecord()
 	}
-	log.lastSeq, log.lastHash, log.last = ack.Seq, events.Hash(rec), &p
+	log.recorded(ack.Seq, events.Hash(rec), &p)
 	for _, r := range p.Removed {
 		log.otherPruned(events.StreamWorkflows).Add(r[0], r[1])
 	}

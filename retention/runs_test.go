@@ -62,6 +62,7 @@ func startRuns(t *testing.T) *runsFixture {
 	select {
 	case <-ready:
 	case err := <-done:
+		done <- err // the cleanup waits for it
 		t.Fatalf("serve: %v", err)
 	case <-time.After(60 * time.Second):
 		t.Fatal("the pool did not register its workflows within 60s")

@@ -207,3 +207,63 @@ func TestPruneKeepsRunsOfOpenFamilies(t *testing.T) {
 		t.Fatalf("verify: %v", fs)
 	}
 }
+
+// appendVine appends n chained events of one VINE graph and returns
+// their sequences.
+func appendVine(t *testing.T, store *events.Store, n int) []uint64 {
+	t.Helper()
+	id := events.NewID(time.Now())
+	var seqs []uint64
+	var last uint64
+	prev := ""
+	for i := 0; i < n; i++ {
+		env, err := events.NewEnvelope(time.Now(), "node_added", id, "test", 1, map[string]any{"node": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Prev = prev
+		ack, err := store.Append(ctxT(t), "trellis.vine."+id+".node_added", env, events.Expect{Filter: "trellis.vine." + id + ".>", LastSeq: last}, env.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, prev = ack.Seq, events.Hash(env)
+		seqs = append(seqs, ack.Seq)
+	}
+	return seqs
+}
+
+// TestVerifyDistrustsPruneRecordsOfUnprunedStreams: prunes remove events
+// from the queue, workflow and agent task streams only. A deletion from
+// the VINE stream stays a removal for verify, with or without the key,
+// even when a prune record (signed under the key, or not) names it.
+func TestVerifyDistrustsPruneRecordsOfUnprunedStreams(t *testing.T) {
+	t.Parallel()
+	store := eventstest.Start(t).Store
+	ctx := ctxT(t)
+	key, err := audit.AnchorKey(t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := appendVine(t, store, 3)
+	_ = appendVine(t, store, 1) // the stream's last event stays
+	stream, err := store.JetStream().Stream(ctx, events.StreamVine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range seqs {
+		if err := stream.DeleteMsg(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendRecord(t, store, events.StreamVine, [][2]uint64{{seqs[0], seqs[len(seqs)-1]}}, []string{"graph"}, key)
+	appendRecord(t, store, events.StreamVine, [][2]uint64{{seqs[0], seqs[len(seqs)-1]}}, []string{"graph"}, nil)
+	for _, k := range [][]byte{key, nil} {
+		var fs []audit.Finding
+		if _, err := audit.Verify(ctx, store, audit.VerifyOptions{AnchorKey: k}, func(f audit.Finding) error { fs = append(fs, f); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if removedOn(fs, events.StreamVine, seqs) == 0 {
+			t.Fatalf("verify (key %t): a removal from the VINE stream excused by a prune record naming it: %+v", k != nil, fs)
+		}
+	}
+}

@@ -12,12 +12,18 @@ import (
 // The prune process tests kill a `trellis prune` in the middle of its work
 // and run it again; these are their shared steps.
 
+// pruneData is the data directory (its audit key signs the records) of
+// the prunes archiving into archive: one per test, as every prune of a
+// log must hold one key (a prune acts only on records signed with its
+// own).
+func pruneData(archive string) string { return filepath.Join(filepath.Dir(archive), "data") }
+
 // killPruneAfterArchives starts `trellis prune` on the server at url
 // (archiving into archive) and kills it with SIGKILL once it has written
 // archives archives (60 s at most).
 func killPruneAfterArchives(t *testing.T, url, archive string, archives int) {
 	t.Helper()
-	p := startProc(t, "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive)
+	p := startProc(t, "prune", "--nats-url", url, "--data", pruneData(archive), "--older-than", "1ms", "--archive", archive)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if m, _ := filepath.Glob(filepath.Join(archive, "prune-*.jsonl")); len(m) >= archives {
@@ -43,7 +49,7 @@ func killPruneAfterArchives(t *testing.T, url, archive string, archives int) {
 // pruneAgain runs `trellis prune` to its end on the server at url.
 func pruneAgain(t *testing.T, url, archive string) {
 	t.Helper()
-	out, err := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive, "--json").Output()
+	out, err := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", pruneData(archive), "--older-than", "1ms", "--archive", archive, "--json").Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {

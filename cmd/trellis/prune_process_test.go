@@ -345,6 +345,9 @@ func TestPruneProcessesConcurrent(t *testing.T) {
 	srv, url := queueServer(t)
 	ids := finishedTasks(t, srv, "twice", 800)
 	archive := filepath.Join(t.TempDir(), "archive")
+	if _, err := audit.AnchorKey(pruneData(archive), true); err != nil { // both prunes sign with it
+		t.Fatal(err)
+	}
 	type outcome struct {
 		code   int
 		stderr string
@@ -352,7 +355,7 @@ func TestPruneProcessesConcurrent(t *testing.T) {
 	results := make(chan outcome, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
-			cmd := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", t.TempDir(), "--older-than", "1ms", "--archive", archive, "--json")
+			cmd := exec.Command(trellisBinary(t), "prune", "--nats-url", url, "--data", pruneData(archive), "--older-than", "1ms", "--archive", archive, "--json")
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			err := cmd.Run()
