@@ -74,7 +74,22 @@ func TestLargePayloadRoundTrip(t *testing.T) {
 	}
 	check("read", read[0])
 	fed := make(chan events.Recorded, 1)
-	sub, err := b.Store.Subscribe(ctx, events.StreamQueue, ack.Seq, func(r events.Recorded) error { fed <- r; return nil }, func(err error) { t.Errorf("feed: %v", err) })
+	// The feed's callback may still be running when the test ends (Stop
+	// does not wait for one in flight, and the server stops under it): its
+	// errors are collected, and the first event's checked below.
+	feedErrs := make(chan error, 16)
+	sub, err := b.Store.Subscribe(ctx, events.StreamQueue, ack.Seq, func(r events.Recorded) error {
+		select {
+		case fed <- r:
+		default:
+		}
+		return nil
+	}, func(err error) {
+		select {
+		case feedErrs <- err:
+		default:
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +97,8 @@ func TestLargePayloadRoundTrip(t *testing.T) {
 	select {
 	case r := <-fed:
 		check("subscribe", r)
+	case err := <-feedErrs:
+		t.Fatalf("feed: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the feed delivered nothing")
 	}
