@@ -245,7 +245,7 @@ func (m *Mover) Observe(ctx context.Context, probeErr error) string {
 		}
 		err := m.scout(ctx, u)
 		if err != nil {
-			m.cfg.Logger.Debug("failover: another server does not answer either", "server", u, "err", err)
+			m.cfg.Logger.Debug("failover: another server does not answer either", "server", redact(u), "err", err)
 			continue
 		}
 		// The current one may have come back meanwhile (an election
@@ -256,7 +256,7 @@ func (m *Mover) Observe(ctx context.Context, probeErr error) string {
 		}
 		m.turn = (slices.Index(m.known, u) + 1) % len(m.known)
 		if err := m.moveTo(u, current); err != nil {
-			m.cfg.Logger.Warn("failover: could not move the NATS connection", "to", u, "err", err)
+			m.cfg.Logger.Warn("failover: could not move the NATS connection", "to", redact(u), "err", err)
 			return ""
 		}
 		m.Moves++
