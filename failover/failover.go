@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -49,8 +50,10 @@ const StaleReplica = 3 * time.Second
 // without a quorum, in nats-server); the replicas it no longer hears
 // show at once. A stream that does not exist (yet) or is not replicated
 // is no failure; a NATS user that may not ask for the stream's
-// information is asked the account's alone from then on (each refusal
-// is a permissions violation in the server's log).
+// information (JetStream refused it, or the connection's last error is
+// the server refusing that request's subject) is asked the account's
+// alone from then on (each refusal is a permissions violation in the
+// server's log).
 func Stream(name string, stale time.Duration) Probe {
 	var refused atomic.Bool
 	return func(ctx context.Context, nc *nats.Conn) error {
@@ -63,7 +66,7 @@ func Stream(name string, stale time.Duration) Probe {
 		}
 		st, err := js.Stream(ctx, name)
 		if err != nil {
-			if events.IsPermissionDenied(err) || events.IsPermissionDenied(nc.LastError()) {
+			if events.IsPermissionDenied(err) || refusedInfo(nc.LastError(), name) {
 				refused.Store(true)
 			}
 			if events.IsUnavailable(err) {
@@ -90,6 +93,20 @@ func Stream(name string, stale time.Duration) Probe {
 		return nil
 	}
 }
+
+// refusedInfo reports whether last, a connection's last error, is the
+// server refusing the connection the named stream's information. Other
+// permissions violations stay on the connection too (a user denied the
+// leader-election advisories, which Trellis tolerates): they do not stop
+// the stream's probe.
+func refusedInfo(last error, name string) bool {
+	return last != nil && events.IsPermissionDenied(last) &&
+		strings.Contains(strings.ToLower(last.Error()), strings.ToLower(streamInfoSubject+name))
+}
+
+// streamInfoSubject is the prefix of the JetStream API subject asking a
+// stream's information.
+const streamInfoSubject = "$JS.API.STREAM.INFO."
 
 // Config configures a Mover. Zero values take the defaults.
 type Config struct {

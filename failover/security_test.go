@@ -108,3 +108,68 @@ func TestSearchLogsNoCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamProbeSurvivesAnUnrelatedPermissionError: a user denied
+// JetStream's advisories (which Trellis tolerates) has that permissions
+// violation as its connection's last error for good. The stream probe
+// must go on asking for the stream's information: asking JetStream's
+// account information alone misses a cut-off node that leads the meta
+// group. A user refused the stream's information itself is asked it no
+// more.
+func TestStreamProbeSurvivesAnUnrelatedPermissionError(t *testing.T) {
+	t.Parallel()
+	addr := startAuthServer(t)
+	connect := func(user string) *nats.Conn {
+		nc, err := nats.Connect(fmt.Sprintf("nats://%s:%s@%s", user, testPassword, addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	// Every request for the stream's information, seen by another user.
+	monitor := connect("alice")
+	asked, err := monitor.SubscribeSync("$JS.API.STREAM.INFO.probed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := monitor.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	nc := connect("watcher")
+	if _, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.probed"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the advisories' refusal as the connection's last error", func() bool {
+		_ = nc.Flush()
+		last := nc.LastError()
+		return last != nil && strings.Contains(strings.ToLower(last.Error()), "permissions violation")
+	})
+	probe := failover.Stream("probed", failover.StaleReplica)
+	ctx := context.Background()
+	for i := range 3 {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := probe(pctx, nc)
+		cancel()
+		if err != nil {
+			t.Fatalf("probe %d: %v", i+1, err)
+		}
+		if _, err := asked.NextMsg(10 * time.Second); err != nil {
+			t.Fatalf("probe %d did not ask for the stream's information (%v); last error %v", i+1, err, nc.LastError())
+		}
+	}
+
+	// Refused the stream's information: the probe stops asking it and
+	// answers from the account's information.
+	denied := connect("nostream")
+	probe2 := failover.Stream("probed", failover.StaleReplica)
+	waitFor(t, "the probe of a user refused the stream's information to answer", func() bool {
+		// Until the refusal (asynchronous) is seen, the request times out.
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return probe2(pctx, denied) == nil
+	})
+	if last := denied.LastError(); last == nil || !strings.Contains(last.Error(), "STREAM.INFO") {
+		t.Fatalf("the connection's last error is %v, want the stream information's refusal", last)
+	}
+}
