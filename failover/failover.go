@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -311,24 +312,58 @@ func (m *Mover) probe(ctx context.Context, nc *nats.Conn) error {
 	return m.cfg.Probe(pctx, nc)
 }
 
-// moveTo makes u the next server of the pool (every known server stays
-// in it, the current one last) and reconnects.
+// moveTo sets the connection's server pool (see pool) and reconnects.
 func (m *Mover) moveTo(u, current string) error {
-	pool := []string{u}
-	for _, k := range m.known {
-		if k != u && !sameServer(k, current) {
-			pool = append(pool, k)
-		}
-	}
-	for _, k := range m.known {
-		if sameServer(k, current) {
-			pool = append(pool, k)
-		}
-	}
-	if err := m.nc.SetServerPool(pool); err != nil {
+	if err := m.nc.SetServerPool(m.pool(u, current)); err != nil {
 		return err
 	}
 	return m.nc.ForceReconnect()
+}
+
+// pool is the server pool a move to u sets: u first, then every other
+// known server, the current one last.
+//
+// With TLS and no server name configured, a server known by its IP
+// address is left out (u excepted): nats.go checks the certificate of a
+// server the cluster announced by IP against the hostname it connected
+// with, but SetServerPool forgets that hostname, and a later reconnect
+// to such an entry would check the IP and fail with hostname-only
+// certificates. Left out, the server is announced again by the node
+// moved to, and nats.go adds it back as its own reconnects would. (A
+// scout dials u as the moved connection will, so a server whose
+// certificate does not match the address dialled is never moved to.)
+func (m *Mover) pool(u, current string) []string {
+	keep := func(k string) bool { return k == u || !m.tlsByName() || !hostIsIP(k) }
+	pool := []string{u}
+	for _, k := range m.known {
+		if k != u && !sameServer(k, current) && keep(k) {
+			pool = append(pool, k)
+		}
+	}
+	for _, k := range m.known {
+		if k != u && sameServer(k, current) && keep(k) {
+			pool = append(pool, k)
+		}
+	}
+	return pool
+}
+
+// tlsByName reports whether the connection uses TLS without a configured
+// server name: nats.go then checks a certificate against the host of
+// the server's URL, or for a server announced by IP against the
+// hostname it connected with.
+func (m *Mover) tlsByName() bool {
+	o := m.nc.Opts
+	if o.TLSConfig != nil && o.TLSConfig.ServerName != "" {
+		return false
+	}
+	return o.Secure || o.TLSConfig != nil || m.nc.TLSRequired()
+}
+
+// hostIsIP reports whether a server URL's host is an IP address.
+func hostIsIP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && net.ParseIP(u.Hostname()) != nil
 }
 
 // sameServer compares two server URLs by host and port.
