@@ -51,7 +51,8 @@ type quorumWatch struct {
 
 	// mover moves the connection off a node without the quorum;
 	// withdrawn is the responder stopped on leaving the API (the move
-	// waits until its subscriptions are gone).
+	// waits until its subscriptions are gone). The mover and probe are
+	// used by one search goroutine at a time (see run).
 	mover     *failover.Mover
 	probe     failover.Probe
 	withdrawn *natsapi.Responder
@@ -93,6 +94,12 @@ func (q *quorumWatch) close() {
 
 func (q *quorumWatch) run() {
 	defer close(q.done)
+	// A search for another node (scouts of a few seconds each) runs in a
+	// goroutine of its own, one at a time, so that it delays neither the
+	// API's withdrawal nor close; close cancels it and waits for it.
+	searching := make(chan struct{}, 1)
+	var search sync.WaitGroup
+	defer search.Wait()
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
 	go func() {
@@ -127,14 +134,15 @@ func (q *quorumWatch) run() {
 		q.mu.Unlock()
 		// Look for a node where JetStream answers, and move there; not
 		// while the API's subscriptions, withdrawn, are still draining.
-		merr := err
-		if merr == nil {
-			pctx, cancel := context.WithTimeout(runCtx, 2*time.Second)
-			merr = q.probe(pctx, q.s.nc)
-			cancel()
-		}
-		if merr == nil || !lost || q.withdrawn == nil || q.withdrawn.Drained() {
-			q.mover.Observe(runCtx, merr)
+		mayMove := !lost || q.withdrawn == nil || q.withdrawn.Drained()
+		select {
+		case searching <- struct{}{}:
+			search.Add(1)
+			go func() {
+				defer func() { <-searching; search.Done() }()
+				q.observe(runCtx, err, mayMove)
+			}()
+		default: // the last probe's search still runs
 		}
 		switch {
 		case !lost && fails >= quorumLoseAfter:
@@ -159,6 +167,21 @@ func (q *quorumWatch) run() {
 			q.set(false)
 			q.s.cfg.Logger.Info("JetStream answers again: serving the API")
 		}
+	}
+}
+
+// observe tells the mover one probe: err, JetStream's account
+// information (nil: it answered), and when that answered the queue
+// stream's probe (see failover.Stream).
+// A failure is told only when mayMove; an answer always.
+func (q *quorumWatch) observe(ctx context.Context, err error, mayMove bool) {
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = q.probe(pctx, q.s.nc)
+		cancel()
+	}
+	if err == nil || mayMove {
+		q.mover.Observe(ctx, err)
 	}
 }
 
