@@ -56,10 +56,23 @@ const StaleReplica = 3 * time.Second
 // alone from then on (each refusal is a permissions violation in the
 // server's log).
 func Stream(name string, stale time.Duration) Probe {
+	replicas := StreamReplicas(name, stale)
+	return func(ctx context.Context, nc *nats.Conn) error {
+		if err := JetStream(ctx, nc); err != nil {
+			return err
+		}
+		return replicas(ctx, nc)
+	}
+}
+
+// StreamReplicas returns the part of Stream that asks for the named
+// stream's information alone, for a caller that asks JetStream's account
+// information itself.
+func StreamReplicas(name string, stale time.Duration) Probe {
 	var refused atomic.Bool
 	return func(ctx context.Context, nc *nats.Conn) error {
-		if err := JetStream(ctx, nc); err != nil || refused.Load() {
-			return err
+		if refused.Load() {
+			return nil
 		}
 		js, err := jetstream.New(nc)
 		if err != nil {
@@ -220,6 +233,18 @@ func (m *Mover) learn() {
 	}
 }
 
+// CanMove reports whether the connection has somewhere to go: it is not
+// to an in-process server, and the Mover knows another server. Without,
+// probing it for a move is wasted (Watch does not).
+func (m *Mover) CanMove() bool {
+	m.learn()
+	if m.nc.Opts.InProcessServer != nil {
+		return false
+	}
+	current := m.nc.ConnectedUrl()
+	return slices.ContainsFunc(m.known, func(k string) bool { return !sameServer(k, current) })
+}
+
 // Known returns the servers the Mover may move to or from (with their
 // user information, if any).
 func (m *Mover) Known() []string { return slices.Clone(m.known) }
@@ -370,7 +395,8 @@ func hostIsIP(s string) bool {
 func sameServer(a, b string) bool { return hostPort(a) == hostPort(b) }
 
 // Watch probes nc every Config.Every with Config.Probe until ctx ends,
-// moving it as Observe does.
+// moving it as Observe does; it does not probe while there is nowhere
+// to move to (see CanMove).
 func Watch(ctx context.Context, nc *nats.Conn, cfg Config) {
 	m := New(nc, cfg)
 	t := time.NewTicker(m.cfg.Every)
@@ -380,6 +406,9 @@ func Watch(ctx context.Context, nc *nats.Conn, cfg Config) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if !m.CanMove() {
+			continue
 		}
 		var err error
 		if nc.IsConnected() {

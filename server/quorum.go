@@ -62,7 +62,7 @@ func (s *Server) watchQuorum(scfg natsapi.ServeConfig) {
 	q := &quorumWatch{s: s, scfg: scfg, stop: make(chan struct{}), done: make(chan struct{}),
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "trellis_jetstream_quorum",
 			Help: "1 while JetStream answers this server (it serves the NATS API), 0 while it has lost its quorum (API withdrawn)"})}
-	q.probe = failover.Stream(events.StreamQueue, failover.StaleReplica)
+	q.probe = failover.StreamReplicas(events.StreamQueue, failover.StaleReplica)
 	q.mover = failover.New(s.nc, failover.Config{Probe: q.probe, Logger: s.cfg.Logger})
 	q.gauge.Set(1)
 	if s.registry != nil {
@@ -171,11 +171,12 @@ func (q *quorumWatch) run() {
 }
 
 // observe tells the mover one probe: err, JetStream's account
-// information (nil: it answered), and when that answered the queue
-// stream's probe (see failover.Stream).
+// information (nil: it answered), and when that answered and there is
+// somewhere to move to, the queue stream's replicas (see failover.Stream;
+// the account's information is not asked twice).
 // A failure is told only when mayMove; an answer always.
 func (q *quorumWatch) observe(ctx context.Context, err error, mayMove bool) {
-	if err == nil {
+	if err == nil && q.mover.CanMove() {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err = q.probe(pctx, q.s.nc)
 		cancel()
