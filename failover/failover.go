@@ -297,6 +297,9 @@ func (m *Mover) Observe(ctx context.Context, probeErr error) string {
 			m.fails = 0
 			return ""
 		}
+		if ctx.Err() != nil { // the probe above failed for that
+			return ""
+		}
 		m.turn = (slices.Index(m.known, u) + 1) % len(m.known)
 		if err := m.moveTo(u, current); err != nil {
 			m.cfg.Logger.Warn("failover: could not move the NATS connection", "to", redact(u), "err", err)

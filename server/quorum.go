@@ -112,6 +112,7 @@ func (q *quorumWatch) run() {
 	t := time.NewTicker(quorumEvery)
 	defer t.Stop()
 	fails, oks := 0, 0
+	cancelSearch := context.CancelFunc(func() {})
 	for {
 		select {
 		case <-q.stop:
@@ -132,21 +133,12 @@ func (q *quorumWatch) run() {
 		q.mu.Lock()
 		lost := q.lost
 		q.mu.Unlock()
-		// Look for a node where JetStream answers, and move there; not
-		// while the API's subscriptions, withdrawn, are still draining.
-		mayMove := !lost || q.withdrawn == nil || q.withdrawn.Drained()
-		select {
-		case searching <- struct{}{}:
-			search.Add(1)
-			go func() {
-				defer func() { <-searching; search.Done() }()
-				q.observe(runCtx, err, mayMove)
-			}()
-		default: // the last probe's search still runs
-		}
 		switch {
 		case !lost && fails >= quorumLoseAfter:
 			q.s.cfg.Logger.Warn("JetStream lost its quorum from this server: leaving the API queue group", "err", err)
+			// A search under way must not move the connection while the
+			// API's subscriptions drain (see below).
+			cancelSearch()
 			q.s.mu.Lock()
 			if q.s.responder != nil {
 				q.s.responder.Stop()
@@ -154,6 +146,7 @@ func (q *quorumWatch) run() {
 			}
 			q.s.mu.Unlock()
 			q.set(true)
+			lost = true
 		case lost && oks >= quorumRegainAfter:
 			r, err := natsapi.Serve(q.s.nc, q.s.svc, q.scfg)
 			if err != nil {
@@ -165,7 +158,23 @@ func (q *quorumWatch) run() {
 			q.s.mu.Unlock()
 			q.withdrawn = nil
 			q.set(false)
+			lost = false
 			q.s.cfg.Logger.Info("JetStream answers again: serving the API")
+		}
+		// Look for a node where JetStream answers, and move there; not
+		// while the API's subscriptions, withdrawn, are still draining (a
+		// reconnect would subscribe them again on the new node).
+		mayMove := !lost || q.withdrawn == nil || q.withdrawn.Drained()
+		select {
+		case searching <- struct{}{}:
+			sctx, scancel := context.WithCancel(runCtx)
+			cancelSearch = scancel
+			search.Add(1)
+			go func(err error) {
+				defer func() { scancel(); <-searching; search.Done() }()
+				q.observe(sctx, err, mayMove)
+			}(err)
+		default: // the last probe's search still runs
 		}
 	}
 }
@@ -180,6 +189,9 @@ func (q *quorumWatch) observe(ctx context.Context, err error, mayMove bool) {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err = q.probe(pctx, q.s.nc)
 		cancel()
+	}
+	if ctx.Err() != nil { // cancelled: the probe's failure means nothing
+		return
 	}
 	if err == nil || mayMove {
 		q.mover.Observe(ctx, err)
