@@ -10,9 +10,11 @@
 // ones and every one the cluster announced, remembered even after the
 // cut-off node stops announcing them — each on a short-lived connection
 // of its own, and moves the connection (nats.go ForceReconnect) to the
-// first where the probe answers. It never moves to a server that did not
-// answer, so a whole-cluster outage (no node with a quorum) moves
-// nothing; and each search waits longer than the last (doubling to
+// first where the probe answers. It moves only after a server answered,
+// so a whole-cluster outage (no node with a quorum) moves nothing
+// (should the reconnect to the server that answered fail, nats.go goes
+// on to the other servers of the pool, as any reconnect does; the
+// Mover then judges the one it lands on like any other); and each search waits longer than the last (doubling to
 // MaxGap, reset once the connection has answered for a while), so a
 // flapping cluster cannot make it ping-pong.
 //

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -49,13 +51,28 @@ const StaleReplica = 3 * time.Second
 // without a quorum, in nats-server); the replicas it no longer hears
 // show at once. A stream that does not exist (yet) or is not replicated
 // is no failure; a NATS user that may not ask for the stream's
-// information is asked the account's alone from then on (each refusal
-// is a permissions violation in the server's log).
+// information (JetStream refused it, or the connection's last error is
+// the server refusing that request's subject) is asked the account's
+// alone from then on (each refusal is a permissions violation in the
+// server's log).
 func Stream(name string, stale time.Duration) Probe {
+	replicas := StreamReplicas(name, stale)
+	return func(ctx context.Context, nc *nats.Conn) error {
+		if err := JetStream(ctx, nc); err != nil {
+			return err
+		}
+		return replicas(ctx, nc)
+	}
+}
+
+// StreamReplicas returns the part of Stream that asks for the named
+// stream's information alone, for a caller that asks JetStream's account
+// information itself.
+func StreamReplicas(name string, stale time.Duration) Probe {
 	var refused atomic.Bool
 	return func(ctx context.Context, nc *nats.Conn) error {
-		if err := JetStream(ctx, nc); err != nil || refused.Load() {
-			return err
+		if refused.Load() {
+			return nil
 		}
 		js, err := jetstream.New(nc)
 		if err != nil {
@@ -63,7 +80,7 @@ func Stream(name string, stale time.Duration) Probe {
 		}
 		st, err := js.Stream(ctx, name)
 		if err != nil {
-			if events.IsPermissionDenied(err) || events.IsPermissionDenied(nc.LastError()) {
+			if events.IsPermissionDenied(err) || refusedInfo(nc.LastError(), name) {
 				refused.Store(true)
 			}
 			if events.IsUnavailable(err) {
@@ -90,6 +107,20 @@ func Stream(name string, stale time.Duration) Probe {
 		return nil
 	}
 }
+
+// refusedInfo reports whether last, a connection's last error, is the
+// server refusing the connection the named stream's information. Other
+// permissions violations stay on the connection too (a user denied the
+// leader-election advisories, which Trellis tolerates): they do not stop
+// the stream's probe.
+func refusedInfo(last error, name string) bool {
+	return last != nil && events.IsPermissionDenied(last) &&
+		strings.Contains(strings.ToLower(last.Error()), strings.ToLower(streamInfoSubject+name))
+}
+
+// streamInfoSubject is the prefix of the JetStream API subject asking a
+// stream's information.
+const streamInfoSubject = "$JS.API.STREAM.INFO."
 
 // Config configures a Mover. Zero values take the defaults.
 type Config struct {
@@ -202,6 +233,18 @@ func (m *Mover) learn() {
 	}
 }
 
+// CanMove reports whether the connection has somewhere to go: it is not
+// to an in-process server, and the Mover knows another server. Without,
+// probing it for a move is wasted (Watch does not).
+func (m *Mover) CanMove() bool {
+	m.learn()
+	if m.nc.Opts.InProcessServer != nil {
+		return false
+	}
+	current := m.nc.ConnectedUrl()
+	return slices.ContainsFunc(m.known, func(k string) bool { return !sameServer(k, current) })
+}
+
 // Known returns the servers the Mover may move to or from (with their
 // user information, if any).
 func (m *Mover) Known() []string { return slices.Clone(m.known) }
@@ -245,7 +288,7 @@ func (m *Mover) Observe(ctx context.Context, probeErr error) string {
 		}
 		err := m.scout(ctx, u)
 		if err != nil {
-			m.cfg.Logger.Debug("failover: another server does not answer either", "server", u, "err", err)
+			m.cfg.Logger.Debug("failover: another server does not answer either", "server", redact(u), "err", err)
 			continue
 		}
 		// The current one may have come back meanwhile (an election
@@ -254,9 +297,12 @@ func (m *Mover) Observe(ctx context.Context, probeErr error) string {
 			m.fails = 0
 			return ""
 		}
+		if ctx.Err() != nil { // the probe above failed for that
+			return ""
+		}
 		m.turn = (slices.Index(m.known, u) + 1) % len(m.known)
 		if err := m.moveTo(u, current); err != nil {
-			m.cfg.Logger.Warn("failover: could not move the NATS connection", "to", u, "err", err)
+			m.cfg.Logger.Warn("failover: could not move the NATS connection", "to", redact(u), "err", err)
 			return ""
 		}
 		m.Moves++
@@ -294,31 +340,66 @@ func (m *Mover) probe(ctx context.Context, nc *nats.Conn) error {
 	return m.cfg.Probe(pctx, nc)
 }
 
-// moveTo makes u the next server of the pool (every known server stays
-// in it, the current one last) and reconnects.
+// moveTo sets the connection's server pool (see pool) and reconnects.
 func (m *Mover) moveTo(u, current string) error {
-	pool := []string{u}
-	for _, k := range m.known {
-		if k != u && !sameServer(k, current) {
-			pool = append(pool, k)
-		}
-	}
-	for _, k := range m.known {
-		if sameServer(k, current) {
-			pool = append(pool, k)
-		}
-	}
-	if err := m.nc.SetServerPool(pool); err != nil {
+	if err := m.nc.SetServerPool(m.pool(u, current)); err != nil {
 		return err
 	}
 	return m.nc.ForceReconnect()
+}
+
+// pool is the server pool a move to u sets: u first, then every other
+// known server, the current one last.
+//
+// With TLS and no server name configured, a server known by its IP
+// address is left out (u excepted): nats.go checks the certificate of a
+// server the cluster announced by IP against the hostname it connected
+// with, but SetServerPool forgets that hostname, and a later reconnect
+// to such an entry would check the IP and fail with hostname-only
+// certificates. Left out, the server is announced again by the node
+// moved to, and nats.go adds it back as its own reconnects would. (A
+// scout dials u as the moved connection will, so a server whose
+// certificate does not match the address dialled is never moved to.)
+func (m *Mover) pool(u, current string) []string {
+	keep := func(k string) bool { return k == u || !m.tlsByName() || !hostIsIP(k) }
+	pool := []string{u}
+	for _, k := range m.known {
+		if k != u && !sameServer(k, current) && keep(k) {
+			pool = append(pool, k)
+		}
+	}
+	for _, k := range m.known {
+		if k != u && sameServer(k, current) && keep(k) {
+			pool = append(pool, k)
+		}
+	}
+	return pool
+}
+
+// tlsByName reports whether the connection uses TLS without a configured
+// server name: nats.go then checks a certificate against the host of
+// the server's URL, or for a server announced by IP against the
+// hostname it connected with.
+func (m *Mover) tlsByName() bool {
+	o := m.nc.Opts
+	if o.TLSConfig != nil && o.TLSConfig.ServerName != "" {
+		return false
+	}
+	return o.Secure || o.TLSConfig != nil || m.nc.TLSRequired()
+}
+
+// hostIsIP reports whether a server URL's host is an IP address.
+func hostIsIP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && net.ParseIP(u.Hostname()) != nil
 }
 
 // sameServer compares two server URLs by host and port.
 func sameServer(a, b string) bool { return hostPort(a) == hostPort(b) }
 
 // Watch probes nc every Config.Every with Config.Probe until ctx ends,
-// moving it as Observe does.
+// moving it as Observe does; it does not probe while there is nowhere
+// to move to (see CanMove).
 func Watch(ctx context.Context, nc *nats.Conn, cfg Config) {
 	m := New(nc, cfg)
 	t := time.NewTicker(m.cfg.Every)
@@ -328,6 +409,9 @@ func Watch(ctx context.Context, nc *nats.Conn, cfg Config) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if !m.CanMove() {
+			continue
 		}
 		var err error
 		if nc.IsConnected() {

@@ -51,7 +51,8 @@ type quorumWatch struct {
 
 	// mover moves the connection off a node without the quorum;
 	// withdrawn is the responder stopped on leaving the API (the move
-	// waits until its subscriptions are gone).
+	// waits until its subscriptions are gone). The mover and probe are
+	// used by one search goroutine at a time (see run).
 	mover     *failover.Mover
 	probe     failover.Probe
 	withdrawn *natsapi.Responder
@@ -61,7 +62,7 @@ func (s *Server) watchQuorum(scfg natsapi.ServeConfig) {
 	q := &quorumWatch{s: s, scfg: scfg, stop: make(chan struct{}), done: make(chan struct{}),
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "trellis_jetstream_quorum",
 			Help: "1 while JetStream answers this server (it serves the NATS API), 0 while it has lost its quorum (API withdrawn)"})}
-	q.probe = failover.Stream(events.StreamQueue, failover.StaleReplica)
+	q.probe = failover.StreamReplicas(events.StreamQueue, failover.StaleReplica)
 	q.mover = failover.New(s.nc, failover.Config{Probe: q.probe, Logger: s.cfg.Logger})
 	q.gauge.Set(1)
 	if s.registry != nil {
@@ -93,6 +94,12 @@ func (q *quorumWatch) close() {
 
 func (q *quorumWatch) run() {
 	defer close(q.done)
+	// A search for another node (scouts of a few seconds each) runs in a
+	// goroutine of its own, one at a time, so that it delays neither the
+	// API's withdrawal nor close; close cancels it and waits for it.
+	searching := make(chan struct{}, 1)
+	var search sync.WaitGroup
+	defer search.Wait()
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
 	go func() {
@@ -105,6 +112,7 @@ func (q *quorumWatch) run() {
 	t := time.NewTicker(quorumEvery)
 	defer t.Stop()
 	fails, oks := 0, 0
+	cancelSearch := context.CancelFunc(func() {})
 	for {
 		select {
 		case <-q.stop:
@@ -125,20 +133,12 @@ func (q *quorumWatch) run() {
 		q.mu.Lock()
 		lost := q.lost
 		q.mu.Unlock()
-		// Look for a node where JetStream answers, and move there; not
-		// while the API's subscriptions, withdrawn, are still draining.
-		merr := err
-		if merr == nil {
-			pctx, cancel := context.WithTimeout(runCtx, 2*time.Second)
-			merr = q.probe(pctx, q.s.nc)
-			cancel()
-		}
-		if merr == nil || !lost || q.withdrawn == nil || q.withdrawn.Drained() {
-			q.mover.Observe(runCtx, merr)
-		}
 		switch {
 		case !lost && fails >= quorumLoseAfter:
 			q.s.cfg.Logger.Warn("JetStream lost its quorum from this server: leaving the API queue group", "err", err)
+			// A search under way must not move the connection while the
+			// API's subscriptions drain (see below).
+			cancelSearch()
 			q.s.mu.Lock()
 			if q.s.responder != nil {
 				q.s.responder.Stop()
@@ -146,6 +146,7 @@ func (q *quorumWatch) run() {
 			}
 			q.s.mu.Unlock()
 			q.set(true)
+			lost = true
 		case lost && oks >= quorumRegainAfter:
 			r, err := natsapi.Serve(q.s.nc, q.s.svc, q.scfg)
 			if err != nil {
@@ -157,8 +158,43 @@ func (q *quorumWatch) run() {
 			q.s.mu.Unlock()
 			q.withdrawn = nil
 			q.set(false)
+			lost = false
 			q.s.cfg.Logger.Info("JetStream answers again: serving the API")
 		}
+		// Look for a node where JetStream answers, and move there; not
+		// while the API's subscriptions, withdrawn, are still draining (a
+		// reconnect would subscribe them again on the new node).
+		mayMove := !lost || q.withdrawn == nil || q.withdrawn.Drained()
+		select {
+		case searching <- struct{}{}:
+			sctx, scancel := context.WithCancel(runCtx)
+			cancelSearch = scancel
+			search.Add(1)
+			go func(err error) {
+				defer func() { scancel(); <-searching; search.Done() }()
+				q.observe(sctx, err, mayMove)
+			}(err)
+		default: // the last probe's search still runs
+		}
+	}
+}
+
+// observe tells the mover one probe: err, JetStream's account
+// information (nil: it answered), and when that answered and there is
+// somewhere to move to, the queue stream's replicas (see failover.Stream;
+// the account's information is not asked twice).
+// A failure is told only when mayMove; an answer always.
+func (q *quorumWatch) observe(ctx context.Context, err error, mayMove bool) {
+	if err == nil && q.mover.CanMove() {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = q.probe(pctx, q.s.nc)
+		cancel()
+	}
+	if ctx.Err() != nil { // cancelled: the probe's failure means nothing
+		return
+	}
+	if err == nil || mayMove {
+		q.mover.Observe(ctx, err)
 	}
 }
 
