@@ -252,36 +252,12 @@ func pruneAgentBatch(ctx context.Context, store *events.Store, log *retentionLog
 		p.Aggregates = append(p.Aggregates, "agent-task/"+c.id)
 		p.Continued = append(p.Continued, conts[c.id])
 	}
-	p = p.Sign(opts.Key)
-	rec, err := events.NewEnvelope(at, events.PrunedType, events.RetentionAggregate, opts.Actor, events.PrunedSchema, p)
+	recSeq, seqs, err := recordOther(ctx, store, log, opts, at, recordID, a.path, p, "agent tasks")
 	if err != nil {
 		return nil, err
 	}
-	rec.ID, rec.Prev = recordID, log.lastHash
-	ack, err := store.Append(ctx, events.RetentionSubjectPrefix+events.PrunedType, rec, events.Expect{Filter: events.RetentionFilter, LastSeq: log.lastSeq}, "")
-	if err != nil {
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			_ = os.Remove(a.path)
-			return nil, trellis.Errorf(trellis.CodeConflict, "another prune ran while this one did (the retention log moved on): run it again")
-		}
-		return nil, command.StoreError("prune: append the prune record", err)
-	}
-	if opts.AfterRecord != nil {
-		opts.AfterRecord()
-	}
-	log.recorded(ack.Seq, events.Hash(rec), &p)
-	for _, r := range p.Removed {
-		log.otherPruned(events.StreamTasks).Add(r[0], r[1])
-	}
-	if _, err := log.finish(ctx, nil); err != nil {
-		return nil, command.StoreError("prune: remove the pruned agent tasks (the record is appended: the next prune finishes it)", err)
-	}
-	seqs := 0
-	for _, r := range p.Removed {
-		seqs += int(r[1] - r[0] + 1)
-	}
 	return &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, AgentTasks: len(batch), Events: a.events, Bytes: a.bytes,
-		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}, nil
+		Record: recordID, RecordSeq: recSeq}, sequences: seqs}, nil
 }
 
 // continuedOn returns the sequences of the continuations the records the

@@ -274,38 +274,14 @@ func pruneRunBatch(ctx context.Context, store *events.Store, log *retentionLog, 
 	for _, c := range batch {
 		p.Aggregates = append(p.Aggregates, "run/"+c.id)
 	}
-	p = p.Sign(opts.Key)
-	rec, err := events.NewEnvelope(at, events.PrunedType, events.RetentionAggregate, opts.Actor, events.PrunedSchema, p)
+	// Another prune recording meanwhile leaves the runs tombstoned, every
+	// event in the log: the next prune records them.
+	recSeq, seqs, err := recordOther(ctx, store, log, opts, at, recordID, a.path, p, "runs")
 	if err != nil {
 		return nil, err
 	}
-	rec.ID, rec.Prev = recordID, log.lastHash
-	ack, err := store.Append(ctx, events.RetentionSubjectPrefix+events.PrunedType, rec, events.Expect{Filter: events.RetentionFilter, LastSeq: log.lastSeq}, "")
-	if err != nil {
-		if errors.Is(err, events.ErrWrongLastSequence) {
-			// Another prune recorded meanwhile: the runs stay tombstoned,
-			// every event in the log; the next prune records them.
-			_ = os.Remove(a.path)
-			return nil, trellis.Errorf(trellis.CodeConflict, "another prune ran while this one did (the retention log moved on): run it again")
-		}
-		return nil, command.StoreError("prune: append the prune record", err)
-	}
-	if opts.AfterRecord != nil {
-		opts.AfterRecord()
-	}
-	log.recorded(ack.Seq, events.Hash(rec), &p)
-	for _, r := range p.Removed {
-		log.otherPruned(events.StreamWorkflows).Add(r[0], r[1])
-	}
-	if _, err := log.finish(ctx, nil); err != nil {
-		return nil, command.StoreError("prune: remove the pruned runs (the record is appended: the next prune finishes it)", err)
-	}
-	seqs := 0
-	for _, r := range p.Removed {
-		seqs += int(r[1] - r[0] + 1)
-	}
 	return &batchResult{ArchiveResult: ArchiveResult{File: a.path, Digest: a.digest, Runs: len(batch), Events: a.events, Bytes: a.bytes,
-		Record: recordID, RecordSeq: ack.Seq}, sequences: seqs}, nil
+		Record: recordID, RecordSeq: recSeq}, sequences: seqs}, nil
 }
 
 // unchangedRuns returns the runs of batch whose last event is still the
