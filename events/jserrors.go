@@ -256,3 +256,10 @@ func classifyDirect(msg *nats.Msg) (directKind, error) {
 	}
 	return directFailed, err
 }
+
+// subscriptionGone reports whether err, from an Unsubscribe, says there
+// is nothing left to undo: the connection is closed (which ended every
+// subscription) or the subscription is no longer valid.
+func subscriptionGone(err error) bool {
+	return errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription)
+}

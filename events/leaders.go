@@ -111,7 +111,7 @@ func (w *leaderWatch) close() error {
 	if sub == nil {
 		return nil
 	}
-	if err := sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+	if err := sub.Unsubscribe(); err != nil && !subscriptionGone(err) {
 		return fmt.Errorf("unsubscribe from leader elections: %w", err)
 	}
 	return nil
