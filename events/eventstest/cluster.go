@@ -26,7 +26,6 @@ type Cluster struct {
 // stops when the test ends.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t}
 	ports := make([]int, n)
 	var routes []*url.URL
 	for i := range ports {
@@ -34,6 +33,16 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		u, _ := url.Parse(fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
 		routes = append(routes, u)
 	}
+	return startCluster(t, ports, func(int) []*url.URL { return routes }, "")
+}
+
+// startCluster runs a JetStream cluster on loopback whose node i listens
+// for routes on ports[i], routes to routesOf(i) and advertises advertise
+// as its route address (empty: its own), and waits until it has a meta
+// leader. Everything stops when the test ends.
+func startCluster(t testing.TB, ports []int, routesOf func(i int) []*url.URL, advertise string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
 	for i := range ports {
 		c.opts = append(c.opts, &server.Options{
 			ServerName:   fmt.Sprintf("n%d", i+1),
@@ -44,8 +53,8 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			SyncInterval: time.Second,
 			NoLog:        true,
 			NoSigs:       true,
-			Cluster:      server.ClusterOpts{Name: "trellis-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:       routes,
+			Cluster:      server.ClusterOpts{Name: "trellis-test", Host: "127.0.0.1", Port: ports[i], Advertise: advertise},
+			Routes:       routesOf(i),
 		})
 		c.Nodes = append(c.Nodes, nil)
 	}

@@ -7,9 +7,6 @@ import (
 	"net/url"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 )
 
 // Partitioned is a Cluster whose nodes reach each other only through
@@ -27,12 +24,12 @@ type Partitioned struct {
 // leader. Everything stops when the test ends.
 func StartPartitioned(t testing.TB, n int) *Partitioned {
 	t.Helper()
-	p := &Partitioned{Cluster: &Cluster{t: t}, links: map[[2]int]*link{}}
+	p := &Partitioned{links: map[[2]int]*link{}}
 	ports := make([]int, n)
 	for i := range ports {
 		ports[i] = FreePort(t)
 	}
-	for i := range ports {
+	routesOf := func(i int) []*url.URL {
 		var routes []*url.URL
 		for j := range ports {
 			if i == j {
@@ -43,34 +40,11 @@ func StartPartitioned(t testing.TB, n int) *Partitioned {
 			u, _ := url.Parse("nats-route://" + l.ln.Addr().String())
 			routes = append(routes, u)
 		}
-		p.opts = append(p.opts, &server.Options{
-			ServerName:   fmt.Sprintf("n%d", i+1),
-			Host:         "127.0.0.1",
-			Port:         FreePort(t),
-			JetStream:    true,
-			StoreDir:     t.TempDir(),
-			SyncInterval: time.Second,
-			NoLog:        true,
-			NoSigs:       true,
-			// Advertise a route address nobody listens on: a node told of
-			// another by gossip must not route to it around the links.
-			Cluster: server.ClusterOpts{Name: "trellis-test", Host: "127.0.0.1", Port: ports[i], Advertise: "127.0.0.1:1"},
-			Routes:  routes,
-		})
-		p.Nodes = append(p.Nodes, nil)
+		return routes
 	}
-	for i := range p.opts {
-		p.Restart(i)
-	}
-	t.Cleanup(func() {
-		for _, ns := range p.Nodes {
-			if ns != nil {
-				ns.Shutdown()
-				ns.WaitForShutdown()
-			}
-		}
-	})
-	p.WaitForLeader(p.URLs())
+	// Advertise a route address nobody listens on: a node told of another
+	// by gossip must not route to it around the links.
+	p.Cluster = startCluster(t, ports, routesOf, "127.0.0.1:1")
 	return p
 }
 
