@@ -3,7 +3,6 @@ package chaos
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -37,20 +36,9 @@ func partitionClients(ctx context.Context, c *Cluster, _ *rand.Rand) (string, fu
 	if err != nil {
 		return "", nil, err
 	}
-	var cut [][2]int
-	mend := func(ctx context.Context) error {
-		var errs []error
-		for _, pr := range cut {
-			errs = append(errs, c.Net.Mend(ctx, pr[0], pr[1]))
-		}
-		return errors.Join(errs...)
-	}
-	for _, pr := range p.Pairs() {
-		if err := c.Net.Cut(ctx, pr[0], pr[1]); err != nil {
-			_ = mend(ctx)
-			return "", nil, err
-		}
-		cut = append(cut, pr)
+	mend, err := cutPartition(ctx, c, p)
+	if err != nil {
+		return "", nil, err
 	}
 	return fmt.Sprintf("partitioned %s: serve1 and worker1's nodes cut off (queue stream leader n%d)", p, l), mend, nil
 }

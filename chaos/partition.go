@@ -91,20 +91,9 @@ func partition(kind string) func(context.Context, *Cluster, *rand.Rand) (string,
 		if err != nil {
 			return "", nil, err
 		}
-		var cut [][2]int
-		mend := func(ctx context.Context) error {
-			var errs []error
-			for _, pr := range cut {
-				errs = append(errs, c.Net.Mend(ctx, pr[0], pr[1]))
-			}
-			return errors.Join(errs...)
-		}
-		for _, pr := range p.Pairs() {
-			if err := c.Net.Cut(ctx, pr[0], pr[1]); err != nil {
-				_ = mend(ctx)
-				return "", nil, err
-			}
-			cut = append(cut, pr)
+		mend, err := cutPartition(ctx, c, p)
+		if err != nil {
+			return "", nil, err
 		}
 		return fmt.Sprintf("partitioned %s (leader n%d)", p, l), mend, nil
 	}
@@ -149,4 +138,25 @@ func packetFault(delay, jitter time.Duration, loss float64) func(context.Context
 		}
 		return fmt.Sprintf("%v on every node's link", what), heal, nil
 	}
+}
+
+// cutPartition cuts every pair of nodes p separates and returns the mend
+// that joins them again; a cut that fails mends those made before it.
+func cutPartition(ctx context.Context, c *Cluster, p Partition) (func(context.Context) error, error) {
+	var cut [][2]int
+	mend := func(ctx context.Context) error {
+		var errs []error
+		for _, pr := range cut {
+			errs = append(errs, c.Net.Mend(ctx, pr[0], pr[1]))
+		}
+		return errors.Join(errs...)
+	}
+	for _, pr := range p.Pairs() {
+		if err := c.Net.Cut(ctx, pr[0], pr[1]); err != nil {
+			_ = mend(ctx)
+			return nil, err
+		}
+		cut = append(cut, pr)
+	}
+	return mend, nil
 }
