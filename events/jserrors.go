@@ -19,6 +19,7 @@ import (
 const (
 	jsCodeNoPeers           = 10005 // "no suitable peers for placement"
 	jsCodeClusterNotAvail   = 10008 // "JetStream system temporarily unavailable" (no meta leader)
+	jsCodeStreamCreate      = 10049 // "error creating store for stream" (a stream create's store failed)
 	jsCodeMsgNotFound       = 10037 // "no message found"
 	jsCodeNotEnabledAccount = 10039 // "JetStream not enabled for account"
 	jsCodeStreamNotFound    = 10059 // "stream not found"
@@ -169,6 +170,11 @@ func IsUnavailable(err error) bool {
 // IsPermissionDenied reports a NATS permissions violation (see
 // ErrPermissionDenied).
 func IsPermissionDenied(err error) bool { return jsClassOf(err) == jsPermission }
+
+// storeCreateFailed reports that the server could not create a stream's
+// store while creating the stream (it logs the cause and answers only
+// "error creating store for stream"). Nothing was created.
+func storeCreateFailed(err error) bool { return jsCode(err) == jsCodeStreamCreate }
 
 // clusterForming reports an error of a cluster that cannot answer yet.
 // No responders means no JetStream at all (a server without it), not one
