@@ -87,7 +87,7 @@ func TestPruneIgnoresForgedRecords(t *testing.T) {
 	forge := func(stream string, aggregates []string) {
 		t.Helper()
 		p := events.PrunedPayload{Stream: stream, Cut: time.Now().UTC().Format(time.RFC3339Nano), Archive: "prune-x.jsonl", Digest: "00",
-			Events: 3, Removed: [][2]uint64{{1, 1 << 63}}, Tombstones: 5, Aggregates: aggregates}
+			Events: 3, Removed: [][2]uint64{{1, 1 << 63}}, Tombstones: len(aggregates), Aggregates: aggregates}
 		env, err := events.NewEnvelope(time.Now(), events.PrunedType, events.RetentionAggregate, "trellis-prune", events.PrunedSchema, p)
 		if err != nil {
 			t.Fatal(err)

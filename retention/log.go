@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // retentionLog is the retention aggregate as a prune reads it: its last
@@ -153,6 +154,9 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 		}
 		head = end + 1
 	}
+	if ids := l.prunedTasks(); ids != nil {
+		return l.purgeTasks(ctx, ids, tail)
+	}
 	var seqs []uint64
 	for _, r := range l.last.Removed {
 		for s := max(r[0], head); s <= r[1] && s < l.recSeq; s++ {
@@ -165,6 +169,48 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 		}
 	}
 	return deleteSeqs(ctx, stream, seqs, tail)
+}
+
+// prunedTasks returns the ids of the finished queue tasks the last record
+// removed whole, when the record is one this prune made and signed (the
+// audit key is held and its MAC checks) and names nothing else: then
+// every event of each named task stored before its tombstone is one the
+// record accounts for (the tombstones' appends were checked against each
+// task's last scanned event, and the scan saw all of them) or a fired
+// timer, and every other sequence in its ranges is already gone (fired
+// timers, holes). It returns nil for any other record.
+func (l *retentionLog) prunedTasks() []string {
+	p := l.last
+	if len(l.key) == 0 || !p.Signed(l.key) || len(p.Continued) > 0 || p.Tombstones == 0 || p.Tombstones != len(p.Aggregates) {
+		return nil
+	}
+	ids := make([]string, 0, len(p.Aggregates))
+	for _, a := range p.Aggregates {
+		i := strings.LastIndexByte(a, '/')
+		id := a[i+1:]
+		if i <= 0 || id == "" || strings.ContainsAny(id, ".*> \t\r\n") {
+			return nil
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// purgeTasks removes the events of each task of ids stored before the
+// end of the last record's atomic batch (its tombstone included), one
+// subject-filtered purge per task, but never the stream's last message
+// (tail; see finish). It returns how many messages it removed.
+func (l *retentionLog) purgeTasks(ctx context.Context, ids []string, tail uint64) (int, error) {
+	bound := min(l.recSeq+uint64(l.last.Tombstones)+1, tail)
+	removed := 0
+	for _, id := range ids {
+		n, err := l.store.PurgeBefore(ctx, events.StreamQueue, taskqueue.Filter(id), bound)
+		if err != nil {
+			return removed, fmt.Errorf("remove the events of task %s: %w", id, err)
+		}
+		removed += int(n)
+	}
+	return removed, nil
 }
 
 // deleteSeqs removes seqs from stream, several at a time, except tail
