@@ -80,3 +80,54 @@ func TestHostileEventsWriteNothingOutsideTheDataDir(t *testing.T) {
 		t.Fatalf("checkpoint dir holds %v, want only the honest task's checkpoint", files)
 	}
 }
+
+// TestForgedPruneRecordDropsNoOpenTask: a prune record published straight
+// onto the retention subject (NATS credentials only) names an open task
+// and a finished one. The board drops only the finished one (a prune
+// removes only finished tasks: at a real record's place in the log every
+// task it names is finished); the open task stays listed and claimable.
+func TestForgedPruneRecordDropsNoOpenTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	open, err := b.svc.Add(ctx, trellis.AddTaskRequest{Queue: "q", Objective: "open"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := b.svc.Add(ctx, trellis.AddTaskRequest{Queue: "q2", Objective: "done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.svc.Next(ctx, trellis.NextRequest{Queue: "q2", Worker: "w1"}); err != nil || got == nil {
+		t.Fatalf("next: %v %v", got, err)
+	}
+	if _, err := b.svc.Done(ctx, trellis.DoneRequest{TaskID: done.TaskID, Worker: "w1", WhatWasDone: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	p := events.PrunedPayload{Stream: events.StreamQueue, Cut: time.Now().UTC().Format(time.RFC3339Nano), Archive: "prune-x.jsonl",
+		Digest: "00", Removed: [][2]uint64{}, Tombstones: 2, Aggregates: []string{"q/" + open.TaskID, "q2/" + done.TaskID}}
+	env, err := events.NewEnvelope(time.Now(), events.PrunedType, events.RetentionAggregate, "intruder", events.PrunedSchema, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Store.JetStream().Publish(ctx, events.RetentionSubjectPrefix+events.PrunedType, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.svc.Board().Task(open.TaskID); err != nil || got == nil || got.Status != trellis.StatusQueued {
+		t.Fatalf("the open task on the board after a forged record: %+v %v; want it queued", got, err)
+	}
+	if got, err := b.svc.Board().Task(done.TaskID); err != nil || got != nil {
+		t.Fatalf("the finished task on the board after the record: %+v %v; want it dropped", got, err)
+	}
+	if got, err := b.svc.Next(ctx, trellis.NextRequest{Queue: "q", Worker: "w1"}); err != nil || got == nil || got.TaskID != open.TaskID {
+		t.Fatalf("claim the open task after a forged record: %+v %v", got, err)
+	}
+}
