@@ -243,7 +243,7 @@ func (b *Board) Apply(rec events.Recorded) error {
 		return err
 	}
 	if rec.Type == taskqueue.Pruned {
-		return b.drop(rec.AggregateID)
+		return b.dropFinished(rec.AggregateID) // as Apply: a tombstone on an open task removes nothing
 	}
 	prev, err := b.Task(rec.AggregateID)
 	if err != nil {
@@ -271,10 +271,11 @@ func (b *Board) Apply(rec events.Recorded) error {
 	return nil
 }
 
-// dropFinished drops a task a prune record names, when the board holds it
-// finished: at a real record's place in the log every task it names is
-// finished (its tombstone's append was checked against the task's last
-// event), so a record naming an open task was not made by a prune.
+// dropFinished drops a task a prune record or tombstone names, when the
+// board holds it finished: at a real record's place in the log every task
+// it names is finished (its tombstone's append was checked against the
+// task's last event), so a record or tombstone naming an open task was
+// not made by a prune.
 func (b *Board) dropFinished(id string) error {
 	prev, err := b.Task(id)
 	if err != nil || prev == nil || !taskqueue.IsFinished(prev.Status) {

@@ -131,3 +131,41 @@ func TestForgedPruneRecordDropsNoOpenTask(t *testing.T) {
 		t.Fatalf("claim the open task after a forged record: %+v %v", got, err)
 	}
 }
+
+// TestForgedTombstoneRemovesNoOpenTask: a `pruned` tombstone published
+// straight onto an open task's subject (a prune tombstones finished tasks
+// only, checked against their last event) removes nothing: the task still
+// shows, stays on the board and is claimed.
+func TestForgedTombstoneRemovesNoOpenTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	open, err := b.svc.Add(ctx, trellis.AddTaskRequest{Queue: "q", Objective: "open"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := events.NewEnvelope(time.Now(), taskqueue.Pruned, open.TaskID, "intruder", taskqueue.Schema, taskqueue.PrunedPayload{Record: "x", Archive: "prune-x.jsonl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Store.JetStream().Publish(ctx, taskqueue.Subject("q", open.TaskID, taskqueue.Pruned), data); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.svc.Show(ctx, open.TaskID); err != nil || got.Status != trellis.StatusQueued {
+		t.Fatalf("show the open task after a forged tombstone: %+v %v; want it queued", got, err)
+	}
+	if got, err := b.svc.Board().Task(open.TaskID); err != nil || got == nil {
+		t.Fatalf("the open task on the board after a forged tombstone: %+v %v", got, err)
+	}
+	if got, err := b.svc.Next(ctx, trellis.NextRequest{Queue: "q", Worker: "w1"}); err != nil || got == nil || got.TaskID != open.TaskID {
+		t.Fatalf("claim the open task after a forged tombstone: %+v %v", got, err)
+	}
+}
