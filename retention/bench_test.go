@@ -19,16 +19,8 @@ import (
 // included) and the bytes a task lifecycle takes on disk (added, claimed,
 // completed), with the production default of a sync on every write.
 // Each iteration builds its own log of 2,000 tasks and prunes them all:
-// run it with -benchtime=1x. "signed" prunes with an audit key, as serve
-// and `trellis prune` do (each task's events leave in one purge);
-// "unsigned" without (one delete per sequence).
+// run it with -benchtime=1x.
 func BenchmarkPrune(b *testing.B) {
-	b.Run("unsigned", func(b *testing.B) { benchPrune(b, nil) })
-	b.Run("signed", func(b *testing.B) { benchPrune(b, []byte(testAnchorKey)) })
-}
-
-// benchPrune is BenchmarkPrune with the audit key key (none when nil).
-func benchPrune(b *testing.B, key []byte) {
 	const tasks = 2000
 	for i := 0; i < b.N; i++ {
 		bundle := eventstest.Start(b, eventstest.Options{Durable: true})
@@ -63,7 +55,7 @@ func benchPrune(b *testing.B, key []byte) {
 		b.ReportMetric(float64(info.State.Msgs)/tasks, "events/task")
 		dir := filepath.Join(b.TempDir(), "archive")
 		start := time.Now()
-		res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, Key: key})
+		res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,9 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/taskqueue"
 )
 
 // retentionLog is the retention aggregate as a prune reads it: its last
@@ -155,9 +153,6 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 		}
 		head = end + 1
 	}
-	if tasks := l.prunedTasks(); tasks != nil {
-		return l.purgeTasks(ctx, tasks, tail)
-	}
 	var seqs []uint64
 	for _, r := range l.last.Removed {
 		for s := max(r[0], head); s <= r[1] && s < l.recSeq; s++ {
@@ -170,49 +165,6 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 		}
 	}
 	return deleteSeqs(ctx, stream, seqs, tail)
-}
-
-// prunedTasks returns the finished queue tasks ("<queue>/<id>") the last
-// record removed whole, when the record is one this prune made and signed
-// (the audit key is held and its MAC checks) and names nothing else: then
-// every event of each named task stored before its tombstone is one the
-// record accounts for (the tombstones' appends were checked against each
-// task's last scanned event, the scan saw all of them, and a task with
-// events under another queue's subjects is never pruned), and every other
-// sequence in its ranges is already gone (fired timers, holes). It
-// returns nil for any other record.
-func (l *retentionLog) prunedTasks() [][2]string {
-	p := l.last
-	if len(l.key) == 0 || !p.Signed(l.key) || len(p.Continued) > 0 || p.Tombstones == 0 || p.Tombstones != len(p.Aggregates) {
-		return nil
-	}
-	tasks := make([][2]string, 0, len(p.Aggregates))
-	for _, a := range p.Aggregates {
-		queue, id, ok := strings.Cut(a, "/")
-		if !ok || trellis.ValidateQueueName(queue) != nil || trellis.ValidateTaskID("task_id", id) != nil {
-			return nil
-		}
-		tasks = append(tasks, [2]string{queue, id})
-	}
-	return tasks
-}
-
-// purgeTasks removes the events of each task of tasks (queue, id) stored
-// before the end of the last record's atomic batch (its tombstone
-// included), one subject-filtered purge per task, but never the stream's
-// last message (tail; see finish). It returns how many messages it
-// removed.
-func (l *retentionLog) purgeTasks(ctx context.Context, tasks [][2]string, tail uint64) (int, error) {
-	bound := min(l.recSeq+uint64(l.last.Tombstones)+1, tail)
-	removed := 0
-	for _, t := range tasks {
-		n, err := l.store.PurgeBefore(ctx, events.StreamQueue, taskqueue.FilterIn(t[0], t[1]), bound)
-		if err != nil {
-			return removed, fmt.Errorf("remove the events of task %s: %w", t[1], err)
-		}
-		removed += int(n)
-	}
-	return removed, nil
 }
 
 // deleteSeqs removes seqs from stream, several at a time, except tail

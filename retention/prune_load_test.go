@@ -19,10 +19,8 @@ import (
 // history of TRELLIS_BENCH_TASKS finished task lifecycles (default
 // 20,000), then runs `trellis bench workers` (bench.RunWorkers: 10,000
 // tasks at 8 and at 128 handlers): "alone" with nothing else running,
-// "during-prune" while prunes run one after another (signing their
-// records with an audit key, as serve and `trellis prune` do), each
-// removing every finished task (the history first, then what the pools
-// finish). Run with
+// "during-prune" while prunes run one after another, each removing every
+// finished task (the history first, then what the pools finish). Run with
 // -benchtime=1x and -count=N: the two alternate, so a busy machine weighs
 // on both alike.
 func BenchmarkPoolDuringPrune(b *testing.B) {
@@ -59,7 +57,7 @@ func poolBesidePrune(b *testing.B, history int, pruning bool) {
 			defer wg.Done()
 			for pctx.Err() == nil {
 				start := time.Now()
-				res, err := retention.Prune(pctx, bundle.Store, retention.Options{OlderThan: time.Minute, Archive: archive, Now: later, Key: []byte(testAnchorKey)})
+				res, err := retention.Prune(pctx, bundle.Store, retention.Options{OlderThan: time.Minute, Archive: archive, Now: later})
 				if err != nil {
 					if pctx.Err() == nil {
 						pruneErr = err // not the end of the measurement

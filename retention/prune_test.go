@@ -61,15 +61,8 @@ func startQueue(t *testing.T) (*events.Store, *taskqueue.Handler) {
 // verifyLog runs audit verify on the live log and returns its findings.
 func verifyLog(t *testing.T, store *events.Store) []audit.Finding {
 	t.Helper()
-	return verifyWith(t, store, nil)
-}
-
-// verifyWith runs audit verify on the live log under the audit key key
-// (none when nil) and returns its findings.
-func verifyWith(t *testing.T, store *events.Store, key []byte) []audit.Finding {
-	t.Helper()
 	var fs []audit.Finding
-	rep, err := audit.Verify(ctxT(t), store, audit.VerifyOptions{AnchorKey: key}, func(f audit.Finding) error { fs = append(fs, f); return nil })
+	rep, err := audit.Verify(ctxT(t), store, audit.VerifyOptions{}, func(f audit.Finding) error { fs = append(fs, f); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,17 +218,10 @@ func build(t *testing.T, q *taskqueue.Handler) *fixture {
 // that saw everything equals one replayed from the pruned log.
 func TestPruneFinishedTasks(t *testing.T) {
 	t.Parallel()
-	// Unsigned records are finished sequence by sequence; records signed
-	// under the audit key the prune holds, one purge per task.
-	t.Run("unsigned", func(t *testing.T) { t.Parallel(); testPruneFinishedTasks(t, nil) })
-	t.Run("signed", func(t *testing.T) { t.Parallel(); testPruneFinishedTasks(t, []byte(testAnchorKey)) })
-}
-
-func testPruneFinishedTasks(t *testing.T, key []byte) {
 	store, q := startQueue(t)
 	ctx := ctxT(t)
 	f := build(t, q)
-	if fs := verifyWith(t, store, key); len(fs) > 0 {
+	if fs := verifyLog(t, store); len(fs) > 0 {
 		t.Fatalf("verify before the prune: %v", fs)
 	}
 	live := projections.NewBoard(t.TempDir())
@@ -246,7 +232,7 @@ func testPruneFinishedTasks(t *testing.T, key []byte) {
 	next := foldBoard(t, store, live, 1) // the board saw everything before the prune
 
 	dir := filepath.Join(t.TempDir(), "archive")
-	res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, BatchTasks: 4, Key: key})
+	res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, BatchTasks: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +260,7 @@ func testPruneFinishedTasks(t *testing.T, key []byte) {
 			t.Errorf("open %s task %s after the prune: %v", kind, id, err)
 		}
 	}
-	if fs := verifyWith(t, store, key); len(fs) > 0 {
+	if fs := verifyLog(t, store); len(fs) > 0 {
 		t.Fatalf("verify after the prune: %v", fs)
 	}
 	archived := map[string]bool{}
@@ -333,20 +319,20 @@ func testPruneFinishedTasks(t *testing.T, key []byte) {
 			f.done(t, task.Queue, id)
 		}
 	}
-	if fs := verifyWith(t, store, key); len(fs) > 0 {
+	if fs := verifyLog(t, store); len(fs) > 0 {
 		t.Fatalf("verify after the open tasks finished: %v", fs)
 	}
 
 	// A second prune prunes those (their neighbours' holes are pruned
 	// sequences) and verify stays OK.
-	res2, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later, Key: key})
+	res2, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: dir, Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res2.Tasks != 3 {
 		t.Fatalf("second prune: %d tasks, want 3 (blocker, waiting, dependant); kept %v", res2.Tasks, res2.Kept)
 	}
-	if fs := verifyWith(t, store, key); len(fs) > 0 {
+	if fs := verifyLog(t, store); len(fs) > 0 {
 		t.Fatalf("verify after the second prune: %v", fs)
 	}
 	for _, ar := range res2.Archives {
@@ -386,7 +372,7 @@ func testPruneFinishedTasks(t *testing.T, key []byte) {
 	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(taskqueue.FilterIn(claimedQueue, claimedID))); err != nil {
 		t.Fatal(err)
 	}
-	fs := verifyWith(t, store, key)
+	fs := verifyLog(t, store)
 	if len(fs) == 0 {
 		t.Fatal("verify found nothing after a task was removed by hand")
 	}

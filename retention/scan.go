@@ -75,11 +75,6 @@ func scanQueue(ctx context.Context, store *events.Store, pruned *events.SeqRange
 			res.order = append(res.order, id)
 		}
 		prev = c
-		if queue != c.queue && c.keep == "" {
-			// Trellis writes a task's events under its own queue only; a
-			// prune purges a task's events by its queue's subjects.
-			c.keep = "its events are under more than one queue"
-		}
 		c.msgs = append(c.msgs, m)
 		c.lastSeq, c.stored = m.Seq, m.Stored
 		c.lastHash = events.Hash(m.Envelope)
