@@ -39,6 +39,9 @@ type retentionLog struct {
 	continued map[uint64]string
 	// ignored counts the records this prune does not act on.
 	ignored int
+	// pace spaces the removals of single sequences (Options.RemoveRate;
+	// nil: unpaced).
+	pace *pacer
 }
 
 // trusts reports whether a prune acts on record p: a record of a stream
@@ -164,13 +167,13 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 			seqs = append(seqs, s)
 		}
 	}
-	return deleteSeqs(ctx, stream, seqs, tail)
+	return deleteSeqs(ctx, stream, seqs, tail, l.pace)
 }
 
 // deleteSeqs removes seqs from stream, several at a time, except tail
-// (the stream's last sequence). A sequence removed before is skipped. It
-// returns how many it removed.
-func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tail uint64) (int, error) {
+// (the stream's last sequence), no faster than pace allows. A sequence
+// removed before is skipped. It returns how many it removed.
+func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tail uint64, pace *pacer) (int, error) {
 	const workers = 8
 	var (
 		wg      sync.WaitGroup
@@ -206,6 +209,16 @@ func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tai
 		mu.Unlock()
 		if failed {
 			break
+		}
+		if s != tail {
+			if err := pace.wait(ctx); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				break
+			}
 		}
 		next <- s
 	}
@@ -272,10 +285,10 @@ func (l *retentionLog) finishOther(ctx context.Context) (int, error) {
 		for n < len(seqs) && seqs[n] <= end {
 			n++
 		}
-		removed, err := deleteSeqs(ctx, stream, seqs[n:], tail)
+		removed, err := deleteSeqs(ctx, stream, seqs[n:], tail, l.pace)
 		return removed + n, err
 	}
-	return deleteSeqs(ctx, stream, seqs, tail)
+	return deleteSeqs(ctx, stream, seqs, tail, l.pace)
 }
 
 // storedSkew bounds how far the clocks of the servers leading the queue

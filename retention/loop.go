@@ -59,6 +59,9 @@ func (c *LoopConfig) Check() error {
 	if c.Every < MinEvery || c.Every > MaxEvery {
 		return trellis.FieldError("prune_every", "must be between %s and %s, got %s", MinEvery, MaxEvery, c.Every)
 	}
+	if err := checkRemoveRate(c.Options.RemoveRate); err != nil {
+		return err
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -93,6 +93,8 @@ func TestLoopPrunesAndBadConfig(t *testing.T) {
 		{retention.LoopConfig{Options: retention.Options{OlderThan: -time.Hour, Archive: archive}}, "retention"},
 		{retention.LoopConfig{Options: retention.Options{OlderThan: time.Hour, Archive: archive}, Every: time.Millisecond}, "prune_every"},
 		{retention.LoopConfig{Options: retention.Options{OlderThan: time.Hour, Archive: archive}, Every: 48 * time.Hour}, "prune_every"},
+		{retention.LoopConfig{Options: retention.Options{OlderThan: time.Hour, Archive: archive, RemoveRate: -1}}, "remove_rate"},
+		{retention.LoopConfig{Options: retention.Options{OlderThan: time.Hour, Archive: archive, RemoveRate: retention.MaxRemoveRate + 1}}, "remove_rate"},
 		{retention.LoopConfig{Options: retention.Options{OlderThan: time.Hour}}, "archive"},
 		{retention.LoopConfig{Options: retention.Options{OlderThan: time.Hour, Archive: file}}, "is a file"},
 	} {

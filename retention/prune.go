@@ -40,6 +40,13 @@ type Options struct {
 	// it) to account for the sequences it removed. Without a key a record
 	// is trusted only by a verify that has no key either.
 	Key []byte
+	// RemoveRate bounds how many sequences a second the prune removes one
+	// at a time (each a synced write on the stream the pools append to;
+	// a head of pruned sequences goes in one purge whatever the rate): 0
+	// removes them as fast as the store takes them. A lower rate leaves
+	// more of the disk's syncs to the pools running beside the prune, and
+	// makes the prune take longer.
+	RemoveRate int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// AfterArchive, when set, is called once each archive is durable,
@@ -165,6 +172,9 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 	if opts.OlderThan <= 0 {
 		return nil, trellis.FieldError("older_than", "must be a positive duration, got %s", opts.OlderThan)
 	}
+	if err := checkRemoveRate(opts.RemoveRate); err != nil {
+		return nil, err
+	}
 	if err := checkArchiveDir(opts.Archive); err != nil {
 		return nil, err
 	}
@@ -189,6 +199,7 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 		return nil, command.StoreError("prune: read the retention log", err)
 	}
 	res.IgnoredRecords = log.ignored
+	log.pace = newPacer(opts.RemoveRate)
 	if n, err := log.finish(ctx, stream); err != nil {
 		return nil, command.StoreError("prune: finish the last prune", err)
 	} else {
@@ -343,6 +354,14 @@ func unchanged(ctx context.Context, store *events.Store, batch []*candidate) ([]
 		}
 	}
 	return out, nil
+}
+
+// checkRemoveRate checks Options.RemoveRate.
+func checkRemoveRate(rate int) error {
+	if rate < 0 || rate > MaxRemoveRate {
+		return trellis.FieldError("remove_rate", "must be between 0 (unpaced) and %d removals a second, got %d", MaxRemoveRate, rate)
+	}
+	return nil
 }
 
 // checkArchiveDir checks that dir can take archives (creating it when

@@ -20,26 +20,28 @@ import (
 // 20,000), then runs `trellis bench workers` (bench.RunWorkers: 10,000
 // tasks at 8 and at 128 handlers): "alone" with nothing else running,
 // "during-prune" while prunes run one after another, each removing every
-// finished task (the history first, then what the pools finish). Run with
-// -benchtime=1x and -count=N: the two alternate, so a busy machine weighs
-// on both alike.
+// finished task (the history first, then what the pools finish), and
+// "during-prune-paced-250" with those prunes' removals paced at 250 a
+// second (Options.RemoveRate). Run with -benchtime=1x and -count=N: the
+// three alternate, so a busy machine weighs on them alike.
 func BenchmarkPoolDuringPrune(b *testing.B) {
 	history := benchTasks(b)
-	for _, pruning := range []bool{false, true} {
-		name := "alone"
-		if pruning {
-			name = "during-prune"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		pruning bool
+		rate    int
+	}{{"alone", false, 0}, {"during-prune", true, 0}, {"during-prune-paced-250", true, 250}} {
+		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				poolBesidePrune(b, history, pruning)
+				poolBesidePrune(b, history, c.pruning, c.rate)
 			}
 		})
 	}
 }
 
-// poolBesidePrune is one iteration of BenchmarkPoolDuringPrune.
-func poolBesidePrune(b *testing.B, history int, pruning bool) {
+// poolBesidePrune is one iteration of BenchmarkPoolDuringPrune: pruning
+// with removals paced at rate a second (0: unpaced).
+func poolBesidePrune(b *testing.B, history int, pruning bool, rate int) {
 	ctx := context.Background()
 	bundle := eventstest.Start(b, eventstest.Options{Durable: true})
 	if _, err := bench.RunWorkers(ctx, bundle.Store, bench.WorkersConfig{Tasks: history, Levels: []int{8}, AddBatch: 1000}); err != nil {
@@ -57,7 +59,7 @@ func poolBesidePrune(b *testing.B, history int, pruning bool) {
 			defer wg.Done()
 			for pctx.Err() == nil {
 				start := time.Now()
-				res, err := retention.Prune(pctx, bundle.Store, retention.Options{OlderThan: time.Minute, Archive: archive, Now: later})
+				res, err := retention.Prune(pctx, bundle.Store, retention.Options{OlderThan: time.Minute, Archive: archive, Now: later, RemoveRate: rate})
 				if err != nil {
 					if pctx.Err() == nil {
 						pruneErr = err // not the end of the measurement

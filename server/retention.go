@@ -11,16 +11,20 @@ import (
 // archive directory that can be written, an interval within bounds.
 func retentionConfig(cfg Config) (*retention.LoopConfig, error) {
 	switch {
-	case cfg.Retention == 0 && cfg.Archive == "" && cfg.PruneEvery == 0:
+	case cfg.Retention == 0 && cfg.Archive == "" && cfg.PruneEvery == 0 && cfg.PruneRate == 0:
 		return nil, nil
 	case cfg.Retention == 0 && cfg.Archive != "":
 		return nil, trellis.FieldError("retention", "--archive needs --retention: how long finished tasks stay in the log")
+	case cfg.Retention == 0 && cfg.PruneRate != 0:
+		return nil, trellis.FieldError("retention", "--prune-rate needs --retention: how long finished tasks stay in the log")
 	case cfg.Retention == 0:
 		return nil, trellis.FieldError("retention", "--prune-every needs --retention: how long finished tasks stay in the log")
+	case cfg.PruneRate < 0 || cfg.PruneRate > retention.MaxRemoveRate:
+		return nil, trellis.FieldError("prune_rate", "must be between 0 (unpaced) and %d removals a second, got %d", retention.MaxRemoveRate, cfg.PruneRate)
 	case cfg.Archive == "":
 		return nil, trellis.FieldError("archive", "is required with --retention: the directory pruned events are archived to before they leave the log")
 	}
-	rc := &retention.LoopConfig{Options: retention.Options{OlderThan: cfg.Retention, Archive: cfg.Archive, Actor: "trellis-retention"},
+	rc := &retention.LoopConfig{Options: retention.Options{OlderThan: cfg.Retention, Archive: cfg.Archive, Actor: "trellis-retention", RemoveRate: cfg.PruneRate},
 		Every: cfg.PruneEvery, Logger: cfg.Logger}
 	if err := rc.Check(); err != nil {
 		return nil, err

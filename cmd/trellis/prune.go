@@ -20,6 +20,7 @@ const maxPruneAge = 100 * 365 * 24 * time.Hour
 
 func (a *app) pruneCommand() *cobra.Command {
 	var olderThan, archive string
+	var rate int
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "prune",
@@ -36,12 +37,16 @@ func (a *app) pruneCommand() *cobra.Command {
 			"at a time; a second one\n" +
 			"stops with a conflict. See docs/retention.md for what queries can answer afterwards.",
 		Example: `  trellis prune --older-than 720h --archive /var/backups/trellis
-  trellis prune --older-than 30d --archive ./archive --json`,
+  trellis prune --older-than 30d --archive ./archive --json
+  trellis prune --older-than 30d --archive ./archive --rate 250`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			age, err := parseAge("older-than", olderThan)
 			if err != nil {
 				return err
+			}
+			if rate < 0 || rate > retention.MaxRemoveRate {
+				return trellis.FieldError("rate", "must be between 0 (unpaced) and %d removals a second, got %d", retention.MaxRemoveRate, rate)
 			}
 			if archive == "" {
 				return trellis.FieldError("archive", "is required: the directory the pruned events are archived to")
@@ -64,7 +69,7 @@ func (a *app) pruneCommand() *cobra.Command {
 			if err != nil {
 				return trellis.Errorf(trellis.CodeInternal, "prune: the audit key of %s: %w", a.dataDir, err)
 			}
-			res, err := retention.Prune(cmd.Context(), store, retention.Options{OlderThan: age, Archive: archive, Key: key})
+			res, err := retention.Prune(cmd.Context(), store, retention.Options{OlderThan: age, Archive: archive, Key: key, RemoveRate: rate})
 			if err != nil {
 				return err
 			}
@@ -77,6 +82,7 @@ func (a *app) pruneCommand() *cobra.Command {
 	}
 	c.Flags().StringVar(&olderThan, "older-than", "", "prune tasks whose events were all stored longer ago than this (a duration: 720h, 90m, or days: 30d)")
 	c.Flags().StringVar(&archive, "archive", "", "the directory the pruned events are archived to (created when missing; required)")
+	c.Flags().IntVar(&rate, "rate", 0, "remove at most this many events a second one by one (each a synced write the worker pools wait behind; 0: as fast as the disk takes them)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }

@@ -413,6 +413,8 @@ func TestPruneBadInput(t *testing.T) {
 		{[]string{"--older-than", "1000000d", "--archive", dir}, "at most"},
 		{[]string{"--archive", dir}, "older-than"},
 		{[]string{"--older-than", "1ms"}, "archive"},
+		{[]string{"--older-than", "1ms", "--archive", dir, "--rate", "-3"}, "rate: must be between 0"},
+		{[]string{"--older-than", "1ms", "--archive", dir, "--rate", "99999999"}, "rate: must be between 0"},
 		{[]string{"--older-than", "1ms", "--archive", file}, "is a file"},
 		{[]string{"--older-than", "1ms", "--archive", filepath.Join(data, "jetstream", "..", "jetstream", "x")}, "inside the log"},
 	} {
