@@ -21,16 +21,17 @@ import (
 // tasks at 8 and at 128 handlers): "alone" with nothing else running,
 // "during-prune" while prunes run one after another, each removing every
 // finished task (the history first, then what the pools finish), and
-// "during-prune-paced-250" with those prunes' removals paced at 250 a
-// second (Options.RemoveRate). Run with -benchtime=1x and -count=N: the
-// three alternate, so a busy machine weighs on them alike.
+// "during-prune-paced-250" and "-500" with those prunes' removals paced
+// at 250 and 500 a second (Options.RemoveRate). Run with -benchtime=1x;
+// -count=N runs each N times in a row, so on a busy machine run the
+// command several times instead, for the four to alternate.
 func BenchmarkPoolDuringPrune(b *testing.B) {
 	history := benchTasks(b)
 	for _, c := range []struct {
 		name    string
 		pruning bool
 		rate    int
-	}{{"alone", false, 0}, {"during-prune", true, 0}, {"during-prune-paced-250", true, 250}} {
+	}{{"alone", false, 0}, {"during-prune", true, 0}, {"during-prune-paced-250", true, 250}, {"during-prune-paced-500", true, 500}} {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				poolBesidePrune(b, history, c.pruning, c.rate)
