@@ -17,8 +17,7 @@ const (
 	AgentTaskCompleted = "completed"
 	// AgentTaskPruned is a task name's tombstone: `trellis prune` appends
 	// it before it removes the name's finished tasks into an archive (see
-	// retention/); the name folds to no task from it on. After a task
-	// that is not completed it removes nothing (no prune appended it).
+	// retention/); the name folds to no task from it on.
 	AgentTaskPruned = "pruned"
 )
 
@@ -177,12 +176,6 @@ func ApplyAgentTask(t *AgentTask, rec Recorded) (*AgentTask, error) {
 		return t, fmt.Errorf("event %s: schema %d is newer than this build understands (%d)", rec.ID, rec.Schema, TasksSchema)
 	}
 	if rec.Type == AgentTaskPruned {
-		if t != nil && t.Status != AgentTaskStatusCompleted {
-			// A prune tombstones completed tasks only (checked against
-			// their last event): this one was published by someone else,
-			// and removes nothing.
-			return t, nil
-		}
 		return nil, nil
 	}
 	at := rec.Time.UTC()

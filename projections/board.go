@@ -235,7 +235,7 @@ func (b *Board) openLocked() error {
 func (b *Board) Apply(rec events.Recorded) error {
 	if !taskqueue.IsTaskSubject(rec.Subject) {
 		for _, id := range taskqueue.PrunedTasks(rec) {
-			if err := b.dropFinished(id); err != nil {
+			if err := b.drop(id); err != nil {
 				return err
 			}
 		}
@@ -243,7 +243,7 @@ func (b *Board) Apply(rec events.Recorded) error {
 		return err
 	}
 	if rec.Type == taskqueue.Pruned {
-		return b.dropFinished(rec.AggregateID) // as Apply: a tombstone on an open task removes nothing
+		return b.drop(rec.AggregateID)
 	}
 	prev, err := b.Task(rec.AggregateID)
 	if err != nil {
@@ -269,19 +269,6 @@ func (b *Board) Apply(rec events.Recorded) error {
 	b.dirty[next.TaskID] = next
 	b.count(next.Queue, next.Status, 1)
 	return nil
-}
-
-// dropFinished drops a task a prune record or tombstone names, when the
-// board holds it finished: at a real record's place in the log every task
-// it names is finished (its tombstone's append was checked against the
-// task's last event), so a record or tombstone naming an open task was
-// not made by a prune.
-func (b *Board) dropFinished(id string) error {
-	prev, err := b.Task(id)
-	if err != nil || prev == nil || !taskqueue.IsFinished(prev.Status) {
-		return err
-	}
-	return b.drop(id)
 }
 
 // drop removes a pruned task (see retention/): the board keeps no row and

@@ -62,13 +62,7 @@ func (v *TaskViews) Apply(rec events.Recorded) error {
 	defer v.mu.Unlock()
 	if rec.Type == events.AgentTaskPruned {
 		// A prune removed every task of the name (the tombstone stays in
-		// the log, so a view catching up later drops them too). It
-		// tombstones a name whose task is completed only: a tombstone
-		// after an open task was published by someone else, and removes
-		// nothing (as ApplyAgentTask).
-		if cur := v.byID[v.byName[rec.AggregateID]]; cur != nil && cur.Status != events.AgentTaskStatusCompleted {
-			return nil
-		}
+		// the log, so a view catching up later drops them too).
 		for id, t := range v.byID {
 			if t.Name == rec.AggregateID {
 				delete(v.byID, id)

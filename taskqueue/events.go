@@ -400,12 +400,6 @@ func Apply(t *trellis.Task, rec events.Recorded) (*trellis.Task, error) {
 		return t, nil
 	}
 	if rec.Type == Pruned {
-		if t != nil && !IsFinished(t.Status) {
-			// A prune tombstones finished tasks only (its append is
-			// checked against the finished task's last event): this one
-			// was published by someone else, and removes nothing.
-			return t, nil
-		}
 		return nil, nil // removed by a prune: see Pruned
 	}
 	if rec.Type == Snapshot {

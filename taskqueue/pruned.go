@@ -11,9 +11,8 @@ import (
 // the atomic batch of its prune record, just before it removes the task's
 // events (the tombstone with them): it moves the task's last sequence, so
 // a command decided on the task before the prune fails its check, and it
-// tells the projections to drop the task. Apply folds a finished task to
-// nil from it on: the task no longer exists. On an open task it removes
-// nothing (no prune appended it).
+// tells the projections to drop the task. Apply folds it to nil: the task
+// no longer exists.
 const Pruned = "pruned"
 
 // PrunedPayload is the payload of a pruned tombstone.

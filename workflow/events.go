@@ -245,12 +245,6 @@ func (r *Run) status() Status {
 func fold(r *Run, rec events.Recorded) (*Run, error) {
 	typ := rec.Type
 	if typ == Pruned {
-		if r != nil && !r.Status.Terminal() {
-			// A prune tombstones finished runs only (checked against
-			// the finished run's last event): this one was published by
-			// someone else, and removes nothing.
-			return r, nil
-		}
 		return nil, nil // a tombstone: the run's events go to an archive
 	}
 	if r == nil {

@@ -87,9 +87,7 @@ func (m *Metrics) Apply(rec events.Recorded) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rec.Type == Pruned {
-		if r := m.live[id]; r == nil || r.Status.Terminal() {
-			delete(m.live, id) // a failed run pruned: it will not be retried
-		}
+		delete(m.live, id) // a failed run pruned: it will not be retried
 		return nil
 	}
 	r, err := fold(m.live[id], rec)

@@ -5,9 +5,8 @@ import "github.com/trellis/trellis/events"
 // Pruned is the type of a run's tombstone: `trellis prune` appends it,
 // checked against the run's last event, before it removes a finished
 // run's events into an archive (see retention/ and docs/retention.md). A
-// finished run folds to nothing from it on: show answers not found, list
-// leaves it out. On a run that has not ended it removes nothing (no prune
-// appended it).
+// run folds to nothing from it on: show answers not found, list leaves it
+// out.
 const Pruned = "pruned"
 
 // PrunedPayload is the payload of Pruned: the archive the run's events
