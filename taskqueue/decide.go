@@ -38,6 +38,12 @@ type decision struct {
 func (q *Handler) decide(ctx context.Context, st taskState, actor string, fn func(*trellis.Task) (decision, error)) (taskState, error) {
 	var refusal error // the decision's own refusal, returned as it is
 	next, err := q.tasks.Run(ctx, st, actor, func(t *trellis.Task) (command.Decision, error) {
+		if t == nil {
+			// Pruned meanwhile: the state reloaded after a failed check
+			// ends at the task's tombstone.
+			refusal = errPruned(st.ID)
+			return command.Decision{}, refusal
+		}
 		d, err := fn(t)
 		refusal = err
 		if err != nil {

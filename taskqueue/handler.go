@@ -206,7 +206,7 @@ func (q *Handler) Show(ctx context.Context, taskID string) (*trellis.Task, error
 	st, err := q.loadState(ctx, taskID)
 	if err == nil && st.Value == nil { // its tombstone: pruned
 		q.tasks.Forget(taskID)
-		return nil, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist (it was pruned)", taskID)
+		return nil, errPruned(taskID)
 	}
 	return st.Value, err
 }
@@ -244,6 +244,12 @@ func (q *Handler) loadState(ctx context.Context, taskID string) (taskState, erro
 	return st, nil
 }
 
+// errPruned is the not_found of a command on a task a prune removed (its
+// tombstone may still be in the log: the fold ends with no task).
+func errPruned(taskID string) error {
+	return trellis.Errorf(trellis.CodeNotFound, "task %s does not exist (it was pruned)", taskID)
+}
+
 // current returns the task as this process last saw it (cached, possibly
 // behind the log), else folded from the log.
 func (q *Handler) current(ctx context.Context, taskID string) (taskState, error) {
@@ -253,6 +259,9 @@ func (q *Handler) current(ctx context.Context, taskID string) (taskState, error)
 	}
 	if !st.Exists() {
 		return st, trellis.Errorf(trellis.CodeNotFound, "task %s does not exist", taskID)
+	}
+	if st.Value == nil { // its tombstone: pruned
+		return st, errPruned(taskID)
 	}
 	return st, nil
 }
