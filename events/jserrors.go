@@ -19,7 +19,7 @@ import (
 const (
 	jsCodeNoPeers           = 10005 // "no suitable peers for placement"
 	jsCodeClusterNotAvail   = 10008 // "JetStream system temporarily unavailable" (no meta leader)
-	jsCodeStreamCreate      = 10049 // "error creating store for stream" (a stream create's store failed)
+	jsCodeStreamCreate      = 10049 // "{err}" creating a stream failed (storeCreateFailed: its store)
 	jsCodeMsgNotFound       = 10037 // "no message found"
 	jsCodeNotEnabledAccount = 10039 // "JetStream not enabled for account"
 	jsCodeStreamNotFound    = 10059 // "stream not found"
@@ -172,9 +172,14 @@ func IsUnavailable(err error) bool {
 func IsPermissionDenied(err error) bool { return jsClassOf(err) == jsPermission }
 
 // storeCreateFailed reports that the server could not create a stream's
-// store while creating the stream (it logs the cause and answers only
-// "error creating store for stream"). Nothing was created.
-func storeCreateFailed(err error) bool { return jsCode(err) == jsCodeStreamCreate }
+// store while creating the stream: a stream create error (10049, whose
+// description is the cause) saying "error creating store for stream"
+// (the server logs the cause and answers only that). Nothing was created.
+func storeCreateFailed(err error) bool {
+	var apiErr *jetstream.APIError
+	return jsCode(err) == jsCodeStreamCreate && errors.As(err, &apiErr) &&
+		strings.Contains(apiErr.Description, "error creating store for stream")
+}
 
 // clusterForming reports an error of a cluster that cannot answer yet.
 // No responders means no JetStream at all (a server without it), not one

@@ -2,9 +2,11 @@ package events
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestClassifyDirect: every answer a direct get may bring (the statuses
@@ -49,5 +51,24 @@ func TestClassifyDirect(t *testing.T) {
 	_, err = classifyDirect(status("500", "disk gone"))
 	if IsUnavailable(err) {
 		t.Errorf("500: %v counts as unavailable", err)
+	}
+}
+
+// TestStoreCreateFailed: only a stream create error whose store failed is
+// sent again (Ensure), not another cause the same code carries.
+func TestStoreCreateFailed(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&jetstream.APIError{Code: 500, ErrorCode: 10049, Description: "error creating store for stream"}, true},
+		{fmt.Errorf("create stream X: %w", &jetstream.APIError{Code: 500, ErrorCode: 10049, Description: "error creating store for stream"}), true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10049, Description: "replicas > 1 not supported in non-clustered mode"}, false},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10077, Description: "error creating store for stream"}, false},
+		{errors.New("error creating store for stream"), false},
+	} {
+		if got := storeCreateFailed(c.err); got != c.want {
+			t.Errorf("storeCreateFailed(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

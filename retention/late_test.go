@@ -27,12 +27,18 @@ func TestCommandsOnAPrunedTaskAreNotFound(t *testing.T) {
 	}
 	id := task.TaskID
 	for name, cmd := range map[string]func() (*trellis.Task, error){
-		"done":      func() (*trellis.Task, error) { return q.Done(ctx, trellis.DoneRequest{TaskID: id, Worker: "w1", WhatWasDone: "late"}) },
-		"fail":      func() (*trellis.Task, error) { return q.Fail(ctx, trellis.FailRequest{TaskID: id, Worker: "w1", Error: "late"}) },
-		"release":   func() (*trellis.Task, error) { return q.Release(ctx, id, "w1", "late") },
-		"retry":     func() (*trellis.Task, error) { return q.Retry(ctx, id, "op") },
-		"cancel":    func() (*trellis.Task, error) { return q.Cancel(ctx, trellis.CancelRequest{TaskID: id, Reason: "late"}) },
-		"heartbeat": func() (*trellis.Task, error) { return q.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: id, Worker: "w1"}) },
+		"done": func() (*trellis.Task, error) {
+			return q.Done(ctx, trellis.DoneRequest{TaskID: id, Worker: "w1", WhatWasDone: "late"})
+		},
+		"fail": func() (*trellis.Task, error) {
+			return q.Fail(ctx, trellis.FailRequest{TaskID: id, Worker: "w1", Error: "late"})
+		},
+		"release": func() (*trellis.Task, error) { return q.Release(ctx, id, "w1", "late") },
+		"retry":   func() (*trellis.Task, error) { return q.Retry(ctx, id, "op") },
+		"cancel":  func() (*trellis.Task, error) { return q.Cancel(ctx, trellis.CancelRequest{TaskID: id, Reason: "late"}) },
+		"heartbeat": func() (*trellis.Task, error) {
+			return q.Heartbeat(ctx, trellis.HeartbeatRequest{TaskID: id, Worker: "w1"})
+		},
 	} {
 		got, err := func() (got *trellis.Task, err error) {
 			defer func() {

@@ -171,8 +171,9 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 }
 
 // deleteSeqs removes seqs from stream, several at a time, except tail
-// (the stream's last sequence), no faster than pace allows. A sequence
-// removed before is skipped. It returns how many it removed.
+// (the stream's last sequence), no faster than pace allows (after a first
+// burst of one removal per worker). A sequence removed before is skipped
+// and takes no slot of the pace. It returns how many it removed.
 func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tail uint64, pace *pacer) (int, error) {
 	const workers = 8
 	var (
@@ -200,6 +201,18 @@ func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tai
 					first = fmt.Errorf("remove #%d: %w", s, err)
 				}
 				mu.Unlock()
+				if err != nil {
+					continue
+				}
+				// A removal that removed something takes a slot of the
+				// pace before this worker removes again.
+				if err := pace.wait(ctx); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
 			}
 		}()
 	}
@@ -209,16 +222,6 @@ func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tai
 		mu.Unlock()
 		if failed {
 			break
-		}
-		if s != tail {
-			if err := pace.wait(ctx); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-				break
-			}
 		}
 		next <- s
 	}

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -12,10 +13,15 @@ const MaxRemoveRate = 1_000_000
 // pacer spaces removals evenly at a rate (removals per second); a nil
 // pacer does not wait. Each removal of a sequence is a synced write on
 // the stream the pools append to, so an unpaced prune takes the disk's
-// syncs from them (docs/retention.md, Figures).
+// syncs from them (docs/retention.md, Figures). Only a removal that
+// removed something takes a slot: asking again for a sequence removed
+// before (each prune first walks the last record again) writes nothing.
+// It is safe for concurrent use.
 type pacer struct {
 	every time.Duration
+	mu    sync.Mutex
 	next  time.Time
+	taken int // slots taken so far
 }
 
 // newPacer returns a pacer of rate removals per second (nil for 0: no
@@ -27,19 +33,22 @@ func newPacer(rate int) *pacer {
 	return &pacer{every: time.Second / time.Duration(rate)}
 }
 
-// wait returns when the next removal is due, or with ctx's error. A
-// pacer that fell behind (the store was slower than the rate) does not
-// catch up with a burst.
+// wait takes the next slot and returns when it is due, or with ctx's
+// error. A pacer that fell behind (the store was slower than the rate)
+// does not catch up with a burst.
 func (p *pacer) wait(ctx context.Context) error {
 	if p == nil {
 		return ctx.Err()
 	}
+	p.mu.Lock()
 	now := time.Now()
 	if p.next.Before(now) {
 		p.next = now
 	}
 	d := p.next.Sub(now)
 	p.next = p.next.Add(p.every)
+	p.taken++
+	p.mu.Unlock()
 	if d <= 0 {
 		return ctx.Err()
 	}
