@@ -206,6 +206,9 @@ const (
 // sequence holds no message: it was removed before (an idempotent
 // delete's second time).
 func IsDeletedBefore(err error) bool {
+	if err == nil {
+		return false
+	}
 	if jsClassOf(err) == jsNotFound {
 		return true
 	}

@@ -52,6 +52,44 @@ func TestCommandsOnAPrunedTaskAreNotFound(t *testing.T) {
 			t.Errorf("%s on a pruned task: %+v, %v; want not_found", name, got, err)
 		}
 	}
+	// The server's own readers of a task (the reactor resolving its
+	// dependants, a pool's heartbeat, the agent lease sweeper, an add
+	// naming it as parent) meet the tombstone as well (found in review:
+	// the first two panicked).
+	for name, check := range map[string]func() error{
+		"resolve dependants": func() error { return q.ResolveDependants(ctx, id) },
+		"cancel requested": func() error {
+			if stop, _, err := q.CancelRequested(ctx, id); err != nil || !stop {
+				return fmt.Errorf("stop %v, %v; want the holder told to stop", stop, err)
+			}
+			return nil
+		},
+		"expire agent lease": func() error {
+			if until, err := q.ExpireAgentLease(ctx, id); err != nil || !until.IsZero() {
+				return fmt.Errorf("until %v, %v; want nothing to expire", until, err)
+			}
+			return nil
+		},
+		"add with a pruned parent": func() error {
+			_, err := q.Add(ctx, trellis.AddTaskRequest{Queue: "late", Objective: "child", ParentID: id})
+			if trellis.ErrorCode(err) != trellis.CodeInvalid {
+				return fmt.Errorf("%v; want invalid: the parent does not exist", err)
+			}
+			return nil
+		},
+	} {
+		err := func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			return check()
+		}()
+		if err != nil {
+			t.Errorf("%s of a pruned task: %v", name, err)
+		}
+	}
 	if fs := verifyLog(t, store); len(fs) > 0 {
 		t.Fatalf("verify after the late commands: %v", fs)
 	}

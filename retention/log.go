@@ -171,9 +171,9 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 }
 
 // deleteSeqs removes seqs from stream, several at a time, except tail
-// (the stream's last sequence), no faster than pace allows (after a first
-// burst of one removal per worker). A sequence removed before is skipped
-// and takes no slot of the pace. It returns how many it removed.
+// (the stream's last sequence), no faster than pace allows. A sequence
+// removed before is skipped and gives its slot of the pace back. It
+// returns how many it removed.
 func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tail uint64, pace *pacer) (int, error) {
 	const workers = 8
 	var (
@@ -191,7 +191,14 @@ func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tai
 				if s == tail {
 					continue
 				}
-				err := stream.DeleteMsg(ctx, s)
+				// Each removal waits for a slot of the pace; one that
+				// found its sequence removed before gives it back.
+				err := pace.wait(ctx)
+				if err == nil {
+					if err = stream.DeleteMsg(ctx, s); events.IsDeletedBefore(err) {
+						pace.giveBack()
+					}
+				}
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -201,18 +208,6 @@ func deleteSeqs(ctx context.Context, stream jetstream.Stream, seqs []uint64, tai
 					first = fmt.Errorf("remove #%d: %w", s, err)
 				}
 				mu.Unlock()
-				if err != nil {
-					continue
-				}
-				// A removal that removed something takes a slot of the
-				// pace before this worker removes again.
-				if err := pace.wait(ctx); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
 			}
 		}()
 	}

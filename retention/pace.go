@@ -13,15 +13,15 @@ const MaxRemoveRate = 1_000_000
 // pacer spaces removals evenly at a rate (removals per second); a nil
 // pacer does not wait. Each removal of a sequence is a synced write on
 // the stream the pools append to, so an unpaced prune takes the disk's
-// syncs from them (docs/retention.md, Figures). Only a removal that
-// removed something takes a slot: asking again for a sequence removed
-// before (each prune first walks the last record again) writes nothing.
-// It is safe for concurrent use.
+// syncs from them (docs/retention.md, Figures). Each removal takes a slot
+// before it is sent; one that found its sequence removed before (each
+// prune first walks the last record again) wrote nothing and gives the
+// slot back. It is safe for concurrent use.
 type pacer struct {
 	every time.Duration
 	mu    sync.Mutex
 	next  time.Time
-	taken int // slots taken so far
+	taken int // slots taken and not given back
 }
 
 // newPacer returns a pacer of rate removals per second (nil for 0: no
@@ -60,4 +60,16 @@ func (p *pacer) wait(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// giveBack returns the last slot taken: the removal it was for removed
+// nothing. The next removal may then go a slot earlier.
+func (p *pacer) giveBack() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next = p.next.Add(-p.every)
+	p.taken--
 }

@@ -99,6 +99,10 @@ func (q *Handler) CancelRequested(ctx context.Context, taskID string) (bool, str
 		return false, "", err
 	}
 	t := st.Value
+	if t == nil {
+		// Pruned: it ended elsewhere long enough ago to leave the log.
+		return true, "the task was pruned", nil
+	}
 	if t.CancelRequested != nil {
 		return true, t.CancelRequested.Reason, nil
 	}

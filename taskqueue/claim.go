@@ -313,6 +313,12 @@ func (q *Handler) dispatched(ctx context.Context, msg jetstream.Msg) (*dispatch,
 		}
 		return nil, err
 	}
+	if d.st.Value == nil && d.st.Exists() {
+		// The task's tombstone: a prune removed it (its dispatch is
+		// still in the log while the removal runs). It never runs again.
+		_ = msg.Ack()
+		return nil, nil
+	}
 	if err := q.flowFor(ctx, d.st, &d.flow); err != nil {
 		return nil, err
 	}

@@ -182,13 +182,11 @@ func (q *Handler) checkParent(ctx context.Context, parentID, field string) error
 	if parentID == "" {
 		return nil
 	}
-	if _, _, err := q.load(ctx, parentID); err != nil {
-		if trellis.ErrorCode(err) == trellis.CodeNotFound {
-			return trellis.FieldError(field, "task %s does not exist", parentID)
-		}
-		return err
+	parent, _, err := q.load(ctx, parentID)
+	if trellis.ErrorCode(err) == trellis.CodeNotFound || err == nil && parent == nil {
+		return trellis.FieldError(field, "task %s does not exist", parentID)
 	}
-	return nil
+	return err
 }
 
 // Show returns the task folded from its events in the log.

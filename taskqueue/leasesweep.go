@@ -81,6 +81,9 @@ func (q *Handler) ExpireAgentLease(ctx context.Context, taskID string) (time.Tim
 	if errors.Is(err, errNoExpiry) {
 		return until, nil
 	}
+	if trellis.ErrorCode(err) == trellis.CodeNotFound {
+		return time.Time{}, nil // pruned meanwhile: no claim to expire
+	}
 	if err != nil {
 		return time.Time{}, err
 	}

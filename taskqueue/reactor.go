@@ -199,6 +199,9 @@ func (q *Handler) ResolveDependants(ctx context.Context, taskID string) error {
 		return err
 	}
 	p := st.Value
+	if p == nil {
+		return nil // pruned: its dependants were resolved before it could be
+	}
 	if p.Status != trellis.StatusDone && !p.Status.Ended() {
 		return nil
 	}
