@@ -29,6 +29,20 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// connectToFirst connects to node 1 of c (given only its URL, always
+// reconnecting) and waits until the other nodes were announced; the
+// connection is closed at the test's end.
+func connectToFirst(t *testing.T, c *eventstest.Partitioned) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(c.URL(0), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	waitFor(t, "the cluster's other servers announced", func() bool { return len(nc.Servers()) == 3 })
+	return nc
+}
+
 // TestWatchMovesOffACutOffNode: a connection given only the URL of node
 // 1 of a three-node cluster; node 1 is cut off from the others (its
 // client stays connected to it, and it stops announcing the others).
@@ -37,12 +51,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestWatchMovesOffACutOffNode(t *testing.T) {
 	t.Parallel()
 	c := eventstest.StartPartitioned(t, 3)
-	nc, err := nats.Connect(c.URL(0), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	waitFor(t, "the cluster's other servers announced", func() bool { return len(nc.Servers()) == 3 })
+	nc := connectToFirst(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go failover.Watch(ctx, nc, failover.Config{Probe: failover.JetStream, Logger: quiet()})
@@ -74,12 +83,7 @@ func TestWatchMovesOffACutOffNode(t *testing.T) {
 func TestMoverStaysWithoutQuorumAnywhere(t *testing.T) {
 	t.Parallel()
 	c := eventstest.StartPartitioned(t, 3)
-	nc, err := nats.Connect(c.URL(0), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	waitFor(t, "the cluster's other servers announced", func() bool { return len(nc.Servers()) == 3 })
+	nc := connectToFirst(t, c)
 	// A gap longer than the test: a second search is never due.
 	m := failover.New(nc, failover.Config{Probe: failover.JetStream, After: 1, Timeout: time.Second, FirstGap: time.Hour, Logger: quiet()})
 	for i := range 3 {
