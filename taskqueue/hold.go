@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -34,6 +36,11 @@ import (
 type Hold struct {
 	// Task is the task as claimed (status claimed, the attempt counted).
 	Task *trellis.Task
+	// ReadAt is when the read of the log that showed the task unchanged
+	// since its add was sent (see HoldRead); zero when the claim is
+	// recorded, or the task came from this process's cache unread. The
+	// claim window counts from it.
+	ReadAt time.Time
 
 	mu       sync.Mutex
 	state    taskState // the task before the claim, while not recorded
@@ -63,37 +70,10 @@ var errOwnClaim = errors.New("the held claim is on the log")
 
 // HoldDispatched is ClaimDispatched for a worker pool (a leased claim)
 // that may leave the claim unrecorded (see Hold). It returns nil when the
-// dispatch yields no task (see ClaimDispatched).
+// dispatch yields no task (see ClaimDispatched). It is ReadDispatch then
+// HoldRead at once.
 func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker string) (*Hold, error) {
-	d, err := q.dispatched(ctx, msg)
-	if err != nil || d == nil {
-		return nil, err
-	}
-	if holdable(d, d.st.Value) && d.unread {
-		// Built from the dispatch alone (this process never saw the task:
-		// a worker process, say): the task may have been cancelled while
-		// it waited, and a hold appends nothing that the log could refuse
-		// before the handler runs. Decide on the task as the log has it.
-		if err := q.readHeld(ctx, d); err != nil {
-			return nil, err
-		}
-	}
-	if t := d.st.Value; holdable(d, t) {
-		if d.leaseSpent() {
-			d.giveBack(msg) // see dispatch.leaseSpent: a fresh delivery, with a whole lease
-			return nil, nil
-		}
-		at := q.cfg.Now().UTC()
-		c := ClaimedPayload{Worker: worker, Attempt: 1, Leased: true, DispatchSeq: d.rec.Seq, Delivery: d.delivery, At: &at}
-		claimed := *t
-		applyClaim(&claimed, c, at)
-		return &Hold{Task: &claimed, state: d.st, claim: c}, nil
-	}
-	task, err := q.claimDispatched(ctx, msg, d, worker, claimMode{leased: true})
-	if err != nil || task == nil {
-		return nil, err
-	}
-	return &Hold{Task: task, recorded: true}, nil
+	return q.HoldRead(ctx, q.ReadDispatch(ctx, msg), worker, time.Duration(math.MaxInt64))
 }
 
 // readHeld makes d, a first delivery of an add built from the dispatch

@@ -187,3 +187,89 @@ func TestHoldsReadTogetherWhatTheirDispatchesCannotTell(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldReadAgainWhenItsReadIsStale: a worker process reads a dispatch
+// ahead of its hold (a pool reads what it fetched before a slot is free),
+// then the task is cancelled. A hold that takes that read as fresh would
+// run the cancelled task; HoldRead reads the log again when its read is
+// older than fresh, finds the cancel, and holds nothing. A task nothing
+// happened to is held on its read, with the read's time (the claim
+// window counts from it).
+func TestHoldReadAgainWhenItsReadIsStale(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := ctxT(t)
+	adder := taskqueue.New(b.Store, taskqueue.Config{})
+	nc, err := nats.Connect(b.Server.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := taskqueue.New(store, taskqueue.Config{})
+
+	const queue = "readahead"
+	doomed, err := adder.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "cancelled after its read", MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := adder.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "untouched", MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes, err := worker.Lanes(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]*taskqueue.DispatchRead{}
+	before := time.Now()
+	for deadline := time.Now().Add(60 * time.Second); len(reads) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("fetched %d dispatches of 2", len(reads))
+		}
+		batch, err := lanes[trellis.DefaultPriority-1].Fetch(2, jetstream.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			r := worker.ReadDispatch(ctx, m)
+			if r.Settled() {
+				t.Fatalf("dispatch %s settled by its read", m.Subject())
+			}
+			reads[strings.Split(m.Subject(), ".")[3]] = r
+		}
+	}
+	if _, err := adder.Cancel(ctx, trellis.CancelRequest{TaskID: doomed.TaskID, Reason: "not needed"}); err != nil {
+		t.Fatal(err)
+	}
+	// Taken as fresh, the read would hold the cancelled task: what the
+	// re-read prevents. (Not run: the hold is only checked.)
+	time.Sleep(5 * time.Millisecond)
+	h, err := worker.HoldRead(ctx, reads[doomed.TaskID], "pool/0", time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h != nil {
+		t.Fatalf("task %s cancelled after its read is held: %+v", doomed.TaskID, h.Task)
+	}
+	if task, err := adder.Show(ctx, doomed.TaskID); err != nil || task.Status != trellis.StatusCancelled || task.Attempts != 0 {
+		t.Fatalf("cancelled task: %+v, %v", task, err)
+	}
+
+	h, err = worker.HoldRead(ctx, reads[kept.TaskID], "pool/1", time.Hour)
+	if err != nil || h == nil || h.Recorded() {
+		t.Fatalf("untouched task: hold %+v, %v; want an unrecorded hold", h, err)
+	}
+	if h.ReadAt.Before(before) || h.ReadAt.After(time.Now()) {
+		t.Errorf("hold read at %v; want the time of its read, after %v", h.ReadAt, before)
+	}
+	if _, err := worker.DoneHeld(ctx, h, trellis.DoneRequest{TaskID: kept.TaskID, Worker: "pool/1", WhatWasDone: "ran"}); err != nil {
+		t.Fatal(err)
+	}
+	if task, err := adder.Show(ctx, kept.TaskID); err != nil || task.Status != trellis.StatusDone || task.Attempts != 1 {
+		t.Fatalf("held task: %+v, %v", task, err)
+	}
+}

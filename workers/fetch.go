@@ -2,12 +2,13 @@ package workers
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // fetchAhead bounds how many dispatches a pull asks for beyond the free
@@ -24,6 +25,9 @@ type lane struct {
 	// waiting: a waiting pull is outstanding, sent when the lane was
 	// empty; the server hands it the lane's next dispatch.
 	waiting bool
+	// pulling: a pull for the dispatches the lane holds now is
+	// outstanding (see Pool.fetch).
+	pulling bool
 	// more: the lane may hold dispatches now (its last pull was filled,
 	// or a waiting pull just returned one); else it was empty when last
 	// asked and its waiting pull will tell.
@@ -59,30 +63,65 @@ func (l *lane) failed() {
 type fetched struct {
 	msg jetstream.Msg
 	at  time.Time
+	// read is the dispatch's read ahead of its slot (nil: none; see
+	// Pool.readAhead).
+	read *readAhead
 }
 
-// arrival is what a waiting pull returns, and when: a dispatch, none
-// (the pull expired), or the error that failed it.
+// readAhead is a dispatch's read (taskqueue.Handler.ReadDispatch) running
+// or done: r is set once done is closed.
+type readAhead struct {
+	done chan struct{}
+	r    *taskqueue.DispatchRead
+}
+
+// readAhead starts reading a fetched dispatch before a slot takes it, so
+// that the dispatches of one pull read the log together (one request for
+// their tasks' last events) while the slots run the ones before them. A
+// pool that claims every task before its handler (a negative claim
+// window) reads nothing ahead.
+func (p *Pool) readAhead(ctx context.Context, f fetched) fetched {
+	if p.queue == nil || p.cfg.ClaimWindow <= 0 {
+		return f
+	}
+	ra := &readAhead{done: make(chan struct{})}
+	f.read = ra
+	go func() {
+		defer close(ra.done)
+		ra.r = p.queue.ReadDispatch(ctx, f.msg)
+	}()
+	return f
+}
+
+// arrival is what a pull returns: the dispatches it fetched (none: a
+// waiting pull expired, or the lane is empty), or the error that failed
+// it. A pull for the lane's dispatches (pulled) asked for want; else it
+// is the lane's waiting pull.
 type arrival struct {
-	lane int
-	msg  jetstream.Msg
-	err  error
-	at   time.Time
+	lane   int
+	got    []fetched
+	pulled bool
+	want   int
+	err    error
 }
 
 // fetch pulls dispatches for the free slots until ctx ends, handing each
 // to a slot of its own, best priority lane first.
 //
-// A lane that may hold dispatches is pulled without waiting for the free
-// slots and some more (one round trip serves several slots; what is
-// fetched ahead waits in the lane's buffer, unclaimed, at most a quarter
-// of the lease, then is given back for another pool). How many more
+// A lane that may hold dispatches is pulled for the free slots and some
+// more (one round trip serves several slots; what is fetched ahead waits
+// in the lane's buffer, unclaimed, at most a quarter of the lease, then
+// is given back for another pool), and pulled again, to refill the same
+// bound, while half of it is still buffered, so the slots rarely wait
+// for a round trip.
+// Each dispatch fetched is read at once (see readAhead). How many more
 // adapts: twice as many, up to max(Concurrency, fetchAhead), when the
-// slots drained every buffer, half as many when a dispatch had to be given
-// back (slow handlers: a pool then holds little that others could run). A lane found empty keeps one waiting pull
-// outstanding, even while no slot is free, so a dispatch arriving on it,
-// an urgent one say, is known at once and taken by the next free slot
-// before any dispatch of a lower lane; empty lanes cost no round trip.
+// slots drained every buffer, half as many when a dispatch had to be
+// given back (slow handlers: a pool then holds little that others could
+// run). A lane found empty keeps one waiting pull outstanding, even
+// while no slot is free, so a dispatch arriving on it, an urgent one
+// say, is known at once and taken by the next free slot before any
+// dispatch of a lower lane; empty lanes cost no round trip.
 func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, wg *sync.WaitGroup) {
 	free := make(chan int, p.cfg.Concurrency)
 	for slot := 0; slot < p.cfg.Concurrency; slot++ {
@@ -92,20 +131,22 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 	for i, c := range consumers {
 		lanes[i] = &lane{c: c, more: true}
 	}
-	arrivals := make(chan arrival, len(lanes))
-	var waiters sync.WaitGroup
+	// Each lane has at most one waiting pull and one pull for its
+	// dispatches outstanding.
+	arrivals := make(chan arrival, 2*len(lanes))
+	var pulls sync.WaitGroup
 	defer func() {
-		// Give back what was fetched ahead, and what the waiting pulls
-		// still get (they end within FetchWait).
+		// Give back what was fetched ahead, and what the outstanding
+		// pulls still get (they end within FetchWait).
 		for _, l := range lanes {
 			for _, f := range l.buf {
 				p.giveBack(f)
 			}
 		}
-		go func() { waiters.Wait(); close(arrivals) }()
+		go func() { pulls.Wait(); close(arrivals) }()
 		for a := range arrivals {
-			if a.msg != nil {
-				p.giveBack(fetched{msg: a.msg, at: a.at})
+			for _, f := range a.got {
+				p.giveBack(f)
 			}
 		}
 	}()
@@ -118,6 +159,29 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			defer wg.Done()
 			defer func() { free <- slot }()
 			p.handle(work, f, p.cfg.Worker+"/"+strconv.Itoa(slot), wg)
+		}()
+	}
+	// pull asks lane i for up to want dispatches, without waiting for
+	// more to arrive; they arrive as read ahead.
+	pull := func(i int, want int) {
+		want = max(want, 1)
+		l := lanes[i]
+		l.pulling = true
+		pulls.Add(1)
+		go func() {
+			defer pulls.Done()
+			a := arrival{lane: i, pulled: true, want: want}
+			batch, err := l.c.FetchNoWait(want)
+			if err == nil {
+				for msg := range batch.Messages() {
+					a.got = append(a.got, p.readAhead(ctx, fetched{msg: msg, at: time.Now()}))
+				}
+				err = batch.Error()
+			}
+			if len(a.got) == 0 {
+				a.err = err
+			}
+			arrivals <- a
 		}()
 	}
 	maxAhead := max(p.cfg.Concurrency, fetchAhead)
@@ -135,16 +199,27 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			slots = append(slots, s)
 		case a := <-arrivals:
 			l := lanes[a.lane]
-			l.waiting = false
+			if a.pulled {
+				l.pulling = false
+			} else {
+				l.waiting = false
+			}
 			switch {
 			case a.err != nil:
-				// Only this lane waits, and at most maxFetchBackoff: the
+				// NATS unreachable, the server restarting, a consumer
+				// moving: only this lane waits, and at most
+				// maxFetchBackoff (its waiting pull tries again); the
 				// other lanes and the free slots go on.
 				l.failed()
+				l.more = false
 				p.log.Warn("fetch", "lane", a.lane+1, "err", a.err, "retry_in", l.backoff)
-			case a.msg != nil:
+			case a.pulled:
 				l.backoff = 0
-				l.buf = append(l.buf, fetched{msg: a.msg, at: a.at})
+				l.buf = append(l.buf, a.got...)
+				l.more = len(a.got) == a.want
+			case len(a.got) > 0:
+				l.backoff = 0
+				l.buf = append(l.buf, a.got...)
 				l.more = true
 			default:
 				l.backoff = 0 // answered: nothing there
@@ -168,47 +243,24 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			}
 		}
 		// Free slots take the best lane's dispatches: what is buffered,
-		// else what a lane that may hold some returns now.
+		// else what a lane that may hold some returns next.
 		for len(slots) > 0 && ctx.Err() == nil {
-			var best *lane
-			for _, l := range lanes {
-				if len(l.buf) > 0 || l.more {
-					best = l
-					break
-				}
-			}
-			if best == nil {
+			best := bestLane(lanes)
+			if best < 0 {
 				break
 			}
-			if len(best.buf) == 0 {
-				if best.more && buffered(lanes) == 0 {
-					ahead = min(2*ahead+1, maxAhead) // the slots drained every buffer
-				}
-				want := len(slots) + ahead
-				batch, err := best.c.FetchNoWait(want)
-				got := 0
-				if err == nil {
-					for msg := range batch.Messages() {
-						best.buf = append(best.buf, fetched{msg: msg, at: time.Now()})
-						got++
+			l := lanes[best]
+			if len(l.buf) == 0 {
+				if !l.pulling {
+					if buffered(lanes) == 0 {
+						ahead = min(2*ahead+1, maxAhead) // the slots drained every buffer
 					}
-					err = batch.Error()
+					pull(best, len(slots)+ahead)
 				}
-				if err != nil && got == 0 {
-					// NATS unreachable, the server restarting, a consumer
-					// moving: the lane's waiting pull tries again after
-					// its backoff.
-					p.log.Warn("fetch", "lane", slices.Index(lanes, best)+1, "err", err)
-					best.failed()
-					best.more = false
-					break
-				}
-				best.backoff = 0
-				best.more = got == want
-				continue
+				break // the slots wait for what it returns
 			}
-			f := best.buf[0]
-			best.buf = best.buf[1:]
+			f := l.buf[0]
+			l.buf = l.buf[1:]
 			if p.stale(f) {
 				// Waited for a slot longer than a quarter of the lease (a
 				// process stopped for a while, say): given back, or
@@ -218,11 +270,19 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			}
 			run(f)
 		}
+		// The lane the slots take from is pulled again, up to what it
+		// fetches ahead, while half of that is still buffered: the pool
+		// never holds more than its slots and that.
+		if best := bestLane(lanes); best >= 0 && ctx.Err() == nil {
+			if l := lanes[best]; ahead > 0 && l.more && !l.pulling && len(l.buf) <= ahead/2 {
+				pull(best, ahead-len(l.buf))
+			}
+		}
 		// Every lane found empty waits for its next dispatch; a lane
 		// whose last pull failed, once its backoff has passed.
 		var wake time.Time
 		for i, l := range lanes {
-			if l.waiting || l.more || len(l.buf) > 0 || ctx.Err() != nil {
+			if l.waiting || l.pulling || l.more || len(l.buf) > 0 || ctx.Err() != nil {
 				continue
 			}
 			if time.Now().Before(l.retryAt) {
@@ -232,26 +292,26 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				continue
 			}
 			l.waiting = true
-			waiters.Add(1)
+			pulls.Add(1)
 			go func() {
-				defer waiters.Done()
+				defer pulls.Done()
 				batch, err := l.c.Fetch(1, jetstream.FetchMaxWait(p.cfg.FetchWait))
 				if err != nil {
 					arrivals <- arrival{lane: i, err: err}
 					return
 				}
-				var got jetstream.Msg
+				var got []fetched
 				for msg := range batch.Messages() {
-					got = msg
+					got = append(got, p.readAhead(ctx, fetched{msg: msg, at: time.Now()}))
 				}
-				if got == nil && batch.Error() != nil {
+				if len(got) == 0 && batch.Error() != nil {
 					// No responders (the consumer has no leader), a
 					// leadership change...: not an empty lane. An expired
 					// pull is no error.
 					arrivals <- arrival{lane: i, err: batch.Error()}
 					return
 				}
-				arrivals <- arrival{lane: i, msg: got, at: time.Now()}
+				arrivals <- arrival{lane: i, got: got}
 			}()
 		}
 		if !wake.IsZero() {
@@ -297,14 +357,32 @@ func (p *Pool) current(at time.Time) bool { return time.Since(at) < p.lease()*3/
 // now, and a nak (or an acknowledgement), which JetStream applies by the
 // dispatch's stream sequence whatever delivery it names, would cut that
 // claimant's lease short. A dispatch dropped while still pending comes
-// back when its lease ends.
+// back when its lease ends. A dispatch whose read ahead settled it (it
+// names no task) is left as the read left it.
 func (p *Pool) giveBack(f fetched) {
+	if f.read != nil {
+		<-f.read.done
+		if f.read.r.Settled() {
+			return
+		}
+	}
 	if p.current(f.at) {
 		_ = f.msg.Nak()
 		return
 	}
 	p.log.Warn("dispatch fetched ahead and held past its lease: dropped, left to its current holder",
 		"subject", f.msg.Subject(), "held", time.Since(f.at).Round(time.Millisecond))
+}
+
+// bestLane returns the index of the best lane that holds dispatches or
+// may (-1: none).
+func bestLane(lanes []*lane) int {
+	for i, l := range lanes {
+		if len(l.buf) > 0 || l.more {
+			return i
+		}
+	}
+	return -1
 }
 
 // buffered counts the dispatches fetched ahead.

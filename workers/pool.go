@@ -441,7 +441,17 @@ func (p *Pool) handle(ctx context.Context, f fetched, worker string, wg *sync.Wa
 	var hold *taskqueue.Hold
 	var err error
 	if p.cfg.ClaimWindow > 0 {
-		if hold, err = p.queue.HoldDispatched(ctx, msg, worker); hold != nil {
+		var r *taskqueue.DispatchRead
+		if f.read != nil {
+			<-f.read.done
+			r = f.read.r
+		} else {
+			r = p.queue.ReadDispatch(ctx, msg)
+		}
+		// A read of the log older than half the window is made again: a
+		// task cancelled before it never starts, and the handler keeps
+		// half the window at least to end in.
+		if hold, err = p.queue.HoldRead(ctx, r, worker, p.claimWindowLength()/2); hold != nil {
 			task = hold.Task
 		}
 	} else {
@@ -515,7 +525,11 @@ func (p *Pool) claimWindow(hold *taskqueue.Hold, log *slog.Logger) (stop func())
 	if hold == nil || hold.Recorded() {
 		return func() {}
 	}
-	window := min(p.cfg.ClaimWindow, p.lease()/4)
+	window := p.claimWindowLength()
+	if !hold.ReadAt.IsZero() {
+		// The window counts from the read that showed the task unchanged.
+		window = max(window-time.Since(hold.ReadAt), 0)
+	}
 	t := time.AfterFunc(window, func() {
 		// Bounded by a quarter of the lease: a write given up on may
 		// still be stored later (resent on a reconnect, or by a store
@@ -529,6 +543,12 @@ func (p *Pool) claimWindow(hold *taskqueue.Hold, log *slog.Logger) (stop func())
 		}
 	})
 	return func() { t.Stop() }
+}
+
+// claimWindowLength is how long a held claim may stay unrecorded: the
+// claim window, at most a quarter of the lease.
+func (p *Pool) claimWindowLength() time.Duration {
+	return min(p.cfg.ClaimWindow, p.lease()/4)
 }
 
 // outcomeAttempt bounds one attempt to record an outcome (see record).

@@ -63,10 +63,13 @@ func TestPoolPriorityBeatsFlood(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
+	var flood []string
 	for i := 0; i < 60; i++ {
-		if _, err := b.q.Add(ctx, trellis.AddTaskRequest{Queue: "flood", Objective: fmt.Sprint("bulk ", i), Priority: 4}); err != nil {
+		task, err := b.q.Add(ctx, trellis.AddTaskRequest{Queue: "flood", Objective: fmt.Sprint("bulk ", i), Priority: 4})
+		if err != nil {
 			t.Fatal(err)
 		}
+		flood = append(flood, task.TaskID)
 	}
 	const slots = 3
 	stop := runPool(t, b, workers.HandlerFunc(func(ctx context.Context, _ *trellis.Task, _ *workers.Progress) (*trellis.Checkpoint, error) {
@@ -80,7 +83,10 @@ func TestPoolPriorityBeatsFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.waitStatus(t, []string{urgent.TaskID}, 15*time.Second, trellis.StatusDone)
+	// Every claim is on the log once every task is done (a claim held
+	// unrecorded is recorded with its outcome): read it then, or the
+	// claims made after the urgent one may not be there yet.
+	b.waitStatus(t, append(flood, urgent.TaskID), 15*time.Second, trellis.StatusDone)
 	// Claims are compared by when they were made (a claim recorded with
 	// its outcome carries its time), not by where they are in the log: a
 	// claim made before the urgent add may be recorded after it.
