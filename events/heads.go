@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Reads of aggregates' last events, gathered.
@@ -41,7 +42,9 @@ type headRead struct {
 	filter string
 	seq    uint64
 	err    error
-	done   chan struct{}
+	// sent is when the gathered request that answered it was sent.
+	sent time.Time
+	done chan struct{}
 }
 
 // headReader gathers one stream's reads: while one request is in flight,
@@ -59,8 +62,17 @@ type headReader struct {
 // stream's leader). The payload is not read. Concurrent calls on one
 // stream share requests (see above).
 func (s *Store) LastSeqOf(ctx context.Context, stream, filter string) (uint64, error) {
+	seq, _, err := s.LastSeqRead(ctx, stream, filter)
+	return seq, err
+}
+
+// LastSeqRead is LastSeqOf that also returns when the request that
+// answered it was sent: what it read of the log is at least that recent
+// (a read waiting for an earlier gathered request to end is not made
+// before that one ends).
+func (s *Store) LastSeqRead(ctx context.Context, stream, filter string) (seq uint64, sent time.Time, err error) {
 	if filter == "" || strings.ContainsAny(filter, " \t\r\n") || strings.HasPrefix(filter, ".") || strings.HasSuffix(filter, ".") || strings.Contains(filter, "..") {
-		return 0, fmt.Errorf("last of %q: malformed subject filter", filter)
+		return 0, time.Time{}, fmt.Errorf("last of %q: malformed subject filter", filter)
 	}
 	r := &headRead{filter: filter, done: make(chan struct{})}
 	hr := s.headReader(stream)
@@ -73,11 +85,11 @@ func (s *Store) LastSeqOf(ctx context.Context, stream, filter string) (uint64, e
 	hr.mu.Unlock()
 	select {
 	case <-r.done:
-		return r.seq, r.err
+		return r.seq, r.sent, r.err
 	case <-ctx.Done():
 		// The gathered read goes on for the others; its answer to this
 		// caller is dropped.
-		return 0, fmt.Errorf("last of %s: %w", filter, ctx.Err())
+		return 0, time.Time{}, fmt.Errorf("last of %s: %w", filter, ctx.Err())
 	}
 }
 
@@ -109,8 +121,10 @@ func (s *Store) readHeads(stream string, hr *headReader) {
 		group := hr.waiting[:n:n]
 		hr.waiting = append([]*headRead(nil), hr.waiting[n:]...)
 		hr.mu.Unlock()
+		sent := time.Now()
 		s.readHeadGroup(stream, group)
 		for _, r := range group {
+			r.sent = sent
 			close(r.done)
 		}
 	}

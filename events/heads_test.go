@@ -67,6 +67,51 @@ func TestLastSeqOfGathersConcurrentReads(t *testing.T) {
 	}
 }
 
+// TestLastSeqReadTellsWhenItsRequestWasSent: each read says when the
+// gathered request that answered it was sent, between the call and its
+// answer; reads more than one request holds go in several requests, sent
+// one after the other, so they are told different times (a read queued
+// behind an earlier request is not dated by its call).
+func TestLastSeqReadTellsWhenItsRequestWasSent(t *testing.T) {
+	t.Parallel()
+	bundle := eventstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	store := bundle.Store
+	id := events.NewID(time.Now())
+	seqs := appendTaskEvents(t, store, id, 2, 0)
+	const n = 70 // more than two requests hold
+	var mu sync.Mutex
+	sent := map[time.Time]int{}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			called := time.Now()
+			seq, at, err := store.LastSeqRead(ctx, events.StreamQueue, taskqueue.FilterIn("q", id))
+			answered := time.Now()
+			if err != nil || seq != seqs[len(seqs)-1] {
+				t.Errorf("last of %s = %d, %v; want %d", id, seq, err, seqs[len(seqs)-1])
+				return
+			}
+			if at.Before(called) || at.After(answered) {
+				t.Errorf("request sent at %v; want between the call (%v) and the answer (%v)", at, called, answered)
+			}
+			mu.Lock()
+			sent[at]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(sent) < 3 {
+		t.Errorf("%d reads told %d request times; want at least 3 requests (at most 32 reads each)", n, len(sent))
+	}
+	if len(sent) == n {
+		t.Errorf("each of %d concurrent reads told a time of its own: the times are not their requests'", n)
+	}
+}
+
 // TestLastSeqOfTooManySubjects: aggregates with so many subjects that one
 // request cannot answer them all (the server answers at most 1,024) are
 // read one by one, and each still gets its last sequence.

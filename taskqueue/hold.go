@@ -77,25 +77,26 @@ func (q *Handler) HoldDispatched(ctx context.Context, msg jetstream.Msg, worker 
 }
 
 // readHeld makes d, a first delivery of an add built from the dispatch
-// alone, the task as the log has it. It asks for the task's last event,
-// together with the other holds reading at the same moment (one request
-// for all: see events.Store.LastSeqOf): when that is the add the
-// dispatch carries, nothing followed it and the dispatch's state is the
-// log's. Anything else (an event after it: a cancel, a claim; no event
-// at all: a prune removed the task, or a lagging replica answered) folds
-// the task from its first event, as every load does.
-func (q *Handler) readHeld(ctx context.Context, d *dispatch) error {
-	last, err := q.store.LastSeqOf(ctx, events.StreamQueue, FilterIn(d.st.Value.Queue, d.st.ID))
+// alone, the task as the log has it, and returns when the read was sent
+// (what it read of the log is at least that recent). It asks for the
+// task's last event, together with the other holds reading at the same
+// moment (one request for all: see events.Store.LastSeqOf): when that is
+// the add the dispatch carries, nothing followed it and the dispatch's
+// state is the log's. Anything else (an event after it: a cancel, a
+// claim; no event at all: a prune removed the task, or a lagging replica
+// answered) folds the task from its first event, as every load does.
+func (q *Handler) readHeld(ctx context.Context, d *dispatch) (time.Time, error) {
+	last, sent, err := q.store.LastSeqRead(ctx, events.StreamQueue, FilterIn(d.st.Value.Queue, d.st.ID))
 	if err != nil {
-		return command.StoreError("load task", err)
+		return time.Time{}, command.StoreError("load task", err)
 	}
 	if last != d.rec.Seq {
 		if d.st, err = q.loadState(ctx, d.st.ID); err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
 	d.unread = false
-	return nil
+	return sent, nil
 }
 
 // holdable reports whether a dispatch's claim may stay unrecorded (see

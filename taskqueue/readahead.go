@@ -18,7 +18,8 @@ type DispatchRead struct {
 	d   *dispatch
 	err error
 	// readAt is when the read of the log that showed the task unchanged
-	// was sent (zero: the task needed no read, this process knowing it).
+	// was sent (see events.Store.LastSeqRead; zero: the task needed no
+	// read, this process knowing it).
 	readAt time.Time
 }
 
@@ -36,8 +37,7 @@ func (q *Handler) ReadDispatch(ctx context.Context, msg jetstream.Msg) *Dispatch
 		// a worker process, say): the task may have been cancelled while
 		// it waited, and a hold appends nothing that the log could refuse
 		// before the handler runs. Decide on the task as the log has it.
-		r.readAt = time.Now()
-		r.err = q.readHeld(ctx, r.d)
+		r.readAt, r.err = q.readHeld(ctx, r.d)
 	}
 	return r
 }
@@ -59,8 +59,8 @@ func (q *Handler) HoldRead(ctx context.Context, r *DispatchRead, worker string, 
 	d := r.d
 	readAt := r.readAt
 	if !readAt.IsZero() && time.Since(readAt) > fresh && holdable(d, d.st.Value) {
-		readAt = time.Now()
-		if err := q.readHeld(ctx, d); err != nil {
+		var err error
+		if readAt, err = q.readHeld(ctx, d); err != nil {
 			return nil, err
 		}
 	}

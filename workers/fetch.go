@@ -75,11 +75,29 @@ type readAhead struct {
 	r    *taskqueue.DispatchRead
 }
 
+// readAheadDepth is how many dispatches at the front of a lane's buffer
+// are read ahead of their slots: about what the slots take while one read
+// of the log is answered. Dispatches further back are read when they come
+// this near, not when fetched: a pool with many slots fetches as many
+// ahead, which would wait for a slot longer than a read stays fresh and
+// be read twice.
+const readAheadDepth = 2 * fetchAhead
+
+// readFront starts reading the dispatches at the front of a lane's buffer
+// (see readAheadDepth) that are not read yet.
+func (p *Pool) readFront(ctx context.Context, l *lane) {
+	for i := range min(len(l.buf), readAheadDepth) {
+		if l.buf[i].read == nil {
+			l.buf[i] = p.readAhead(ctx, l.buf[i])
+		}
+	}
+}
+
 // readAhead starts reading a fetched dispatch before a slot takes it, so
-// that the dispatches of one pull read the log together (one request for
-// their tasks' last events) while the slots run the ones before them. A
-// pool that claims every task before its handler (a negative claim
-// window) reads nothing ahead.
+// that the dispatches at the front of a buffer read the log together (one
+// request for their tasks' last events) while the slots run the ones
+// before them. A pool that claims every task before its handler (a
+// negative claim window) reads nothing ahead.
 func (p *Pool) readAhead(ctx context.Context, f fetched) fetched {
 	if p.queue == nil || p.cfg.ClaimWindow <= 0 {
 		return f
@@ -114,7 +132,8 @@ type arrival struct {
 // is given back for another pool), and pulled again, to refill the same
 // bound, while half of it is still buffered, so the slots rarely wait
 // for a round trip.
-// Each dispatch fetched is read at once (see readAhead). How many more
+// The dispatches at the front of a buffer are read as they come there
+// (see readAhead). How many more
 // adapts: twice as many, up to max(Concurrency, fetchAhead), when the
 // slots drained every buffer, half as many when a dispatch had to be
 // given back (slow handlers: a pool then holds little that others could
@@ -174,7 +193,7 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			batch, err := l.c.FetchNoWait(want)
 			if err == nil {
 				for msg := range batch.Messages() {
-					a.got = append(a.got, p.readAhead(ctx, fetched{msg: msg, at: time.Now()}))
+					a.got = append(a.got, fetched{msg: msg, at: time.Now()})
 				}
 				err = batch.Error()
 			}
@@ -217,10 +236,12 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				l.backoff = 0
 				l.buf = append(l.buf, a.got...)
 				l.more = len(a.got) == a.want
+				p.readFront(ctx, l)
 			case len(a.got) > 0:
 				l.backoff = 0
 				l.buf = append(l.buf, a.got...)
 				l.more = true
+				p.readFront(ctx, l)
 			default:
 				l.backoff = 0 // answered: nothing there
 			}
@@ -261,6 +282,7 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			}
 			f := l.buf[0]
 			l.buf = l.buf[1:]
+			p.readFront(ctx, l)
 			if p.stale(f) {
 				// Waited for a slot longer than a quarter of the lease (a
 				// process stopped for a while, say): given back, or
@@ -302,7 +324,7 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				}
 				var got []fetched
 				for msg := range batch.Messages() {
-					got = append(got, p.readAhead(ctx, fetched{msg: msg, at: time.Now()}))
+					got = append(got, fetched{msg: msg, at: time.Now()})
 				}
 				if len(got) == 0 && batch.Error() != nil {
 					// No responders (the consumer has no leader), a
