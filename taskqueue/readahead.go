@@ -18,9 +18,10 @@ type DispatchRead struct {
 	d   *dispatch
 	err error
 	// readAt is when the read of the log that showed the task unchanged
-	// was sent (see events.Store.LastSeqRead; zero: the task needed no
-	// read, this process knowing it).
-	readAt time.Time
+	// was sent (see events.Store.LastSeqRead), and answered when its
+	// answer came; zero when no such read was made (this process had the
+	// task, or it could not be held).
+	readAt, answered time.Time
 }
 
 // ReadDispatch reads a dispatch for HoldRead: its event, its task (from
@@ -38,6 +39,7 @@ func (q *Handler) ReadDispatch(ctx context.Context, msg jetstream.Msg) *Dispatch
 		// it waited, and a hold appends nothing that the log could refuse
 		// before the handler runs. Decide on the task as the log has it.
 		r.readAt, r.err = q.readHeld(ctx, r.d)
+		r.answered = time.Now()
 	}
 	return r
 }
@@ -47,22 +49,45 @@ func (q *Handler) ReadDispatch(ctx context.Context, msg jetstream.Msg) *Dispatch
 // neither held nor given back.
 func (r *DispatchRead) Settled() bool { return r.err == nil && r.d == nil }
 
-// HoldRead is HoldDispatched for a dispatch read ahead (ReadDispatch). A
-// task that may be held whose read is older than fresh is read again
-// first: a pool holds a task only on a read of the log younger than
-// fresh, so a task cancelled before that never reaches its handler. The
-// hold's ReadAt says when that read was sent.
+// HoldRead is HoldDispatched for a dispatch read ahead (ReadDispatch).
+// What may have changed since the read is taken again first:
+//   - a task that may be held whose read of the log was answered longer
+//     than fresh ago is read again: a pool holds a task only on a read
+//     answered less than fresh before it takes the dispatch, so a task
+//     cancelled before that read was sent never reaches its handler;
+//   - a first delivery of an add that needed no read (this process had
+//     the task) is taken from this process's tasks again, which follow
+//     what it did since (a cancel here, say), and read from the log if
+//     they no longer hold it;
+//   - the queue's controls are taken again (cached for FlowCacheTTL, as
+//     every claim takes them), so a rate or a limit set since governs
+//     the claim.
+//
+// The hold's ReadAt says when the read of the log it rests on was sent.
 func (q *Handler) HoldRead(ctx context.Context, r *DispatchRead, worker string, fresh time.Duration) (*Hold, error) {
 	if r.err != nil || r.d == nil {
 		return nil, r.err
 	}
 	d := r.d
 	readAt := r.readAt
-	if !readAt.IsZero() && time.Since(readAt) > fresh && holdable(d, d.st.Value) {
-		var err error
+	var err error
+	switch {
+	case readAt.IsZero() && d.delivery == 1 && d.rec.Type == Added:
+		if d.st, d.unread, err = q.dispatchedState(ctx, d.rec, d.delivery); err != nil {
+			return nil, err
+		}
+		if d.unread && holdable(d, d.st.Value) {
+			if readAt, err = q.readHeld(ctx, d); err != nil {
+				return nil, err
+			}
+		}
+	case !r.answered.IsZero() && time.Since(r.answered) > fresh && holdable(d, d.st.Value):
 		if readAt, err = q.readHeld(ctx, d); err != nil {
 			return nil, err
 		}
+	}
+	if err := q.flowFor(ctx, d.st, &d.flow); err != nil {
+		return nil, err
 	}
 	if t := d.st.Value; holdable(d, t) {
 		if d.leaseSpent() {

@@ -132,6 +132,9 @@ type Pool struct {
 	ackWait atomic.Int64
 	// recording bounds the outcomes being recorded in the background.
 	recording chan struct{}
+	// givingBack counts the dispatches waiting for their reads to end
+	// before they are given back (see giveBack).
+	givingBack sync.WaitGroup
 }
 
 // New returns a pool working the queue handler in this process; Run
@@ -448,9 +451,9 @@ func (p *Pool) handle(ctx context.Context, f fetched, worker string, wg *sync.Wa
 		} else {
 			r = p.queue.ReadDispatch(ctx, msg)
 		}
-		// A read of the log older than half the window is made again: a
-		// task cancelled before it never starts, and the handler keeps
-		// half the window at least to end in.
+		// A read of the log answered more than half the window ago is
+		// made again: a task cancelled before it never starts, and the
+		// handler keeps about half the window to end in.
 		if hold, err = p.queue.HoldRead(ctx, r, worker, p.claimWindowLength()/2); hold != nil {
 			task = hold.Task
 		}
