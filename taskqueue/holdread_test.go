@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
@@ -31,17 +30,7 @@ func TestHoldsReadTogetherWhatTheirDispatchesCannotTell(t *testing.T) {
 	b := eventstest.Start(t)
 	ctx := ctxT(t)
 	adder := taskqueue.New(b.Store, taskqueue.Config{})
-	// The worker process: its own connection, store and task cache.
-	nc, err := nats.Connect(b.Server.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker := taskqueue.New(store, taskqueue.Config{})
+	worker := workerProcess(t, b)
 
 	const queue, n = "heldread", 40
 	var ids []string
@@ -200,16 +189,7 @@ func TestHoldReadAgainWhenItsReadIsStale(t *testing.T) {
 	b := eventstest.Start(t)
 	ctx := ctxT(t)
 	adder := taskqueue.New(b.Store, taskqueue.Config{})
-	nc, err := nats.Connect(b.Server.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker := taskqueue.New(store, taskqueue.Config{})
+	worker := workerProcess(t, b)
 
 	const queue = "readahead"
 	doomed, err := adder.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "cancelled after its read", MaxAttempts: 3})

@@ -28,19 +28,7 @@ func TestHoldReadsTheEndOfATaskWhoseDispatchComesBackFirst(t *testing.T) {
 	b := eventstest.Start(t)
 	ctx := ctxT(t)
 	adder := taskqueue.New(b.Store, taskqueue.Config{})
-	// A worker process: its own connection, store and task cache.
-	process := func() *taskqueue.Handler {
-		nc, err := nats.Connect(b.Server.ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		store, err := events.NewStore(nc, events.StoreConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return taskqueue.New(store, taskqueue.Config{})
-	}
+	process := func() *taskqueue.Handler { return workerProcess(t, b) }
 	const queue = "comesback"
 	task, err := adder.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "once", MaxAttempts: 3})
 	if err != nil {
@@ -112,4 +100,21 @@ func TestHoldReadsTheEndOfATaskWhoseDispatchComesBackFirst(t *testing.T) {
 	if got := historyTypes(t, adder, task.TaskID); got != "added completed" {
 		t.Fatalf("history %s; want added completed", got)
 	}
+}
+
+// workerProcess is the queue handler of a worker process beside b: its
+// own connection, store and task cache (it never saw the tasks b's
+// handlers added).
+func workerProcess(t *testing.T, b *eventstest.Bundle) *taskqueue.Handler {
+	t.Helper()
+	nc, err := nats.Connect(b.Server.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return taskqueue.New(store, taskqueue.Config{})
 }
