@@ -496,7 +496,7 @@ func (q *Handler) flowFor(ctx context.Context, st taskState, flow **trellis.Queu
 // sequence is taken for the aggregate's last sequence and no load is
 // needed (unread is then true): a claim appended from it is checked
 // against the log anyway, but a decision that appends nothing first (a
-// hold, see HoldDispatched) must read the log before it trusts it.
+// hold, see HoldRead) must read the log before it trusts it.
 func (q *Handler) dispatchedState(ctx context.Context, rec events.Recorded, delivery uint64) (st taskState, unread bool, err error) {
 	if st, ok := q.tasks.Cached(rec.AggregateID); ok && st.Seq >= rec.Seq {
 		return st, false, nil

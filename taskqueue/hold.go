@@ -27,7 +27,7 @@ import (
 // last event on the log (read from the log unless this process cached
 // it), that may be attempted more than once and that no gate of its
 // queue (rate, per-key or global limit) governs is held unrecorded; every
-// other dispatch is claimed at once (HoldDispatched records it).
+// other dispatch is claimed at once (HoldRead records it).
 //
 // What it costs: a pool that dies inside the window leaves no trace of
 // that attempt. Its dispatch is delivered again after the lease, and that
@@ -56,7 +56,7 @@ func (h *Hold) Recorded() bool {
 }
 
 // isRecorded is Recorded with h.mu held. A Hold not made by
-// HoldDispatched holds nothing unrecorded.
+// HoldRead holds nothing unrecorded.
 func (h *Hold) isRecorded() bool { return h.recorded || h.claim.At == nil }
 
 // errHoldLost: the held task changed on the log before its claim was

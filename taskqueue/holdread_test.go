@@ -253,3 +253,56 @@ func TestHoldReadAgainWhenItsReadIsStale(t *testing.T) {
 		t.Fatalf("held task: %+v, %v", task, err)
 	}
 }
+
+// TestHoldReadAfterALimitIsLiftedReadsTheLog: a worker process reads a
+// dispatch while its queue has a limit (the task may not be held, so the
+// log is not read then); the task is cancelled and the limit lifted
+// before a slot takes it. Now the task may be held, so HoldRead must read
+// it from the log first and find the cancel: deciding whether to read on
+// the controls of the read ahead, and whether to hold on the new ones, it
+// held the cancelled task straight from its dispatch (found in review).
+func TestHoldReadAfterALimitIsLiftedReadsTheLog(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	ctx := ctxT(t)
+	adder := taskqueue.New(b.Store, taskqueue.Config{})
+	worker := workerProcess(t, b)
+	const queue = "liftlimit"
+	if _, err := adder.SetLimit(ctx, queue, "ops", 5); err != nil {
+		t.Fatal(err)
+	}
+	doomed, err := adder.Add(ctx, trellis.AddTaskRequest{Queue: queue, Objective: "cancelled while read ahead", MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes, err := worker.Lanes(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r *taskqueue.DispatchRead
+	for deadline := time.Now().Add(30 * time.Second); r == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("no dispatch delivered")
+		}
+		batch, err := lanes[trellis.DefaultPriority-1].Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			r = worker.ReadDispatch(ctx, m)
+		}
+	}
+	if _, err := adder.Cancel(ctx, trellis.CancelRequest{TaskID: doomed.TaskID, Reason: "not needed"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adder.SetLimit(ctx, queue, "ops", 0); err != nil { // returns once every claim honours it
+		t.Fatal(err)
+	}
+	h, err := worker.HoldRead(ctx, r, "pool/0", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h != nil {
+		t.Fatalf("task cancelled while read ahead is held (recorded %v, status %s)", h.Recorded(), h.Task.Status)
+	}
+}

@@ -70,6 +70,11 @@ func (q *Handler) HoldRead(ctx context.Context, r *DispatchRead, worker string, 
 	}
 	d := r.d
 	readAt := r.readAt
+	// The controls first: whether the task may be held, and so whether
+	// it must be read from the log, is decided on them as they are now.
+	if err := q.flowFor(ctx, d.st, &d.flow); err != nil {
+		return nil, err
+	}
 	var err error
 	switch {
 	case readAt.IsZero() && d.delivery == 1 && d.rec.Type == Added:
@@ -85,9 +90,6 @@ func (q *Handler) HoldRead(ctx context.Context, r *DispatchRead, worker string, 
 		if readAt, err = q.readHeld(ctx, d); err != nil {
 			return nil, err
 		}
-	}
-	if err := q.flowFor(ctx, d.st, &d.flow); err != nil {
-		return nil, err
 	}
 	if t := d.st.Value; holdable(d, t) {
 		if d.leaseSpent() {

@@ -75,12 +75,10 @@ type readAhead struct {
 	r    *taskqueue.DispatchRead
 }
 
-// readAheadDepth is how many dispatches at the front of a lane's buffer
-// are read ahead of their slots: about what the slots take while one read
-// of the log is answered. Dispatches further back are read when they come
-// this near, not when fetched: a pool with many slots fetches as many
-// ahead, which would wait for a slot longer than a read stays fresh and
-// be read twice.
+// readAheadDepth bounds how many dispatches at the front of a lane's
+// buffer are read ahead of their slots: about what the slots take while
+// one read of the log is answered. (A pool that reads ahead has fewer
+// slots than fetchAhead, so its buffers hold fewer than this.)
 const readAheadDepth = 2 * fetchAhead
 
 // readsAhead reports whether the pool reads dispatches ahead of its
@@ -110,8 +108,7 @@ func (p *Pool) readFront(ctx context.Context, l *lane) {
 // readAhead starts reading a fetched dispatch before a slot takes it, so
 // that the dispatches at the front of a buffer read the log together (one
 // request for their tasks' last events) while the slots run the ones
-// before them. A pool that claims every task before its handler (a
-// negative claim window) reads nothing ahead.
+// before them. Only a pool that reads ahead does (see readsAhead).
 func (p *Pool) readAhead(ctx context.Context, f fetched) fetched {
 	if !p.readsAhead() {
 		return f
@@ -143,11 +140,11 @@ type arrival struct {
 // A lane that may hold dispatches is pulled for the free slots and some
 // more (one round trip serves several slots; what is fetched ahead waits
 // in the lane's buffer, unclaimed, at most a quarter of the lease, then
-// is given back for another pool), and pulled again, to refill the same
-// bound, while half of it is still buffered, so the slots rarely wait
-// for a round trip.
-// A pool with fewer slots than fetchAhead (see readsAhead) reads the
-// dispatches at the front of a buffer as they come there (see readAhead). How many more
+// is given back for another pool). A pool that reads ahead (fewer slots
+// than fetchAhead: see readsAhead) reads the dispatches at the front of
+// a buffer as they come there (see readAhead), and pulls a lane again,
+// to refill the same bound, while half of it is still buffered, so its
+// slots rarely wait for a round trip. How many more
 // adapts: twice as many, up to max(Concurrency, fetchAhead), when the
 // slots drained every buffer, half as many when a dispatch had to be
 // given back (slow handlers: a pool then holds little that others could
@@ -196,7 +193,7 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 		}()
 	}
 	// pull asks lane i for up to want dispatches, without waiting for
-	// more to arrive; they arrive as read ahead.
+	// more to arrive; they come back as an arrival.
 	pull := func(i int, want int) {
 		want = max(want, 1)
 		l := lanes[i]
@@ -251,12 +248,12 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				l.backoff = 0
 				l.buf = append(l.buf, a.got...)
 				l.more = len(a.got) == a.want
-				p.readFront(ctx, l)
+				p.readFront(work, l)
 			case len(a.got) > 0:
 				l.backoff = 0
 				l.buf = append(l.buf, a.got...)
 				l.more = true
-				p.readFront(ctx, l)
+				p.readFront(work, l)
 			default:
 				l.backoff = 0 // answered: nothing there
 			}
@@ -297,7 +294,7 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			}
 			f := l.buf[0]
 			l.buf = l.buf[1:]
-			p.readFront(ctx, l)
+			p.readFront(work, l)
 			if p.stale(f) {
 				// Waited for a slot longer than a quarter of the lease (a
 				// process stopped for a while, say): given back, or
