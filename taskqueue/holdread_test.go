@@ -200,28 +200,8 @@ func TestHoldReadAgainWhenItsReadIsStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lanes, err := worker.Lanes(ctx, queue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reads := map[string]*taskqueue.DispatchRead{}
 	before := time.Now()
-	for deadline := time.Now().Add(60 * time.Second); len(reads) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("fetched %d dispatches of 2", len(reads))
-		}
-		batch, err := lanes[trellis.DefaultPriority-1].Fetch(2, jetstream.FetchMaxWait(200*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for m := range batch.Messages() {
-			r := worker.ReadDispatch(ctx, m)
-			if r.Settled() {
-				t.Fatalf("dispatch %s settled by its read", m.Subject())
-			}
-			reads[strings.Split(m.Subject(), ".")[3]] = r
-		}
-	}
+	reads := readAhead(t, worker, queue, 2)
 	if _, err := adder.Cancel(ctx, trellis.CancelRequest{TaskID: doomed.TaskID, Reason: "not needed"}); err != nil {
 		t.Fatal(err)
 	}
@@ -275,23 +255,7 @@ func TestHoldReadAfterALimitIsLiftedReadsTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lanes, err := worker.Lanes(ctx, queue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r *taskqueue.DispatchRead
-	for deadline := time.Now().Add(30 * time.Second); r == nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("no dispatch delivered")
-		}
-		batch, err := lanes[trellis.DefaultPriority-1].Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for m := range batch.Messages() {
-			r = worker.ReadDispatch(ctx, m)
-		}
-	}
+	r := readAhead(t, worker, queue, 1)[doomed.TaskID]
 	if _, err := adder.Cancel(ctx, trellis.CancelRequest{TaskID: doomed.TaskID, Reason: "not needed"}); err != nil {
 		t.Fatal(err)
 	}
@@ -305,4 +269,34 @@ func TestHoldReadAfterALimitIsLiftedReadsTheLog(t *testing.T) {
 	if h != nil {
 		t.Fatalf("task cancelled while read ahead is held (recorded %v, status %s)", h.Recorded(), h.Task.Status)
 	}
+}
+
+// readAhead fetches n dispatches of queue's default lane through worker
+// and reads each ahead of its hold (ReadDispatch, as a pool does), by
+// task id; none may be settled by its read.
+func readAhead(t *testing.T, worker *taskqueue.Handler, queue string, n int) map[string]*taskqueue.DispatchRead {
+	t.Helper()
+	ctx := ctxT(t)
+	lanes, err := worker.Lanes(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]*taskqueue.DispatchRead{}
+	for deadline := time.Now().Add(60 * time.Second); len(reads) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("fetched %d dispatches of %d", len(reads), n)
+		}
+		batch, err := lanes[trellis.DefaultPriority-1].Fetch(n-len(reads), jetstream.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			r := worker.ReadDispatch(ctx, m)
+			if r.Settled() {
+				t.Fatalf("dispatch %s settled by its read", m.Subject())
+			}
+			reads[strings.Split(m.Subject(), ".")[3]] = r
+		}
+	}
+	return reads
 }
