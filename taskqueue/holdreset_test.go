@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trellis/trellis"
@@ -107,14 +106,5 @@ func TestHoldReadsTheEndOfATaskWhoseDispatchComesBackFirst(t *testing.T) {
 // handlers added).
 func workerProcess(t *testing.T, b *eventstest.Bundle) *taskqueue.Handler {
 	t.Helper()
-	nc, err := nats.Connect(b.Server.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	store, err := events.NewStore(nc, events.StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return taskqueue.New(store, taskqueue.Config{})
+	return taskqueue.New(b.OtherStore(t), taskqueue.Config{})
 }

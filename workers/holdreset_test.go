@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
 	"github.com/trellis/trellis/taskqueue"
@@ -37,16 +35,7 @@ func TestPoolDoesNotRerunTasksWhoseDispatchesComeBackFirst(t *testing.T) {
 	})
 	// A worker process: its own connection, store and task cache.
 	process := func(worker string) (stop func()) {
-		nc, err := nats.Connect(b.Server.ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		store, err := events.NewStore(nc, events.StoreConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pool, err := workers.New(taskqueue.New(store, taskqueue.Config{}), h, workers.Config{
+		pool, err := workers.New(taskqueue.New(b.OtherStore(t), taskqueue.Config{}), h, workers.Config{
 			Queue: queue, Worker: worker, Concurrency: 2, Logger: quiet(), Lease: 60 * time.Second, ClaimWindow: 10 * time.Second,
 		})
 		if err != nil {

@@ -74,3 +74,20 @@ func Start(t testing.TB, opts ...Options) *Bundle {
 	})
 	return &Bundle{Server: ns, Conn: nc, Store: store, StoreDir: dir}
 }
+
+// OtherStore returns a store on a connection of its own to b's server, as
+// another process would have: its requests, reads and caches are not
+// b.Store's. The connection closes when the test ends.
+func (b *Bundle) OtherStore(t testing.TB) *events.Store {
+	t.Helper()
+	nc, err := nats.Connect(b.Server.ClientURL())
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	store, err := events.NewStore(nc, events.StoreConfig{})
+	if err != nil {
+		t.Fatalf("store: %v", err)
+	}
+	return store
+}
