@@ -75,12 +75,6 @@ type readAhead struct {
 	r    *taskqueue.DispatchRead
 }
 
-// readAheadDepth bounds how many dispatches at the front of a lane's
-// buffer are read ahead of their slots: about what the slots take while
-// one read of the log is answered. (A pool that reads ahead has fewer
-// slots than fetchAhead, so its buffers hold fewer than this.)
-const readAheadDepth = 2 * fetchAhead
-
 // readsAhead reports whether the pool reads dispatches ahead of its
 // slots and pulls a lane again before its buffer is empty: only with
 // fewer slots than fetchAhead. With more, the slots' own reads, made
@@ -92,13 +86,14 @@ func (p *Pool) readsAhead() bool {
 	return p.queue != nil && p.cfg.ClaimWindow > 0 && p.cfg.Concurrency < fetchAhead
 }
 
-// readFront starts reading the dispatches at the front of a lane's buffer
-// (see readAheadDepth) that are not read yet.
-func (p *Pool) readFront(ctx context.Context, l *lane) {
+// readBuffered starts reading the dispatches of a lane's buffer that are
+// not read yet (a pool that reads ahead buffers fewer than 2 ×
+// fetchAhead).
+func (p *Pool) readBuffered(ctx context.Context, l *lane) {
 	if !p.readsAhead() {
 		return
 	}
-	for i := range min(len(l.buf), readAheadDepth) {
+	for i := range l.buf {
 		if l.buf[i].read == nil {
 			l.buf[i] = p.readAhead(ctx, l.buf[i])
 		}
@@ -106,7 +101,7 @@ func (p *Pool) readFront(ctx context.Context, l *lane) {
 }
 
 // readAhead starts reading a fetched dispatch before a slot takes it, so
-// that the dispatches at the front of a buffer read the log together (one
+// that the dispatches of a buffer read the log together (one
 // request for their tasks' last events) while the slots run the ones
 // before them. Only a pool that reads ahead does (see readsAhead).
 func (p *Pool) readAhead(ctx context.Context, f fetched) fetched {
@@ -141,8 +136,8 @@ type arrival struct {
 // more (one round trip serves several slots; what is fetched ahead waits
 // in the lane's buffer, unclaimed, at most a quarter of the lease, then
 // is given back for another pool). A pool that reads ahead (fewer slots
-// than fetchAhead: see readsAhead) reads the dispatches at the front of
-// a buffer as they come there (see readAhead), and pulls a lane again,
+// than fetchAhead: see readsAhead) reads each dispatch as it is fetched
+// (see readAhead), and pulls a lane again,
 // to refill the same bound, while half of it is still buffered, so its
 // slots rarely wait for a round trip. How many more
 // adapts: twice as many, up to max(Concurrency, fetchAhead), when the
@@ -248,12 +243,12 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 				l.backoff = 0
 				l.buf = append(l.buf, a.got...)
 				l.more = len(a.got) == a.want
-				p.readFront(work, l)
+				p.readBuffered(work, l)
 			case len(a.got) > 0:
 				l.backoff = 0
 				l.buf = append(l.buf, a.got...)
 				l.more = true
-				p.readFront(work, l)
+				p.readBuffered(work, l)
 			default:
 				l.backoff = 0 // answered: nothing there
 			}
@@ -294,7 +289,7 @@ func (p *Pool) fetch(ctx, work context.Context, consumers []jetstream.Consumer, 
 			}
 			f := l.buf[0]
 			l.buf = l.buf[1:]
-			p.readFront(work, l)
+			p.readBuffered(work, l)
 			if p.stale(f) {
 				// Waited for a slot longer than a quarter of the lease (a
 				// process stopped for a while, say): given back, or
