@@ -36,9 +36,16 @@ run: build
 	./$(BIN) serve --data $(DATA) $(ARGS)
 
 ## test: vet and every test (unit, integration on embedded NATS, godog features)
+# The tests run with a temporary directory of their own, and fail if they
+# leave anything in it: a machine running the suite again and again (a CI
+# runner) must not fill its disk with what they built or wrote.
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 14m ./...
+	@tmp=$$(mktemp -d); \
+	TMPDIR=$$tmp $(GO) test -count=1 -timeout 14m ./...; rc=$$?; \
+	left=$$(ls -A $$tmp); rm -rf $$tmp; \
+	if [ -n "$$left" ]; then echo "make test: the tests left files in their temporary directory: $$left"; [ $$rc -ne 0 ] || rc=1; fi; \
+	exit $$rc
 
 ## ui: rebuild the dashboard (web/src -> web/dist, embedded in the binary) with Node and npm (exact versions in web/package.json); commit web/dist
 ui:

@@ -266,12 +266,7 @@ var (
 // trellisBinary builds the trellis command once for the process scenarios.
 func trellisBinary() (string, error) {
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "trellis-features-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "trellis")
+		binPath = filepath.Join(buildDir, "trellis")
 		if out, err := exec.Command("go", "build", "-o", binPath, "../cmd/trellis").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

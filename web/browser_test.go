@@ -237,7 +237,9 @@ func startBrowser(t *testing.T, exe string) *browser {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
 		chromedp.WindowSize(1280, 900),
-		chromedp.Env("TZ=UTC"),
+		// Chromium keeps its process-singleton socket in TMPDIR and
+		// leaves it behind: give it a directory the test removes.
+		chromedp.Env("TZ=UTC", "TMPDIR="+t.TempDir()),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	shots := os.Getenv("TRELLIS_SCREENSHOTS")

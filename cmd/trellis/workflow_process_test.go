@@ -32,12 +32,7 @@ var (
 func orderBinary(t *testing.T) string {
 	t.Helper()
 	orderOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "trellis-order-")
-		if err != nil {
-			orderErr = err
-			return
-		}
-		orderPath = filepath.Join(dir, "order")
+		orderPath = filepath.Join(buildDir, "order")
 		out, err := exec.Command("go", "build", "-o", orderPath, "github.com/trellis/trellis/workflow/example/order").CombinedOutput()
 		if err != nil {
 			orderErr = err
