@@ -10,7 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/taskqueue"
 )
 
 // retentionLog is the retention aggregate as a prune reads it: its last
@@ -126,19 +128,22 @@ func (l *retentionLog) moved(ctx context.Context, store *events.Store) (bool, er
 }
 
 // finish removes the events (and tombstones) the last record accounts
-// for, by sequence, several at a time. Removing is idempotent: a sequence
-// removed before is skipped. It returns how many it removed.
-func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int, error) {
+// for. Removing is idempotent: a sequence removed before is skipped. It
+// returns how many it removed.
+//
+// The head of the stream up to the first sequence no record accounts for
+// goes in one purge; so do, for each subject filter in filters (a
+// queue's events of one type: see batchFilters) and each queue's
+// tombstones, the matching messages up to the first one no record
+// accounts for (see purgeSubjects); the rest go one sequence at a time,
+// each a synced write.
+func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream, filters []string) (int, error) {
 	if l.last == nil {
 		return 0, nil
 	}
 	if l.last.Stream != events.StreamQueue {
 		return l.finishOther(ctx)
 	}
-	// The head of the stream up to the first sequence no record accounts
-	// for goes in one purge (the common case: the oldest tasks are the
-	// finished ones); deleting one message at a time is synced one at a
-	// time.
 	info, err := stream.Info(ctx)
 	if err != nil {
 		return 0, err
@@ -166,8 +171,92 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 		if s := l.recSeq + uint64(i); s >= head {
 			seqs = append(seqs, s)
 		}
+		if q, _, ok := strings.Cut(l.last.Aggregates[i-1], "/"); ok && trellis.ValidateQueueName(q) == nil {
+			filters = append(filters, taskqueue.Subject(q, "*", taskqueue.Pruned))
+		}
 	}
-	return deleteSeqs(ctx, stream, seqs, tail, l.pace)
+	end := min(l.recSeq+uint64(l.last.Tombstones)+1, tail) // before end: never the tail
+	purged, gone, err := l.purgeSubjects(ctx, stream, head, end, filters)
+	if err != nil {
+		return purged, err
+	}
+	rest := seqs[:0]
+	for _, s := range seqs {
+		if !gone[s] {
+			rest = append(rest, s)
+		}
+	}
+	removed, err := deleteSeqs(ctx, stream, rest, tail, l.pace)
+	return purged + removed, err
+}
+
+// purgeSubjects removes, for each distinct filter, the messages matching
+// it stored from head up to the first one that no record accounts for,
+// and before end, in one subject-filtered purge: one synced write where
+// deleting them is one each. It reads the matches first (a purge takes
+// no lower bound, so it runs only as far as every match before its bound
+// is accounted for: a tombstone a client appended with NATS credentials,
+// a kept task's event, stay). It returns how many it removed and their
+// sequences.
+func (l *retentionLog) purgeSubjects(ctx context.Context, stream jetstream.Stream, head, end uint64, filters []string) (int, map[uint64]bool, error) {
+	gone := map[uint64]bool{}
+	if head >= end {
+		return 0, gone, nil
+	}
+	seen := map[string]bool{}
+	for _, f := range filters {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		var covered []uint64
+		bound := end
+		err := l.store.Scan(ctx, events.StreamQueue, events.ScanRange{Filter: f, From: head, To: end - 1}, func(m events.Message) error {
+			if !l.pruned.Covers(m.Seq, m.Seq) {
+				bound = m.Seq
+				return events.ErrStopScan
+			}
+			covered = append(covered, m.Seq)
+			return nil
+		})
+		if err != nil {
+			return len(gone), gone, fmt.Errorf("read %s: %w", f, err)
+		}
+		if len(covered) == 0 {
+			continue
+		}
+		if err := l.pace.wait(ctx); err != nil {
+			return len(gone), gone, err
+		}
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(f), jetstream.WithPurgeSequence(bound)); err != nil {
+			return len(gone), gone, fmt.Errorf("purge %s before #%d: %w", f, bound, err)
+		}
+		for _, s := range covered {
+			gone[s] = true
+		}
+	}
+	return len(gone), gone, nil
+}
+
+// batchFilters returns the subject filters of a batch's events: one per
+// queue and event type (trellis.queue.Q.*.added, ...), for finish to
+// purge by.
+func batchFilters(batch []*candidate) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range batch {
+		for _, m := range c.msgs {
+			t := strings.Split(m.Subject, ".")
+			if len(t) != 5 || t[0] != "trellis" || t[1] != "queue" || t[2] != c.queue {
+				continue
+			}
+			if f := taskqueue.Subject(c.queue, "*", t[4]); !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // deleteSeqs removes seqs from stream, several at a time, except tail

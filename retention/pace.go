@@ -11,7 +11,8 @@ import (
 const MaxRemoveRate = 1_000_000
 
 // pacer spaces removals evenly at a rate (removals per second); a nil
-// pacer does not wait. Each removal of a sequence is a synced write on
+// pacer does not wait. Each removal (a sequence, or a subject-filtered
+// purge of many: see purgeSubjects) is a synced write on
 // the stream the pools append to, so an unpaced prune takes the disk's
 // syncs from them (docs/retention.md, Figures). Each removal takes a slot
 // before it is sent; one that found its sequence removed before (each

@@ -11,11 +11,13 @@ import (
 )
 
 // pacedLog fills a log whose finished tasks cannot leave in one purge of
-// the stream's head (an open task's add comes first) and returns the open
+// the stream's head, nor their adds and claims in one purge each (an
+// open task of their queue, claimed, comes first), and returns the open
 // task's id and how many finished tasks it holds.
 func pacedLog(t *testing.T, f *fixture) (string, int) {
 	t.Helper()
-	open := f.add(t, "open", trellis.AddTaskRequest{Queue: "paced-open"}).TaskID
+	open := f.add(t, "open", trellis.AddTaskRequest{Queue: "paced"}).TaskID
+	f.claim(t, "paced", open)
 	const n = 10
 	for i := 0; i < n; i++ {
 		task := f.add(t, "done", trellis.AddTaskRequest{Queue: "paced"})
@@ -24,11 +26,12 @@ func pacedLog(t *testing.T, f *fixture) (string, int) {
 	return open, n
 }
 
-// TestPruneRemoveRatePacesRemovals: with RemoveRate, the removals of
-// single sequences are spaced at that rate (a prune of 10 finished tasks
-// behind an open one removes 30 events and 9 tombstones one at a time:
-// at 10 a second it cannot take less than 3.8 s), and the result is the
-// same as unpaced: verify OK, the open task kept.
+// TestPruneRemoveRatePacesRemovals: with RemoveRate, the removal writes
+// are spaced at that rate (a prune of 10 finished tasks behind a claimed
+// task of their queue removes their 10 adds and 10 claims one at a time,
+// and their completions and 9 tombstones in one purge each: 22 writes,
+// which at 10 a second cannot take less than 2.1 s), and the result is
+// the same as unpaced: verify OK, the open task kept.
 func TestPruneRemoveRatePacesRemovals(t *testing.T) {
 	t.Parallel()
 	store, q := startQueue(t)
@@ -43,9 +46,9 @@ func TestPruneRemoveRatePacesRemovals(t *testing.T) {
 	if res.Tasks != n {
 		t.Fatalf("pruned %d tasks, want %d; kept %v", res.Tasks, n, res.Kept)
 	}
-	// 3 events a task and the tombstones but the last, spaced 100 ms.
-	if min := time.Duration(3*n+n-2) * 100 * time.Millisecond; took < min {
-		t.Fatalf("a prune paced at 10 removals a second took %s; removing %d sequences one at a time takes at least %s", took, 4*n-1, min)
+	// The adds and claims one at a time and two purges, spaced 100 ms.
+	if min := time.Duration(2*n+2-1) * 100 * time.Millisecond; took < min {
+		t.Fatalf("a prune paced at 10 removals a second took %s; %d removals take at least %s", took, 2*n+2, min)
 	}
 	if fs := verifyLog(t, store); len(fs) > 0 {
 		t.Fatalf("verify after a paced prune: %v", fs)

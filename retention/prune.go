@@ -40,10 +40,11 @@ type Options struct {
 	// it) to account for the sequences it removed. Without a key a record
 	// is trusted only by a verify that has no key either.
 	Key []byte
-	// RemoveRate bounds how many sequences a second the prune removes one
-	// at a time (each a synced write on the stream the pools append to;
-	// a head of pruned sequences goes in one purge whatever the rate): 0
-	// removes them as fast as the store takes them. A lower rate leaves
+	// RemoveRate bounds how many removals a second the prune makes: a
+	// sequence removed alone, or one purge of a queue's pruned events of
+	// one type (see finish), each a synced write on the stream the pools
+	// append to; a head of pruned sequences goes in one purge whatever
+	// the rate. 0 removes as fast as the store takes them. A lower rate leaves
 	// more of the disk's syncs to the pools running beside the prune, and
 	// makes the prune take longer.
 	RemoveRate int
@@ -200,7 +201,7 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 	}
 	res.IgnoredRecords = log.ignored
 	log.pace = newPacer(opts.RemoveRate)
-	if n, err := log.finish(ctx, stream); err != nil {
+	if n, err := log.finish(ctx, stream, nil); err != nil {
 		return nil, command.StoreError("prune: finish the last prune", err)
 	} else {
 		res.Completed = n
@@ -329,7 +330,7 @@ func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Strea
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])
 	}
-	if _, err := log.finish(ctx, stream); err != nil {
+	if _, err := log.finish(ctx, stream, batchFilters(batch)); err != nil {
 		return nil, command.StoreError("prune: purge the pruned tasks (the record is appended: the next prune finishes it)", err)
 	}
 	seqs := len(batch)

@@ -1,0 +1,101 @@
+package retention_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trellis/trellis"
+	"github.com/trellis/trellis/events"
+	"github.com/trellis/trellis/events/eventstest"
+	"github.com/trellis/trellis/retention"
+	"github.com/trellis/trellis/taskqueue"
+)
+
+// TestPrunePurgesOnlyWhatRecordsAccountFor: a prune removes a queue's
+// events of one type, and its tombstones, in one subject-filtered purge
+// (trellis.queue.Q.*.done, ...), which takes an upper bound but no
+// lower one. Before each, a claimed task of the queue left its add and
+// claim among the finished tasks', and a client holding NATS credentials
+// published a message on the queue's tombstone subject (plain
+// JetStream): no record accounts for either. The prune removes the
+// finished tasks, and leaves those messages where they were; verify
+// finds after the prune exactly what it found before.
+func TestPrunePurgesOnlyWhatRecordsAccountFor(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	store, ctx := b.Store, ctxT(t)
+	q := taskqueue.New(store, taskqueue.Config{})
+	r, err := q.StartReactor(context.Background(), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	js, err := jetstream.New(b.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{q: q}
+	finish := func(n int) {
+		for i := 0; i < n; i++ {
+			task := f.add(t, "done", trellis.AddTaskRequest{Queue: "mixed"})
+			f.done(t, "mixed", task.TaskID)
+		}
+	}
+	finish(2)
+	open := f.add(t, "open", trellis.AddTaskRequest{Queue: "mixed"}).TaskID
+	f.claim(t, "mixed", open)
+	finish(2)
+	forged, err := js.Publish(ctx, taskqueue.Subject("mixed", "01KFORGEDTOMBSTONE000000000", taskqueue.Pruned), []byte(`{"forged":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish(3)
+	// The open task's add and claim, and the forged message, as stored.
+	keep := map[uint64]string{forged.Sequence: taskqueue.Subject("mixed", "01KFORGEDTOMBSTONE000000000", taskqueue.Pruned)}
+	err = store.Scan(ctx, events.StreamQueue, events.ScanRange{Filter: taskqueue.Filter(open)}, func(m events.Message) error {
+		keep[m.Seq] = m.Subject
+		return nil
+	})
+	if err != nil || len(keep) != 3 {
+		t.Fatalf("the messages to keep: %v, %v", keep, err)
+	}
+	before := verifyLog(t, store)
+
+	res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tasks != 7 {
+		t.Fatalf("pruned %d tasks, want the 7 finished; kept %v", res.Tasks, res.Kept)
+	}
+	stream, err := js.Stream(ctx, events.StreamQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq, subject := range keep {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil || m.Subject != subject {
+			t.Fatalf("#%d (%s) after the prune: %v, %v", seq, subject, m, err)
+		}
+	}
+	// Every finished task's events are gone but its last tombstone (the
+	// stream's last message stays).
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != uint64(len(keep))+2 { // the record and the last tombstone
+		t.Fatalf("%d messages left, want the %d kept, the record and the last tombstone", info.State.Msgs, len(keep))
+	}
+	after := verifyLog(t, store)
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("verify found before the prune:\n%v\nand after:\n%v", before, after)
+	}
+	if _, err := q.Show(ctx, open); err != nil {
+		t.Fatalf("the open task after the prune: %v", err)
+	}
+}
