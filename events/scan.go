@@ -150,13 +150,6 @@ func (s *Store) Scan(ctx context.Context, stream string, r ScanRange, fn func(Me
 	}
 }
 
-// FirstFrom asks the stream's leader for the first message at or after
-// seq matching filter (wildcards allowed); ok is false when there is
-// none. Unlike Scan it never reads a replica, which may lag behind.
-func (s *Store) FirstFrom(ctx context.Context, stream, filter string, seq uint64) (m Message, ok bool, err error) {
-	return s.leaderNext(ctx, stream, filter, seq, nil)
-}
-
 // leaderNext asks the stream's leader (the JetStream API, not a direct
 // get) for the first message at or after seq (or stored at or after
 // since) matching filter.

@@ -267,7 +267,7 @@ func pruneGateBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	if opts.AfterGateRecord != nil {
 		opts.AfterGateRecord()
 	}
-	if _, err := log.finish(ctx, stream, nil); err != nil {
+	if _, err := log.finish(ctx, stream); err != nil {
 		return nil, command.StoreError("prune: remove the cut gate events (the record is appended: the next prune finishes it)", err)
 	}
 	seqs := 0

@@ -41,8 +41,8 @@ type retentionLog struct {
 	continued map[uint64]string
 	// ignored counts the records this prune does not act on.
 	ignored int
-	// pace spaces the removals of single sequences (Options.RemoveRate;
-	// nil: unpaced).
+	// pace spaces the messages removed one at a time or in a purge of
+	// tombstones (Options.RemoveRate; nil: unpaced).
 	pace *pacer
 }
 
@@ -132,12 +132,9 @@ func (l *retentionLog) moved(ctx context.Context, store *events.Store) (bool, er
 // returns how many it removed.
 //
 // The head of the stream up to the first sequence no record accounts for
-// goes in one purge; so do, for each subject filter in filters (a
-// queue's events of one type: see batchFilters) and each queue's
-// tombstones, the matching messages up to the first one no record
-// accounts for (see purgeSubjects); the rest go one sequence at a time,
-// each a synced write.
-func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream, filters []string) (int, error) {
+// goes in one purge; so do each queue's tombstones (see purgeSubjects);
+// the rest go one sequence at a time, each a synced write.
+func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int, error) {
 	if l.last == nil {
 		return 0, nil
 	}
@@ -167,6 +164,7 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream, filt
 			seqs = append(seqs, s)
 		}
 	}
+	var filters []string
 	for i := 1; i <= l.last.Tombstones; i++ {
 		if s := l.recSeq + uint64(i); s >= head {
 			seqs = append(seqs, s)
@@ -190,14 +188,22 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream, filt
 	return purged + removed, err
 }
 
-// purgeSubjects removes, for each distinct filter, the messages matching
-// it stored from head up to the first one that no record accounts for,
-// and before end, in one subject-filtered purge: one synced write where
-// deleting them is one each. It reads the matches first (a purge takes
-// no lower bound, so it runs only as far as every match before its bound
-// is accounted for: a tombstone a client appended with NATS credentials,
-// a kept task's event, stay). It returns how many it removed and their
-// sequences.
+// purgeSubjects removes, for each distinct filter (a queue's tombstones,
+// trellis.queue.Q.*.pruned), the messages matching it stored from head
+// up to the first one that no record accounts for, and before end, in
+// one subject-filtered purge: one synced write where deleting them is
+// one each. It reads the matches first (a purge takes no lower bound, so
+// it runs only as far as every match before its bound is accounted for:
+// a tombstone a client appended with NATS credentials stays). It returns
+// how many it removed and their sequences.
+//
+// Only tombstones go this way. nats-server's filtered purge loads every
+// block that holds a match of its filter, however far past the bound,
+// under the store's lock: a queue's tombstones are few and recent (a
+// prune removes them), where a queue's events of one type
+// (trellis.queue.Q.*.done) span the whole stream, and purging by them
+// held the pools' appends for that long at every batch (measured: worker
+// pools beside such a prune fell to 0.13x of their rate alone).
 func (l *retentionLog) purgeSubjects(ctx context.Context, stream jetstream.Stream, head, end uint64, filters []string) (int, map[uint64]bool, error) {
 	gone := map[uint64]bool{}
 	if head >= end {
@@ -225,7 +231,7 @@ func (l *retentionLog) purgeSubjects(ctx context.Context, stream jetstream.Strea
 		if len(covered) == 0 {
 			continue
 		}
-		if err := l.pace.wait(ctx); err != nil {
+		if err := l.pace.waitN(ctx, len(covered)); err != nil {
 			return len(gone), gone, err
 		}
 		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(f), jetstream.WithPurgeSequence(bound)); err != nil {
@@ -236,27 +242,6 @@ func (l *retentionLog) purgeSubjects(ctx context.Context, stream jetstream.Strea
 		}
 	}
 	return len(gone), gone, nil
-}
-
-// batchFilters returns the subject filters of a batch's events: one per
-// queue and event type (trellis.queue.Q.*.added, ...), for finish to
-// purge by.
-func batchFilters(batch []*candidate) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, c := range batch {
-		for _, m := range c.msgs {
-			t := strings.Split(m.Subject, ".")
-			if len(t) != 5 || t[0] != "trellis" || t[1] != "queue" || t[2] != c.queue {
-				continue
-			}
-			if f := taskqueue.Subject(c.queue, "*", t[4]); !seen[f] {
-				seen[f] = true
-				out = append(out, f)
-			}
-		}
-	}
-	return out
 }
 
 // deleteSeqs removes seqs from stream, several at a time, except tail

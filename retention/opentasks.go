@@ -225,7 +225,7 @@ func pruneOpenBatch(ctx context.Context, store *events.Store, stream jetstream.S
 	for _, c := range p.Continued {
 		log.continued[c.Seq] = c.Hash
 	}
-	if _, err := log.finish(ctx, stream, nil); err != nil {
+	if _, err := log.finish(ctx, stream); err != nil {
 		return nil, moved, command.StoreError("prune: remove the cut events of open tasks (the record is appended: the next prune finishes it)", err)
 	}
 	seqs := 0

@@ -10,9 +10,10 @@ import (
 // no pace at all on any disk.
 const MaxRemoveRate = 1_000_000
 
-// pacer spaces removals evenly at a rate (removals per second); a nil
-// pacer does not wait. Each removal (a sequence, or a subject-filtered
-// purge of many: see purgeSubjects) is a synced write on
+// pacer spaces removals evenly at a rate (messages removed per second);
+// a nil pacer does not wait. Each removal (a sequence, or a
+// subject-filtered purge of many, which takes a slot per message: see
+// purgeSubjects) is a synced write on
 // the stream the pools append to, so an unpaced prune takes the disk's
 // syncs from them (docs/retention.md, Figures). Each removal takes a slot
 // before it is sent; one that found its sequence removed before (each
@@ -38,6 +39,14 @@ func newPacer(rate int) *pacer {
 // error. A pacer that fell behind (the store was slower than the rate)
 // does not catch up with a burst.
 func (p *pacer) wait(ctx context.Context) error {
+	return p.waitN(ctx, 1)
+}
+
+// waitN takes the next n slots, for a removal of n messages in one write
+// (a purge: see purgeSubjects), and returns when the first is due, or
+// with ctx's error: the removal after it waits for the n slots to pass,
+// so the rate holds in messages a second whatever removes them.
+func (p *pacer) waitN(ctx context.Context, n int) error {
 	if p == nil {
 		return ctx.Err()
 	}
@@ -47,8 +56,8 @@ func (p *pacer) wait(ctx context.Context) error {
 		p.next = now
 	}
 	d := p.next.Sub(now)
-	p.next = p.next.Add(p.every)
-	p.taken++
+	p.next = p.next.Add(time.Duration(n) * p.every)
+	p.taken += n
 	p.mu.Unlock()
 	if d <= 0 {
 		return ctx.Err()

@@ -40,11 +40,11 @@ type Options struct {
 	// it) to account for the sequences it removed. Without a key a record
 	// is trusted only by a verify that has no key either.
 	Key []byte
-	// RemoveRate bounds how many removals a second the prune makes: a
-	// sequence removed alone, or one purge of a queue's pruned events of
-	// one type (see finish), each a synced write on the stream the pools
-	// append to; a head of pruned sequences goes in one purge whatever
-	// the rate. 0 removes as fast as the store takes them. A lower rate leaves
+	// RemoveRate bounds how many messages a second the prune removes,
+	// alone or in a purge of a queue's tombstones (see finish), each
+	// removal a synced write on the stream the pools append
+	// to; a head of pruned sequences goes in one purge whatever the rate.
+	// 0 removes them as fast as the store takes them. A lower rate leaves
 	// more of the disk's syncs to the pools running beside the prune, and
 	// makes the prune take longer.
 	RemoveRate int
@@ -114,7 +114,10 @@ type Result struct {
 	// the cut, ...).
 	Kept map[string]int `json:"kept"`
 	// Completed counts the sequences of an interrupted prune's last
-	// record that this prune removed.
+	// record that this prune removed one at a time or in a purge of
+	// tombstones (with, in that purge, any tombstone an earlier record
+	// accounts for that was still in the log); a purge of the stream's
+	// head is not counted.
 	Completed int `json:"completed"`
 	// IgnoredRecords counts the prune records in the retention log this
 	// prune did not act on: of a stream prunes do not remove from, or,
@@ -201,7 +204,7 @@ func Prune(ctx context.Context, store *events.Store, opts Options) (*Result, err
 	}
 	res.IgnoredRecords = log.ignored
 	log.pace = newPacer(opts.RemoveRate)
-	if n, err := log.finish(ctx, stream, nil); err != nil {
+	if n, err := log.finish(ctx, stream); err != nil {
 		return nil, command.StoreError("prune: finish the last prune", err)
 	} else {
 		res.Completed = n
@@ -330,7 +333,7 @@ func pruneBatch(ctx context.Context, store *events.Store, stream jetstream.Strea
 	for _, r := range p.Removed {
 		log.pruned.Add(r[0], r[1])
 	}
-	if _, err := log.finish(ctx, stream, batchFilters(batch)); err != nil {
+	if _, err := log.finish(ctx, stream); err != nil {
 		return nil, command.StoreError("prune: purge the pruned tasks (the record is appended: the next prune finishes it)", err)
 	}
 	seqs := len(batch)

@@ -3,6 +3,7 @@ package retention_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,14 +17,14 @@ import (
 )
 
 // TestPrunePurgesOnlyWhatRecordsAccountFor: a prune removes a queue's
-// events of one type, and its tombstones, in one subject-filtered purge
-// (trellis.queue.Q.*.done, ...), which takes an upper bound but no
-// lower one. Before each, a claimed task of the queue left its add and
-// claim among the finished tasks', and a client holding NATS credentials
-// published a message on the queue's tombstone subject (plain
-// JetStream): no record accounts for either. The prune removes the
-// finished tasks, and leaves those messages where they were; verify
-// finds after the prune exactly what it found before.
+// tombstones in one subject-filtered purge (trellis.queue.Q.*.pruned),
+// which takes an upper bound but no lower one. Before them, a client
+// holding NATS credentials published a message on the queue's tombstone
+// subject (plain JetStream), and a claimed task of the queue left its add
+// and claim among the finished tasks' events: no record accounts for
+// them. The prune removes the finished tasks and their tombstones, and
+// leaves those messages where they were; verify finds after the prune
+// exactly what it found before.
 func TestPrunePurgesOnlyWhatRecordsAccountFor(t *testing.T) {
 	t.Parallel()
 	b := eventstest.Start(t)
@@ -97,5 +98,73 @@ func TestPrunePurgesOnlyWhatRecordsAccountFor(t *testing.T) {
 	}
 	if _, err := q.Show(ctx, open); err != nil {
 		t.Fatalf("the open task after the prune: %v", err)
+	}
+}
+
+// TestPruneTombstonePurgeKeepsTheStreamsLastMessage: a batch of finished
+// tasks ends the stream with its tombstones, which go in one purge of the
+// queue's tombstones bounded before the stream's last message: every
+// tombstone but the last is removed, and the last stays (projections
+// catch up to the stream's last sequence). A second prune's purge also
+// removes the tombstone the first one left, which its record accounts
+// for. Verify is OK after each.
+func TestPruneTombstonePurgeKeepsTheStreamsLastMessage(t *testing.T) {
+	t.Parallel()
+	b := eventstest.Start(t)
+	store, ctx := b.Store, ctxT(t)
+	q := taskqueue.New(store, taskqueue.Config{})
+	r, err := q.StartReactor(context.Background(), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	js, err := jetstream.New(b.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, events.StreamQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{q: q}
+	tombstones := func() []uint64 {
+		var seqs []uint64
+		err := store.Scan(ctx, events.StreamQueue, events.ScanRange{Filter: taskqueue.Subject("tail", "*", taskqueue.Pruned)}, func(m events.Message) error {
+			seqs = append(seqs, m.Seq)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seqs
+	}
+	for round := 1; round <= 2; round++ {
+		for i := 0; i < 3; i++ {
+			task := f.add(t, "done", trellis.AddTaskRequest{Queue: "tail"})
+			f.done(t, "tail", task.TaskID)
+		}
+		res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Tasks != 3 {
+			t.Fatalf("round %d: pruned %d tasks, want 3; kept %v", round, res.Tasks, res.Kept)
+		}
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := info.State.LastSeq
+		if m, err := stream.GetMsg(ctx, last); err != nil || !strings.HasPrefix(m.Subject, "trellis.queue.tail.") || !strings.HasSuffix(m.Subject, "."+taskqueue.Pruned) {
+			t.Fatalf("round %d: the stream's last message #%d: %v, %v; want the batch's last tombstone", round, last, m, err)
+		}
+		// The last tombstone only: the purge removed the others, and the
+		// one the first round left.
+		if got := tombstones(); len(got) != 1 || got[0] != last {
+			t.Fatalf("round %d: tombstones left at %v, want only the stream's last message #%d", round, got, last)
+		}
+		if fs := verifyLog(t, store); len(fs) > 0 {
+			t.Fatalf("round %d: verify after the prune: %v", round, fs)
+		}
 	}
 }

@@ -42,7 +42,7 @@ func recordOther(ctx context.Context, store *events.Store, log *retentionLog, op
 	for _, r := range p.Removed {
 		log.otherPruned(p.Stream).Add(r[0], r[1])
 	}
-	if _, err := log.finish(ctx, nil, nil); err != nil {
+	if _, err := log.finish(ctx, nil); err != nil {
 		return 0, 0, command.StoreError("prune: remove the pruned "+what+" (the record is appended: the next prune finishes it)", err)
 	}
 	seqs := 0

@@ -103,8 +103,8 @@ type Config struct {
 	// Retention are archived to Archive (required with it) and removed,
 	// every PruneEvery (default retention.DefaultEvery(Retention)). The
 	// prune records are keyed with the data directory's audit key.
-	// PruneRate > 0 paces each prune's removals of single sequences to
-	// that many a second (retention.Options.RemoveRate).
+	// PruneRate > 0 paces each prune's removals to that many messages a
+	// second (retention.Options.RemoveRate).
 	Retention  time.Duration
 	Archive    string
 	PruneEvery time.Duration

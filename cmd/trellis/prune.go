@@ -82,7 +82,7 @@ func (a *app) pruneCommand() *cobra.Command {
 	}
 	c.Flags().StringVar(&olderThan, "older-than", "", "prune tasks whose events were all stored longer ago than this (a duration: 720h, 90m, or days: 30d)")
 	c.Flags().StringVar(&archive, "archive", "", "the directory the pruned events are archived to (created when missing; required)")
-	c.Flags().IntVar(&rate, "rate", 0, "make at most this many removals a second: a pruned message (event or tombstone) removed alone, or one purge of a queue's pruned events of one type (with fsync on, each is a synced write the worker pools wait behind; 0: as fast as the store takes them)")
+	c.Flags().IntVar(&rate, "rate", 0, "remove at most this many pruned messages (events and tombstones) a second, alone or in a purge of a queue's tombstones (with fsync on, each removal is a synced write the worker pools wait behind; 0: as fast as the store takes them)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }

@@ -112,7 +112,7 @@ func (a *app) serveCommand() *cobra.Command {
 	f.StringVar(&retain, "retention", "", "prune finished queue tasks whose events were all stored longer ago than this `duration` (720h, 30d), periodically, as trellis prune does; needs --archive")
 	f.StringVar(&archive, "archive", "", "with --retention: the directory pruned events are archived to first (created when missing; outside the data directory's jetstream/)")
 	f.DurationVar(&cfg.PruneEvery, "prune-every", 0, "with --retention: the time between two prunes (default a tenth of --retention, between 1m and 1h)")
-	f.IntVar(&cfg.PruneRate, "prune-rate", 0, "with --retention: make at most this many removals a second: a pruned message (event or tombstone) removed alone, or one purge of a queue's pruned events of one type (with fsync on, each is a synced write the worker pools wait behind; 0: as fast as the store takes them)")
+	f.IntVar(&cfg.PruneRate, "prune-rate", 0, "with --retention: remove at most this many pruned messages (events and tombstones) a second, alone or in a purge of a queue's tombstones (with fsync on, each removal is a synced write the worker pools wait behind; 0: as fast as the store takes them)")
 	f.DurationVar(&syncInterval, "sync-interval", 0, "opt out of fsync-per-write on the embedded server: sync every interval instead (faster; a power loss can lose acknowledged events)")
 	return c
 }
