@@ -48,14 +48,26 @@ func later() time.Time { return time.Now().Add(time.Hour) }
 // the test's end).
 func startQueue(t *testing.T) (*events.Store, *taskqueue.Handler) {
 	t.Helper()
-	store := eventstest.Start(t).Store
-	q := taskqueue.New(store, taskqueue.Config{})
+	b, q, _ := startQueueJS(t)
+	return b.Store, q
+}
+
+// startQueueJS is startQueue with the log's bundle and a JetStream
+// client on its connection, to read or publish as a plain NATS client.
+func startQueueJS(t *testing.T) (*eventstest.Bundle, *taskqueue.Handler, jetstream.JetStream) {
+	t.Helper()
+	b := eventstest.Start(t)
+	q := taskqueue.New(b.Store, taskqueue.Config{})
 	r, err := q.StartReactor(context.Background(), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Stop)
-	return store, q
+	js, err := jetstream.New(b.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, q, js
 }
 
 // verifyLog runs audit verify on the live log and returns its findings.

@@ -1,17 +1,13 @@
 package retention_test
 
 import (
-	"context"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/trellis/trellis"
 	"github.com/trellis/trellis/events"
-	"github.com/trellis/trellis/events/eventstest"
 	"github.com/trellis/trellis/retention"
 	"github.com/trellis/trellis/taskqueue"
 )
@@ -27,18 +23,8 @@ import (
 // exactly what it found before.
 func TestPrunePurgesOnlyWhatRecordsAccountFor(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
+	b, q, js := startQueueJS(t)
 	store, ctx := b.Store, ctxT(t)
-	q := taskqueue.New(store, taskqueue.Config{})
-	r, err := q.StartReactor(context.Background(), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Stop)
-	js, err := jetstream.New(b.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := &fixture{q: q}
 	finish := func(n int) {
 		for i := 0; i < n; i++ {
@@ -110,18 +96,8 @@ func TestPrunePurgesOnlyWhatRecordsAccountFor(t *testing.T) {
 // for. Verify is OK after each.
 func TestPruneTombstonePurgeKeepsTheStreamsLastMessage(t *testing.T) {
 	t.Parallel()
-	b := eventstest.Start(t)
+	b, q, js := startQueueJS(t)
 	store, ctx := b.Store, ctxT(t)
-	q := taskqueue.New(store, taskqueue.Config{})
-	r, err := q.StartReactor(context.Background(), taskqueue.ReactorConfig{AckWait: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Stop)
-	js, err := jetstream.New(b.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stream, err := js.Stream(ctx, events.StreamQueue)
 	if err != nil {
 		t.Fatal(err)
