@@ -41,7 +41,7 @@ run: build
 # runner) must not fill its disk with what they built or wrote.
 test:
 	$(GO) vet ./...
-	@tmp=$$(mktemp -d); \
+	@tmp=$$(mktemp -d) || exit 1; trap 'rm -rf "$$tmp"; exit 130' INT TERM; \
 	TMPDIR=$$tmp $(GO) test -count=1 -timeout 14m ./...; rc=$$?; \
 	left=$$(ls -A $$tmp); rm -rf $$tmp; \
 	if [ -n "$$left" ]; then echo "make test: the tests left files in their temporary directory: $$left"; [ $$rc -ne 0 ] || rc=1; fi; \

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// MaxRemoveRate bounds Options.RemoveRate (removals per second): more is
+// MaxRemoveRate bounds Options.RemoveRate (messages per second): more is
 // no pace at all on any disk.
 const MaxRemoveRate = 1_000_000
 
@@ -26,7 +26,7 @@ type pacer struct {
 	taken int // slots taken and not given back
 }
 
-// newPacer returns a pacer of rate removals per second (nil for 0: no
+// newPacer returns a pacer of rate messages per second (nil for 0: no
 // pace).
 func newPacer(rate int) *pacer {
 	if rate <= 0 {

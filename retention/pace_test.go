@@ -11,9 +11,8 @@ import (
 )
 
 // pacedLog fills a log whose finished tasks cannot leave in one purge of
-// the stream's head, nor their adds and claims in one purge each (an
-// open task of their queue, claimed, comes first), and returns the open
-// task's id and how many finished tasks it holds.
+// the stream's head (an open task of their queue, claimed, comes first),
+// and returns the open task's id and how many finished tasks it holds.
 func pacedLog(t *testing.T, f *fixture) (string, int) {
 	t.Helper()
 	open := f.add(t, "open", trellis.AddTaskRequest{Queue: "paced"}).TaskID
@@ -28,11 +27,11 @@ func pacedLog(t *testing.T, f *fixture) (string, int) {
 
 // TestPruneRemoveRatePacesRemovals: with RemoveRate, the messages removed
 // are spaced at that rate, whether alone or in a purge (a prune of 10
-// finished tasks behind a claimed task of their queue removes their 10
-// adds and 10 claims one at a time, and their 10 completions and 9
-// tombstones in one purge each: 39 messages, which at 10 a second cannot
-// take less than 3.8 s), and the result is the same as unpaced: verify
-// OK, the open task kept.
+// finished tasks behind a claimed task of their queue removes 9 of their
+// tombstones in one purge, which takes 9 slots, then their 30 events one
+// at a time: 39 messages, which at 10 a second cannot take less than
+// 3.8 s), and the result is the same as unpaced: verify OK, the open
+// task kept.
 func TestPruneRemoveRatePacesRemovals(t *testing.T) {
 	t.Parallel()
 	store, q := startQueue(t)
@@ -49,7 +48,7 @@ func TestPruneRemoveRatePacesRemovals(t *testing.T) {
 	}
 	// 3 events a task and the tombstones but the last, spaced 100 ms.
 	if min := time.Duration(3*n+n-2) * 100 * time.Millisecond; took < min {
-		t.Fatalf("a prune paced at 10 removals a second took %s; removing %d messages takes at least %s", took, 4*n-1, min)
+		t.Fatalf("a prune paced at 10 messages a second took %s; removing %d messages takes at least %s", took, 4*n-1, min)
 	}
 	if fs := verifyLog(t, store); len(fs) > 0 {
 		t.Fatalf("verify after a paced prune: %v", fs)

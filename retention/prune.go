@@ -363,7 +363,7 @@ func unchanged(ctx context.Context, store *events.Store, batch []*candidate) ([]
 // checkRemoveRate checks Options.RemoveRate.
 func checkRemoveRate(rate int) error {
 	if rate < 0 || rate > MaxRemoveRate {
-		return trellis.FieldError("remove_rate", "must be between 0 (unpaced) and %d removals a second, got %d", MaxRemoveRate, rate)
+		return trellis.FieldError("remove_rate", "must be between 0 (unpaced) and %d messages a second, got %d", MaxRemoveRate, rate)
 	}
 	return nil
 }

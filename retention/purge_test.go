@@ -93,7 +93,11 @@ func TestPrunePurgesOnlyWhatRecordsAccountFor(t *testing.T) {
 // tombstone but the last is removed, and the last stays (projections
 // catch up to the stream's last sequence). A second prune's purge also
 // removes the tombstone the first one left, which its record accounts
-// for. Verify is OK after each.
+// for. Verify is OK after each. A third round prunes in two batches, and
+// a client publishes a message on the queue's tombstone subject while
+// the second batch's archive is written: the second batch's purge stops
+// right before that message, removing the tombstone the first batch
+// left and leaving the message, which is all verify then reports.
 func TestPruneTombstonePurgeKeepsTheStreamsLastMessage(t *testing.T) {
 	t.Parallel()
 	b, q, js := startQueueJS(t)
@@ -114,12 +118,29 @@ func TestPruneTombstonePurgeKeepsTheStreamsLastMessage(t *testing.T) {
 		}
 		return seqs
 	}
-	for round := 1; round <= 2; round++ {
+	var forged uint64
+	for round := 1; round <= 3; round++ {
 		for i := 0; i < 3; i++ {
 			task := f.add(t, "done", trellis.AddTaskRequest{Queue: "tail"})
 			f.done(t, "tail", task.TaskID)
 		}
-		res, err := retention.Prune(ctx, store, retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later})
+		opts := retention.Options{OlderThan: time.Minute, Archive: t.TempDir(), Now: later}
+		if round == 3 {
+			archives := 0
+			opts.BatchTasks = 2
+			opts.AfterArchive = func(string) {
+				if archives++; archives != 2 {
+					return
+				}
+				ack, err := js.Publish(ctx, taskqueue.Subject("tail", "01KFORGEDTOMBSTONE000000000", taskqueue.Pruned), []byte(`{"forged":true}`))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				forged = ack.Sequence
+			}
+		}
+		res, err := retention.Prune(ctx, store, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,12 +156,23 @@ func TestPruneTombstonePurgeKeepsTheStreamsLastMessage(t *testing.T) {
 			t.Fatalf("round %d: the stream's last message #%d: %v, %v; want the batch's last tombstone", round, last, m, err)
 		}
 		// The last tombstone only: the purge removed the others, and the
-		// one the first round left.
-		if got := tombstones(); len(got) != 1 || got[0] != last {
-			t.Fatalf("round %d: tombstones left at %v, want only the stream's last message #%d", round, got, last)
+		// one the round before left; in the third round the forged
+		// message stays too.
+		want := []uint64{last}
+		if round == 3 {
+			want = []uint64{forged, last}
 		}
-		if fs := verifyLog(t, store); len(fs) > 0 {
-			t.Fatalf("round %d: verify after the prune: %v", round, fs)
+		if got := tombstones(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: tombstones left at %v, want %v", round, got, want)
+		}
+		fs := verifyLog(t, store)
+		for _, f := range fs {
+			if round < 3 || f.Seq != forged {
+				t.Fatalf("round %d: verify after the prune: %v", round, fs)
+			}
+		}
+		if round == 3 && len(fs) == 0 {
+			t.Fatalf("verify reports nothing of the message published on the tombstone subject (#%d)", forged)
 		}
 	}
 }

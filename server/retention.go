@@ -20,7 +20,7 @@ func retentionConfig(cfg Config) (*retention.LoopConfig, error) {
 	case cfg.Retention == 0:
 		return nil, trellis.FieldError("retention", "--prune-every needs --retention: how long finished tasks stay in the log")
 	case cfg.PruneRate < 0 || cfg.PruneRate > retention.MaxRemoveRate:
-		return nil, trellis.FieldError("prune_rate", "must be between 0 (unpaced) and %d removals a second, got %d", retention.MaxRemoveRate, cfg.PruneRate)
+		return nil, trellis.FieldError("prune_rate", "must be between 0 (unpaced) and %d messages a second, got %d", retention.MaxRemoveRate, cfg.PruneRate)
 	case cfg.Archive == "":
 		return nil, trellis.FieldError("archive", "is required with --retention: the directory pruned events are archived to before they leave the log")
 	}

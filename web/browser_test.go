@@ -220,6 +220,17 @@ type browser struct {
 
 func startBrowser(t *testing.T, exe string) *browser {
 	t.Helper()
+	// Chromium keeps its process-singleton socket in TMPDIR and leaves it
+	// behind: it gets a directory of its own, removed after it stops
+	// (this cleanup runs after the browser's, registered later). A short
+	// one: t.TempDir's path with the test's name can make the socket's
+	// path longer than a Unix socket's 108 bytes, and Chromium then
+	// refuses to start.
+	tmp, err := os.MkdirTemp("", "cr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Headless,
@@ -237,9 +248,7 @@ func startBrowser(t *testing.T, exe string) *browser {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
 		chromedp.WindowSize(1280, 900),
-		// Chromium keeps its process-singleton socket in TMPDIR and
-		// leaves it behind: give it a directory the test removes.
-		chromedp.Env("TZ=UTC", "TMPDIR="+t.TempDir()),
+		chromedp.Env("TZ=UTC", "TMPDIR="+tmp),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	shots := os.Getenv("TRELLIS_SCREENSHOTS")

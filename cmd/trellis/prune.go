@@ -46,7 +46,7 @@ func (a *app) pruneCommand() *cobra.Command {
 				return err
 			}
 			if rate < 0 || rate > retention.MaxRemoveRate {
-				return trellis.FieldError("rate", "must be between 0 (unpaced) and %d removals a second, got %d", retention.MaxRemoveRate, rate)
+				return trellis.FieldError("rate", "must be between 0 (unpaced) and %d messages a second, got %d", retention.MaxRemoveRate, rate)
 			}
 			if archive == "" {
 				return trellis.FieldError("archive", "is required: the directory the pruned events are archived to")

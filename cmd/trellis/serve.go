@@ -73,7 +73,7 @@ func (a *app) serveCommand() *cobra.Command {
 				}
 				pace := ""
 				if cfg.PruneRate > 0 {
-					pace = fmt.Sprintf(", at most %d removals a second", cfg.PruneRate)
+					pace = fmt.Sprintf(", at most %d messages removed a second", cfg.PruneRate)
 				}
 				fmt.Fprintf(a.stdout, "  retention: finished tasks older than %s pruned every %s, archived to %s%s\n", cfg.Retention, every, cfg.Archive, pace)
 			}
