@@ -201,7 +201,7 @@ func (l *retentionLog) finish(ctx context.Context, stream jetstream.Stream) (int
 // block that holds a match of its filter, however far past the bound,
 // under the store's lock: a queue's tombstones are few and recent (a
 // prune removes them), where a queue's events of one type
-// (trellis.queue.Q.*.done) span the whole stream, and purging by them
+// (trellis.queue.Q.*.completed) span the whole stream, and purging by them
 // held the pools' appends for that long at every batch (measured: worker
 // pools beside such a prune fell to 0.13x of their rate alone).
 func (l *retentionLog) purgeSubjects(ctx context.Context, stream jetstream.Stream, head, end uint64, filters []string) (int, map[uint64]bool, error) {
